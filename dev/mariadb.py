@@ -127,10 +127,10 @@ def start(base: Path, port: int, timeout: float = 60.0) -> MariaDbServer:
         try:
             conn = pymysql.connect(unix_socket=str(socket), user="root", autocommit=True)
             break
-        except pymysql.err.OperationalError:
+        except pymysql.err.OperationalError as err:
             if time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"mariadbd did not accept connections within {timeout}s; see {log}")
+                raise RuntimeError(f"mariadbd did not accept connections within {timeout}s; see {log}") from err
             time.sleep(0.2)
     with conn.cursor() as cur:
         cur.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (CDC_USER, CDC_PASSWORD))
