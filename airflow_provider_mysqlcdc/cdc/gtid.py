@@ -1,0 +1,135 @@
+"""GTIDs of both flavours, which order binlog offsets across binlog files and failovers.
+
+MySQL writes executed GTID *sets*: ``uuid:1-5:7-9,uuid2:1-3`` (8.4 adds tags, ``uuid:tag:1-5``);
+one offset is after another when its set contains the other's. MariaDB writes a GTID *position*:
+one ``domain-server-seq`` per replication domain, the last transaction applied in that domain;
+sequence numbers grow within a domain, so positions compare domain by domain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+_INTERVAL = re.compile(r"^(\d+)(?:-(\d+))?$")
+_TAG = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
+_MARIADB = re.compile(r"^(\d+)-(\d+)-(\d+)$")
+
+Interval = tuple[int, int]
+
+
+def _merge(intervals: list[Interval]) -> tuple[Interval, ...]:
+    merged: list[Interval] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+@dataclass(frozen=True)
+class GtidSet:
+    """A MySQL executed GTID set, normalised: sources sorted, intervals merged (inclusive ends)."""
+
+    sources: tuple[tuple[str, tuple[Interval, ...]], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> GtidSet:
+        """Parse the server's text (it may contain newlines after commas); '' is the empty set."""
+        found: dict[str, list[Interval]] = {}
+        for part in (text or "").replace("\n", "").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            uuid, *rest = part.split(":")
+            if not _UUID.match(uuid) or not rest:
+                raise InvalidOptionError(f"{part!r} is not a MySQL GTID set entry (expected 'uuid:1-5')")
+            source = uuid.lower()
+            for item in rest:
+                interval = _INTERVAL.match(item)
+                if interval:
+                    start = int(interval.group(1))
+                    end = int(interval.group(2) or start)
+                    if start < 1 or end < start:
+                        raise InvalidOptionError(f"bad GTID interval {item!r} in {part!r}")
+                    found.setdefault(source, []).append((start, end))
+                elif _TAG.match(item):
+                    source = f"{uuid.lower()}:{item.lower()}"
+                else:
+                    raise InvalidOptionError(f"bad GTID interval or tag {item!r} in {part!r}")
+        return cls(tuple(sorted((s, _merge(iv)) for s, iv in found.items())))
+
+    def __str__(self) -> str:
+        return ",".join(
+            source + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
+            for source, intervals in self.sources
+        )
+
+    def _map(self) -> dict[str, tuple[Interval, ...]]:
+        return dict(self.sources)
+
+    def contains(self, source: str, number: int) -> bool:
+        return any(a <= number <= b for a, b in self._map().get(source.lower(), ()))
+
+    def issubset(self, other: GtidSet) -> bool:
+        theirs = other._map()
+        return all(
+            any(oa <= a and b <= ob for oa, ob in theirs.get(source, ())) for source, intervals in self.sources
+            for a, b in intervals
+        )
+
+    def union(self, other: GtidSet) -> GtidSet:
+        found: dict[str, list[Interval]] = {}
+        for source, intervals in self.sources + other.sources:
+            found.setdefault(source, []).extend(intervals)
+        return GtidSet(tuple(sorted((s, _merge(iv)) for s, iv in found.items())))
+
+    def add(self, gtid: str) -> GtidSet:
+        """Add one executed GTID, ``uuid:n`` or ``uuid:tag:n``, as the stream does at each commit."""
+        return self.union(GtidSet.parse(gtid))
+
+
+@dataclass(frozen=True)
+class MariaDbGtidPosition:
+    """A MariaDB GTID position: per domain, the (server id, sequence number) last applied."""
+
+    domains: tuple[tuple[int, int, int], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> MariaDbGtidPosition:
+        found: dict[int, tuple[int, int, int]] = {}
+        for part in (text or "").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            match = _MARIADB.match(part)
+            if not match:
+                raise InvalidOptionError(
+                    f"{part!r} is not a MariaDB GTID (expected 'domain-server-seq', e.g. '0-1-100')"
+                )
+            domain, server, seq = (int(g) for g in match.groups())
+            if domain in found:
+                raise InvalidOptionError(f"MariaDB GTID position {text!r} names domain {domain} twice")
+            found[domain] = (domain, server, seq)
+        return cls(tuple(sorted(found.values())))
+
+    def __str__(self) -> str:
+        return ",".join(f"{d}-{s}-{n}" for d, s, n in self.domains)
+
+    def _seqs(self) -> dict[int, int]:
+        return {d: n for d, _, n in self.domains}
+
+    def issubset(self, other: MariaDbGtidPosition) -> bool:
+        """Everything applied at this position is applied at ``other`` (a missing domain is seq 0)."""
+        theirs = other._seqs()
+        return all(n <= theirs.get(d, 0) for d, n in self._seqs().items())
+
+    def advance(self, gtid: str) -> MariaDbGtidPosition:
+        """The position after the transaction ``gtid`` (``domain-server-seq``) commits."""
+        (new,) = MariaDbGtidPosition.parse(gtid).domains
+        kept = [d for d in self.domains if d[0] != new[0]]
+        return MariaDbGtidPosition(tuple(sorted([*kept, new])))
