@@ -10,8 +10,7 @@ into the wrong chunk.
 
 So a string's sort key is the server's own collation weight (``WEIGHT_STRING``), fetched in
 batches; for PAD SPACE collations it is the weight of the value without trailing spaces, and two
-weights compare with the shorter padded by the weight of a space. ENUM keys order by member position and SET
-keys by bitmask, as the server orders them.
+weights compare with the shorter padded by the weight of a space.
 """
 
 from __future__ import annotations
@@ -105,12 +104,6 @@ class KeyOrder:
         """``conn`` is a pymysql connection, used for string columns only (one query per 500 values)."""
         if column.data_type in STRING_TYPES:
             return cls(column, _string_weights(conn, column))
-        if column.data_type == "enum":
-            positions = {m: i for i, m in enumerate(column.members)}
-            return cls(column, lambda values: [positions[v] for v in values])
-        if column.data_type == "set":
-            bits = {m: 1 << i for i, m in enumerate(column.members)}
-            return cls(column, lambda values: [sum(bits[m] for m in v.split(",") if m) for v in values])
         return cls(column, list)
 
 

@@ -42,10 +42,6 @@ def test_sort_keys_agree_with_the_server(cdc_conn, charset: str, collation: str,
     assert disagreements == []
 
 
-def test_enum_set_and_numbers_order_like_the_server(cdc_conn) -> None:
-    enum = Column("e", "enum", "enum('zeta','alpha')", members=("zeta", "alpha"))
-    assert KeyOrder.for_column(cdc_conn, enum).sort_keys(["alpha", None, "zeta"]) == [1, None, 0]
-    set_column = Column("s", "set", "set('x','y','z')", members=("x", "y", "z"))
-    assert KeyOrder.for_column(cdc_conn, set_column).sort_keys(["", "x,z", "y"]) == [0, 5, 2]
+def test_numbers_need_no_server(cdc_conn) -> None:
     big = Column("n", "bigint", "bigint(20) unsigned", unsigned=True)
-    assert KeyOrder.for_column(cdc_conn, big).sort_keys([2**64 - 1, 0]) == [2**64 - 1, 0]
+    assert KeyOrder.for_column(None, big).sort_keys([2**64 - 1, None, 0]) == [2**64 - 1, None, 0]

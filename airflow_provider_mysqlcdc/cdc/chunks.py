@@ -1,0 +1,121 @@
+"""A chunk of a table and the one SQL predicate that selects it.
+
+The splitter counts rows with ``chunk_where`` and the chunk reader selects with it, so chunks can
+neither overlap nor leave gaps, whatever the key's type or collation. Chunks are half-open
+``[start, end)``; ``None`` is unbounded, so the first chunk is ``(-inf, end)`` and the last
+``[start, +inf)``, and rows inserted below the minimum or above the maximum during the snapshot
+still land in a chunk. NULL chunk keys (possible only with a nullable ``chunk_key_column``) belong
+to the first chunk.
+
+Hundreds of thousands of chunks travel through XCom, so the JSON form is short: ints and strings
+as themselves, other key types tagged.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, collated_parameter
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+
+INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint"})
+# keys the server and Python order alike (numbers, temporal, bytes), plus strings via collation
+SPLITTABLE_TYPES = INTEGER_TYPES | STRING_TYPES | frozenset(
+    {"decimal", "float", "double", "year", "date", "datetime", "timestamp", "time", "binary", "varbinary"}
+)
+
+
+def check_chunk_key(schema: TableSchema) -> Column:
+    column = schema.chunk_key_column
+    if column.data_type not in SPLITTABLE_TYPES:
+        raise TableNotSupportedError(
+            f"cannot split {schema.id} on {column.name!r} of type {column.column_type}: chunk keys must be "
+            f"numbers, strings, binary strings or dates/times; set chunk_key_column for {schema.id} to such a column"
+        )
+    return column
+
+
+@dataclass(frozen=True)
+class Chunk:
+    table: TableId
+    index: int
+    start: Any
+    end: Any
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.table}:{self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t": str(self.table), "i": self.index, "s": encode_key(self.start), "e": encode_key(self.end)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        return cls(TableId.parse(d["t"]), d["i"], decode_key(d["s"]), decode_key(d["e"]))
+
+
+def encode_key(value: Any) -> Any:
+    """JSON for a key value that decodes to an equal value of the same Python type."""
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float):
+        return {"f": value.hex()}
+    if isinstance(value, Decimal):
+        return {"d": str(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"b": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dt.datetime):
+        return {"dt": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"da": value.isoformat()}
+    if isinstance(value, dt.timedelta):
+        return {"td": (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds}
+    raise TypeError(f"cannot encode a chunk key of type {type(value).__name__}: {value!r}")
+
+
+def decode_key(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    ((tag, raw),) = data.items()
+    if tag == "f":
+        return float.fromhex(raw)
+    if tag == "d":
+        return Decimal(raw)
+    if tag == "b":
+        return base64.b64decode(raw)
+    if tag == "dt":
+        return dt.datetime.fromisoformat(raw)
+    if tag == "da":
+        return dt.date.fromisoformat(raw)
+    if tag == "td":
+        return dt.timedelta(microseconds=raw)
+    raise ValueError(f"unknown chunk key tag {tag!r}")
+
+
+def key_parameter(column: Column) -> str:
+    """The placeholder a key value is compared through: collated for strings, plain otherwise."""
+    return collated_parameter(column) if column.data_type in STRING_TYPES else "%s"
+
+
+def chunk_where(chunk: Chunk, column: Column) -> tuple[str, list[Any]]:
+    """The WHERE condition (and its parameters) that selects exactly the chunk's rows."""
+    key, param = column.quoted, key_parameter(column)
+    conditions: list[str] = []
+    params: list[Any] = []
+    if chunk.start is not None:
+        conditions.append(f"{key} >= {param}")
+        params.append(chunk.start)
+    if chunk.end is not None:
+        conditions.append(f"{key} < {param}")
+        params.append(chunk.end)
+    if not conditions:
+        return "TRUE", []
+    sql = " AND ".join(conditions)
+    if chunk.start is None and column.nullable:
+        sql = f"({sql} OR {key} IS NULL)"
+    return sql, params

@@ -1,0 +1,65 @@
+"""Chunk JSON keeps exact key values; the chunk predicate is half-open and puts NULL keys in the first chunk."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where, decode_key, encode_key
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
+from airflow_provider_mysqlcdc.cdc.splitter import _even_bounds, validate_split_options
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+TABLE = TableId("shop", "or.ders")
+INT_KEY = Column("id", "bigint", "bigint(20) unsigned", nullable=False, unsigned=True)
+TEXT_KEY = Column("k`ey", "varchar", "varchar(40)", nullable=True, charset="utf8mb4", collation="utf8mb4_general_ci")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, 0, -(2**63), 2**64 - 1, "Émoji 😀", "", Decimal("-12345678901234567890.123456789"), b"\x00\xff",
+     dt.date(1000, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999), dt.timedelta(hours=-838, microseconds=1),
+     0.1],
+)
+def test_key_json_round_trip_is_exact(value: object) -> None:
+    decoded = decode_key(json.loads(json.dumps(encode_key(value))))
+    assert decoded == value and type(decoded) is type(value)
+
+
+def test_chunk_json_is_compact_and_exact() -> None:
+    chunk = Chunk(TABLE, 17, 2**64 - 10, None)
+    assert chunk.chunk_id == "shop.or.ders:17"
+    compact = '{"t":"shop.or.ders","i":17,"s":18446744073709551606,"e":null}'
+    assert json.dumps(chunk.to_dict(), separators=(",", ":")) == compact
+    assert Chunk.from_dict(json.loads(json.dumps(chunk.to_dict()))) == chunk
+
+
+def test_chunk_where() -> None:
+    assert chunk_where(Chunk(TABLE, 0, None, None), INT_KEY) == ("TRUE", [])
+    assert chunk_where(Chunk(TABLE, 0, None, 5), INT_KEY) == ("`id` < %s", [5])
+    assert chunk_where(Chunk(TABLE, 1, 5, 9), INT_KEY) == ("`id` >= %s AND `id` < %s", [5, 9])
+    assert chunk_where(Chunk(TABLE, 2, 9, None), INT_KEY) == ("`id` >= %s", [9])
+    param = "CONVERT(%s USING utf8mb4) COLLATE utf8mb4_general_ci"
+    assert chunk_where(Chunk(TABLE, 0, None, "m"), TEXT_KEY) == (f"(`k``ey` < {param} OR `k``ey` IS NULL)", ["m"])
+    assert chunk_where(Chunk(TABLE, 1, "m", None), TEXT_KEY) == (f"`k``ey` >= {param}", ["m"])
+
+
+def test_even_bounds_never_pass_the_maximum() -> None:
+    top = 2**64 - 1
+    bounds = _even_bounds(INT_KEY, top - 25, top, Decimal(1), 10)
+    assert bounds == [top - 15, top - 5]
+    assert _even_bounds(INT_KEY, 1, 10, Decimal("0.01"), 10) == [2, 3, 4, 5, 6, 7, 8, 9, 10]  # step at least 1
+    money = Column("m", "decimal", "decimal(12,2)", precision=12, scale=2)
+    assert _even_bounds(money, Decimal("0.00"), Decimal("1.00"), Decimal("0.0333"), 10) == [
+        Decimal("0.34"), Decimal("0.68")
+    ]
+
+
+@pytest.mark.parametrize(("size", "lower", "upper"), [(0, 0.05, 1000.0), (1.5, 0.05, 1000.0), (8096, 0, 1.0),
+                                                      (8096, 2.0, 1.0), (8096, 0.05, float("inf"))])
+def test_bad_split_options_say_what_to_set(size: object, lower: float, upper: float) -> None:
+    with pytest.raises(InvalidOptionError, match="chunk_size|distribution_factor"):
+        validate_split_options(size, lower, upper)  # type: ignore[arg-type]
