@@ -1,0 +1,150 @@
+"""Finding the captured tables and reading their schemas from information_schema.
+
+Selection works like Flink CDC's ``database-name`` / ``table-name`` options: regular expressions
+that must match the whole database name and the whole ``db.table`` name, plus exclusions. System
+schemas never match. Names are only ever passed as parameters or quoted, so any name works.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
+
+SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+# MariaDB stores JSON as LONGTEXT guarded by this check; the binlog then carries plain text
+_JSON_CHECK = re.compile(r"json_valid\(\s*`?(?P<name>(?:[^`]|``)+?)`?\s*\)", re.IGNORECASE)
+
+
+def _pattern(option: str, value: str) -> re.Pattern[str]:
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise InvalidOptionError(f"{option} {value!r} is not a valid regular expression: {exc}") from exc
+
+
+def discover_tables(
+    conn: Any,
+    include_databases: str,
+    include_tables: str | None = None,
+    exclude_tables: Sequence[str] = (),
+    chunk_key_columns: Mapping[str, str] | None = None,
+) -> list[TableSchema]:
+    """The base tables whose database fully matches ``include_databases`` and whose ``db.table``
+    fully matches ``include_tables`` (all when None) and none of ``exclude_tables``; sorted."""
+    databases = _pattern("include_databases", include_databases)
+    tables = _pattern("include_tables", include_tables) if include_tables is not None else None
+    excluded = [_pattern("exclude_tables", p) for p in exclude_tables]
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'")
+        found = sorted(
+            TableId(db, name)
+            for db, name in cur.fetchall()
+            if db.lower() not in SYSTEM_SCHEMAS
+            and databases.fullmatch(db)
+            and (tables is None or tables.fullmatch(f"{db}.{name}"))
+            and not any(p.fullmatch(f"{db}.{name}") for p in excluded)
+        )
+    if not found:
+        raise InvalidOptionError(
+            f"no table matches include_databases={include_databases!r}, include_tables={include_tables!r}, "
+            f"exclude_tables={list(exclude_tables)!r} (patterns must match the whole name; does the CDC user "
+            f"have SELECT on those databases?)"
+        )
+    overrides = dict(chunk_key_columns or {})
+    unknown = sorted(set(overrides) - {str(t) for t in found})
+    if unknown:
+        raise InvalidOptionError(f"chunk_key_columns names tables that are not captured: {unknown}")
+    return [load_table_schema(conn, table, overrides.get(str(table))) for table in found]
+
+
+def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = None) -> TableSchema:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, "
+            "DATETIME_PRECISION, CHARACTER_MAXIMUM_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME "
+            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            (table.database, table.table),
+        )
+        rows = cur.fetchall()
+        if not rows:
+            raise TableNotSupportedError(f"table {table} does not exist or the CDC user cannot see it (GRANT SELECT)")
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+            (table.database, table.table),
+        )
+        primary_key = tuple(r[0] for r in cur.fetchall())
+        json_columns = _mariadb_json_columns(cur, table)
+    columns = tuple(_column(row, json_columns) for row in rows)
+    return TableSchema(table, columns, primary_key, chunk_key_column or "")
+
+
+def _mariadb_json_columns(cur: Any, table: TableId) -> set[str]:
+    """MariaDB reports a JSON column as ``longtext`` with a ``json_valid(col)`` CHECK constraint."""
+    try:
+        cur.execute(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+            (table.database, table.table),
+        )
+    except Exception as exc:  # MySQL 5.7 has no CHECK_CONSTRAINTS (and no JSON alias)
+        if getattr(exc, "args", (None,))[0] == 1109:  # ER_UNKNOWN_TABLE
+            return set()
+        raise
+    names = set()
+    for (clause,) in cur.fetchall():
+        for match in _JSON_CHECK.finditer(clause or ""):
+            names.add(match.group("name").replace("``", "`"))
+    return names
+
+
+def _column(row: Sequence[Any], json_columns: set[str]) -> Column:
+    name, data_type, column_type, nullable, precision, scale, dt_precision, max_length, charset, collation = row
+    data_type = data_type.lower()
+    return Column(
+        name=name,
+        data_type=data_type,
+        column_type=column_type,
+        nullable=nullable == "YES",
+        unsigned="unsigned" in column_type.lower(),
+        precision=None if precision is None else int(precision),
+        scale=None if scale is None else int(scale),
+        datetime_precision=None if dt_precision is None else int(dt_precision),
+        char_max_length=None if max_length is None else int(max_length),
+        charset=charset,
+        collation=collation,
+        members=parse_members(column_type) if data_type in ("enum", "set") else (),
+        is_json=data_type == "json" or (data_type == "longtext" and name in json_columns),
+    )
+
+
+def parse_members(column_type: str) -> tuple[str, ...]:
+    """Members of ``enum('a','it''s','x,y')``: quoted, with quotes doubled; commas may be inside."""
+    body = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
+    members: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] != "'":
+            i += 1
+            continue
+        i += 1
+        text: list[str] = []
+        while i < len(body):
+            if body[i] == "'" and i + 1 < len(body) and body[i + 1] == "'":
+                text.append("'")
+                i += 2
+            elif body[i] == "'":
+                i += 1
+                break
+            elif body[i] == "\\" and i + 1 < len(body):
+                text.append(body[i + 1])
+                i += 2
+            else:
+                text.append(body[i])
+                i += 1
+        members.append("".join(text))
+    return tuple(members)
