@@ -52,7 +52,8 @@ def test_no_match_and_bad_options_are_clear(cdc_conn, database) -> None:
         discover_tables(cdc_conn, database, exclude_tables=[".*logs"], chunk_key_columns={"other.t": "id"})
     with pytest.raises(Exception, match="has no primary key.*chunk_key_column"):
         discover_tables(cdc_conn, database)  # logs has no key
-    logs = discover_tables(cdc_conn, database, include_tables=r".*\.logs", chunk_key_columns={f"{database}.logs": "line"})
+    overrides = {f"{database}.logs": "line"}
+    logs = discover_tables(cdc_conn, database, include_tables=r".*\.logs", chunk_key_columns=overrides)
     assert logs[0].chunk_key == "line"
     with pytest.raises(Exception, match="not a column"):
         load_table_schema(cdc_conn, TableId(database, "orders"), "nope")
