@@ -1,0 +1,60 @@
+"""Judging source facts: each problem is one line naming the setting or GRANT to fix."""
+
+from __future__ import annotations
+
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.source_checks import SourceFacts, find_problems, parse_grants
+
+GOOD = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+MARIA = ServerInfo.from_version("10.11.19-MariaDB-0+deb12u1")
+MYSQL84 = ServerInfo.from_version("8.4.3")
+
+
+def facts(server: ServerInfo, grants: list[str], **variables: str) -> SourceFacts:
+    return SourceFacts(server, {**GOOD, **variables}, parse_grants(grants))
+
+
+def test_server_info_flavours() -> None:
+    assert MARIA.flavor == "mariadb" and MARIA.version == (10, 11, 19)
+    assert MYSQL84.flavor == "mysql" and MYSQL84.binary_log_status_sql == "SHOW BINARY LOG STATUS"
+    assert ServerInfo.from_version("8.0.36").binary_log_status_sql == "SHOW MASTER STATUS"
+    assert ServerInfo.from_version("10.5.1", "mariadb.org binary distribution").flavor == "mariadb"
+
+
+def test_a_ready_server_has_no_problems() -> None:
+    grants = ["GRANT SELECT, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `cdc`@`%` IDENTIFIED BY "
+              "PASSWORD '*ABC'"]
+    assert find_problems(facts(MARIA, grants)) == []
+    assert find_problems(facts(MYSQL84, ["GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost`"])) == []
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    problems = find_problems(
+        facts(ServerInfo.from_version("10.4.3-MariaDB"), ["GRANT USAGE ON *.* TO `cdc`@`%`"],
+              log_bin="OFF", binlog_format="MIXED", binlog_row_image="MINIMAL", binlog_row_metadata="NO_LOG"),
+        databases=["shop"],
+    )
+    assert problems == [
+        "MariaDB 10.4.3-MariaDB is too old: use MariaDB 10.5 or newer",
+        "log_bin is OFF: start the server with log_bin (binary logging) enabled",
+        "binlog_format is MIXED: SET GLOBAL binlog_format = 'ROW' (and in the server config)",
+        "binlog_row_image is MINIMAL: SET GLOBAL binlog_row_image = 'FULL' (and in the server config)",
+        "binlog_row_metadata is NO_LOG: SET GLOBAL binlog_row_metadata = 'FULL' (and in the server config)",
+        "the CDC user lacks REPLICATION SLAVE: GRANT REPLICATION SLAVE ON *.* TO <cdc user>",
+        "the CDC user lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO <cdc user>",
+        "the CDC user lacks SELECT on shop: GRANT SELECT ON `shop`.* TO <cdc user>",
+    ]
+
+
+def test_old_mysql_without_row_metadata_and_per_database_select() -> None:
+    variables = {k: v for k, v in GOOD.items() if k != "binlog_row_metadata"}
+    grants = ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'",
+              "GRANT SELECT ON `shop`.* TO 'cdc'@'%'"]
+    old = SourceFacts(ServerInfo.from_version("5.7.44-log"), variables, parse_grants(grants))
+    assert find_problems(old, databases=["shop"]) == []
+    assert find_problems(old, databases=["shop", "crm"]) == [
+        "the CDC user lacks SELECT on crm: GRANT SELECT ON `crm`.* TO <cdc user>"
+    ]
+    # MariaDB may print the old name REPLICATION CLIENT for BINLOG MONITOR
+    maria = facts(MARIA, ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"])
+    assert find_problems(maria) == []
