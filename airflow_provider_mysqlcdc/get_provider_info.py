@@ -1,0 +1,64 @@
+"""What Airflow learns about this provider through the ``apache_airflow_provider`` entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_mysqlcdc import __version__
+
+_STRING = {"type": ["string", "null"]}
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-mysqlcdc",
+        "name": "MySQL CDC",
+        "description": "Consistent replicas of MySQL and MariaDB tables in a data lake: a lock-free "
+        "chunked snapshot on Spark, then binlog streaming in a deferrable task.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "MySQL CDC",
+                "external-doc-url": "https://github.com/airflow-provider-mysqlcdc/airflow-provider-mysqlcdc",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [
+            {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.hooks.mysql_cdc"]}
+        ],
+        "connection-types": [
+            {
+                "connection-type": "mysql_cdc",
+                "hook-class-name": "airflow_provider_mysqlcdc.hooks.mysql_cdc.MySqlCdcHook",
+                "hook-name": "MySQL CDC",
+                "ui-field-behaviour": {
+                    "hidden-fields": [],
+                    "relabeling": {"login": "CDC user", "schema": "Default database"},
+                    "placeholders": {"port": "3306", "extra": '{"server_id": "5400-5408"}'},
+                },
+                "conn-fields": {
+                    "server_id": {
+                        "label": "Server id range",
+                        "description": "Server ids for binlog readers, one per concurrent reader, e.g. 5400-5408. "
+                        "Must not clash with any replica or other CDC tool.",
+                        "schema": {**_STRING, "default": "5400-5408"},
+                    },
+                    "server_time_zone": {
+                        "label": "Server time zone",
+                        "description": "Session time zone of CDC connections; TIMESTAMP values are read as UTC.",
+                        "schema": {**_STRING, "default": "+00:00"},
+                    },
+                    "connect_timeout": {
+                        "label": "Connect timeout (s)",
+                        "schema": {"type": ["integer", "null"], "default": 10},
+                    },
+                    "ssl": {
+                        "label": "SSL",
+                        "description": 'JSON object, e.g. {"ca": "/path/ca.pem", "cert": "...", "key": "...", '
+                        '"verify": true}',
+                        "schema": {"type": ["object", "null"]},
+                    },
+                },
+            }
+        ],
+    }
