@@ -1,0 +1,62 @@
+"""The type mapping as a table, and the conversions the MariaDB server cannot exercise (MySQL JSON)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_type, select_expression
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+
+
+def col(data_type: str, column_type: str = "", **kw: object) -> Column:
+    return Column("c", data_type, column_type or data_type, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        (col("tinyint"), pa.int8()), (col("tinyint", unsigned=True), pa.uint8()),
+        (col("smallint"), pa.int16()), (col("mediumint", unsigned=True), pa.uint32()),
+        (col("int"), pa.int32()), (col("bigint", unsigned=True), pa.uint64()),
+        (col("decimal", precision=38, scale=10), pa.decimal128(38, 10)),
+        (col("decimal", precision=65, scale=30), pa.decimal256(65, 30)),
+        (col("float"), pa.float32()), (col("double"), pa.float64()),
+        (col("bit", "bit(1)", precision=1), pa.bool_()), (col("bit", "bit(9)", precision=9), pa.uint64()),
+        (col("year"), pa.int16()), (col("date"), pa.date32()), (col("time"), pa.duration("us")),
+        (col("datetime"), pa.timestamp("us")), (col("timestamp"), pa.timestamp("us", tz="UTC")),
+        (col("varchar"), pa.string()), (col("enum"), pa.string()), (col("set"), pa.string()),
+        (col("json"), pa.string()), (col("longblob"), pa.binary()), (col("point"), pa.binary()),
+    ],
+)
+def test_arrow_types(column: Column, expected: pa.DataType) -> None:
+    assert arrow_type(column) == expected
+
+
+def test_unknown_type_is_refused_by_name() -> None:
+    with pytest.raises(TableNotSupportedError, match="'c' has type vector"):
+        arrow_type(col("vector", "vector(3)"))
+
+
+def test_float_is_selected_through_a_double() -> None:
+    assert select_expression(col("float")) == "(`c` + 0e0) AS `c`"
+    assert select_expression(col("double")) == "`c`"
+
+
+def test_mysql_binary_json_and_its_text_convert_alike() -> None:
+    schema = TableSchema(TableId("d", "t"), (Column("id", "int", "int"), Column("j", "json", "json")), ("id",))
+    convert = RowConverter(schema)
+    selected = convert.from_select((1, '{"b": 1, "a": [1, 2.5, "ü", null, true]}'))
+    decoded = convert.from_binlog({"id": 1, "j": {b"b": 1, b"a": [1, 2.5, "ü", None, True]}}, {})
+    assert selected == decoded == (1, '{"a": [1, 2.5, "ü", null, true], "b": 1}')
+
+
+def test_negative_fractional_time_repair() -> None:
+    schema = TableSchema(TableId("d", "t"), (Column("t", "time", "time(6)", datetime_precision=6),), ("t",))
+    decoded_by_library = -dt.timedelta(seconds=45296, microseconds=999999)  # for -12:34:56.000001
+    assert RowConverter(schema).from_binlog({"t": decoded_by_library}, {}) == (
+        -dt.timedelta(seconds=45296, microseconds=1),
+    )
