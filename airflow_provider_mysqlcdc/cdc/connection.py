@@ -116,9 +116,7 @@ class ConnectionConfig:
 
     def replication_settings(self) -> dict[str, Any]:
         """Connection settings for mysql-replication's ``BinLogStreamReader``."""
-        settings = {k: v for k, v in self.pymysql_kwargs().items() if k not in ("database", "autocommit")}
-        settings["passwd"] = settings.pop("password")
-        return settings
+        return {k: v for k, v in self.pymysql_kwargs().items() if k not in ("database", "autocommit")}
 
 
 def _ssl(value: Any) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ def test_hook_reads_an_env_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     kwargs = config.pymysql_kwargs()
     assert kwargs["ssl"] == {"ca": "/ca.pem"} and kwargs["ssl_verify_cert"] is False
     assert kwargs["init_command"] == "SET time_zone = '+00:00'"
-    assert config.replication_settings()["passwd"] == "s3cret!"
+    assert config.replication_settings()["password"] == "s3cret!"
 
 
 @pytest.mark.parametrize(

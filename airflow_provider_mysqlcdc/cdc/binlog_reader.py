@@ -1,0 +1,251 @@
+"""Reading the captured tables' changes from the binlog, with an exact offset for every record.
+
+mysql-replication speaks the replication protocol and decodes row events; this module adds what a
+consistent pipeline needs on top of it:
+
+- offsets: each record carries the point to resume after it (transaction start, GTIDs before
+  it, row events and rows consumed), and each commit yields a ``Committed`` marker with the
+  offset after the transaction. A consumer that checkpoints only at markers never keeps half a
+  transaction; one that checkpoints a record's offset resumes right after that record.
+- restarts mid-transaction: reading from an offset with skips drops the records already taken.
+- a stop offset, for reading exactly (LW, HW] of a chunk.
+- schema changes: a row image whose columns differ from the known schema makes the reader reload
+  the table's schema; if the server's current schema still does not describe the image (the
+  table changed again since), capture stops with an error naming the table and offset.
+- clear errors for a purged binlog and a server-id clash.
+
+For file/position starts ``is_mariadb`` stays off even on MariaDB: with it on and no GTID,
+mysql-replication ignores the position and starts from the first binlog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
+from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
+from airflow_provider_mysqlcdc.cdc.types import RowConverter
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SourceConfigError
+
+_NO_SOURCE = "00000000-0000-0000-0000-000000000000"
+
+
+class SchemaChangeError(MySqlCdcError):
+    """A captured table changed in a way the reader cannot follow at this offset."""
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A transaction boundary: everything before ``offset`` is complete."""
+
+    offset: BinlogOffset
+    ts_ms: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The server is idle at ``offset``: nothing of the captured tables is pending."""
+
+    offset: BinlogOffset
+
+
+@dataclass(frozen=True)
+class SchemaChanged:
+    """From here on the table's records follow ``schema``."""
+
+    schema: TableSchema
+    offset: BinlogOffset
+
+
+Item = ChangeRecord | Committed | Heartbeat | SchemaChanged
+
+
+@dataclass
+class _Position:
+    """Where the reader is: the offset of the last boundary and what the open transaction consumed."""
+
+    boundary: BinlogOffset
+    in_transaction: bool = False
+    pending_gtid: str | None = None
+    row_events: int = 0
+
+
+class BinlogReader:
+    """Iterate the changes of ``schemas``' tables from ``start`` (exclusive of what it already covers).
+
+    ``reload_schema(table)`` reads a table's current schema (discovery's ``load_table_schema`` on a
+    control connection). ``stop`` ends the iteration at the first transaction boundary at or after it.
+    ``blocking`` waits for new events (with heartbeats every ``heartbeat_seconds``) instead of
+    ending when the binlog's current end is reached.
+    """
+
+    def __init__(
+        self,
+        connection_settings: Mapping[str, Any],
+        server_id: int,
+        server_ids: ServerIdRange,
+        schemas: Mapping[TableId, TableSchema],
+        start: BinlogOffset,
+        reload_schema: Callable[[TableId], TableSchema],
+        stop: BinlogOffset | None = None,
+        blocking: bool = False,
+        heartbeat_seconds: float | None = None,
+        session_time_zone: str = "+00:00",
+    ) -> None:
+        self._settings = dict(connection_settings)
+        self._server_id = server_id
+        self._server_ids = server_ids
+        self._schemas = dict(schemas)
+        self._converters = {t: RowConverter(s, session_time_zone) for t, s in schemas.items()}
+        self._time_zone = session_time_zone
+        self._start = start
+        self._reload_schema = reload_schema
+        self._stop = stop
+        self._blocking = blocking
+        self._heartbeat = heartbeat_seconds
+
+    def __iter__(self) -> Iterator[Item]:
+        from pymysql.err import OperationalError
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import (
+            GtidEvent,
+            HeartbeatLogEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            RotateEvent,
+            XidEvent,
+        )
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        start = self._start.at_transaction_start()
+        if self._stop is not None and not start < self._stop:
+            return
+        stream = BinLogStreamReader(
+            connection_settings=self._settings,
+            server_id=self._server_id,
+            log_file=start.file,
+            log_pos=start.position,
+            resume_stream=True,
+            blocking=self._blocking,
+            slave_heartbeat=self._heartbeat,
+            only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, RotateEvent, HeartbeatLogEvent,
+                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+            only_schemas=sorted({t.database for t in self._schemas}),
+            only_tables=sorted({t.table for t in self._schemas}),
+        )
+        position = _Position(start)
+        skip_events, skip_rows = self._start.events_to_skip, self._start.rows_to_skip
+        try:
+            for event in stream:
+                file = stream.log_file
+                end = BinlogOffset(file, stream.log_pos, position.boundary.gtid, start.flavor)
+                ts_ms = int(event.timestamp) * 1000
+                if isinstance(event, RotateEvent):
+                    if not position.in_transaction:
+                        position.boundary = replace(position.boundary, file=event.next_binlog,
+                                                    position=event.position)
+                    continue
+                if isinstance(event, HeartbeatLogEvent):
+                    if not position.in_transaction:
+                        yield Heartbeat(position.boundary)
+                    continue
+                if isinstance(event, GtidEvent | MariadbGtidEvent):
+                    if self._reached(position):  # the next transaction starts at or after the stop
+                        return
+                    position.in_transaction = True
+                    position.pending_gtid = None if event.gtid.startswith(_NO_SOURCE) else event.gtid
+                    continue
+                query = event.query.strip().upper() if isinstance(event, QueryEvent) else ""
+                if query == "BEGIN":
+                    if not position.in_transaction and self._reached(position):
+                        return
+                    position.in_transaction = True
+                    continue
+                if isinstance(event, QueryEvent | XidEvent):
+                    # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
+                    yield from self._commit(position, end, ts_ms)
+                    if self._reached(position):
+                        return
+                    continue
+                table = TableId(event.schema, event.table)
+                if table not in self._schemas:
+                    continue
+                index = position.row_events
+                position.row_events += 1
+                if skip_events:
+                    skip_events -= 1
+                    continue
+                record_base = replace(position.boundary, events_to_skip=index)
+                yield from self._records(event, table, record_base, ts_ms, skip_rows)
+                skip_rows = 0
+        except OperationalError as exc:
+            raise self._explain(exc) from exc
+        finally:
+            stream.close()
+
+    def _reached(self, position: _Position) -> bool:
+        return self._stop is not None and not position.boundary < self._stop
+
+    def _commit(self, position: _Position, end: BinlogOffset, ts_ms: int) -> Iterator[Committed]:
+        gtid = position.boundary.gtid
+        if position.pending_gtid and gtid is not None:
+            if position.boundary.flavor == MARIADB:
+                gtid = str(MariaDbGtidPosition.parse(gtid).advance(position.pending_gtid))
+            else:
+                gtid = str(GtidSet.parse(gtid).add(position.pending_gtid))
+        position.boundary = replace(end, gtid=gtid)
+        position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
+        yield Committed(position.boundary, ts_ms)
+
+    def _records(
+        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
+    ) -> Iterator[ChangeRecord | SchemaChanged]:
+        from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
+
+        names = [c.name for c in event.columns]
+        if list(self._schemas[table].column_names) != names:
+            yield self._follow_schema(table, names, base)
+        convert = self._converters[table]
+        for row_index, row in enumerate(event.rows):
+            if row_index < skip_rows:
+                continue
+            offset = replace(base, rows_to_skip=row_index + 1)
+            if isinstance(event, UpdateRowsEvent):
+                before = convert.from_binlog(row["before_values"], row["before_none_sources"])
+                after = convert.from_binlog(row["after_values"], row["after_none_sources"])
+                yield ChangeRecord(UPDATE_BEFORE, table, before, offset, ts_ms)
+                yield ChangeRecord(UPDATE_AFTER, table, after, offset, ts_ms)
+            else:
+                op = INSERT if isinstance(event, WriteRowsEvent) else DELETE
+                yield ChangeRecord(op, table, convert.from_binlog(row["values"], row["none_sources"]), offset, ts_ms)
+
+    def _follow_schema(self, table: TableId, names: list[str], offset: BinlogOffset) -> SchemaChanged:
+        current = self._reload_schema(table)
+        if list(current.column_names) != names:
+            raise SchemaChangeError(
+                f"the binlog at {offset} has rows of {table} with columns {names}, but the table now has "
+                f"{list(current.column_names)}: it changed again since, and the reader cannot know the types "
+                f"of the intermediate schema. Re-snapshot {table} (or restart capture after the last change)."
+            )
+        self._schemas[table] = current
+        self._converters[table] = RowConverter(current, self._time_zone)
+        return SchemaChanged(current, offset)
+
+    def _explain(self, exc: Exception) -> Exception:
+        message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+        clash = explain_server_id_clash(message, self._server_id, self._server_ids)
+        if clash is not None:
+            return clash
+        if "could not find first log file" in message.lower() or "purged" in message.lower():
+            return SourceConfigError(
+                f"the binlog at {self._start} is no longer on the server ({message}): the changes since then are "
+                f"lost to CDC. Re-snapshot the tables, and keep binlogs longer than the pipeline may stop."
+            )
+        return exc
+
