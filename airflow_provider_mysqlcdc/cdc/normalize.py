@@ -42,12 +42,23 @@ def normalize_chunk(
     if not relevant:
         return NormalizedChunk(list(rows), 0)
     state: dict[Hashable, Row] = {row_key(r): r for r in rows}
+    touched = apply_changes(state, relevant, row_key)
+    return NormalizedChunk(list(state.values()), touched)
+
+
+def apply_changes(
+    state: dict[Hashable, Row], changes: Iterable[ChangeRecord], row_key: Callable[[Row], Hashable]
+) -> int:
+    """Apply changes in order to rows keyed by ``row_key``; returns how many distinct keys changed.
+
+    The same rule serves a chunk's fix-up and a consumer replaying the changelog over a snapshot.
+    """
     touched: set[Hashable] = set()
-    for change in relevant:
+    for change in changes:
         key = row_key(change.values)
         touched.add(key)
         if change.op in UPSERT_OPS:
             state[key] = change.values
         else:
             state.pop(key, None)
-    return NormalizedChunk(list(state.values()), len(touched))
+    return len(touched)
