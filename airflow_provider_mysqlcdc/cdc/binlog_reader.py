@@ -20,6 +20,7 @@ mysql-replication ignores the position and starts from the first binlog.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +35,7 @@ from airflow_provider_mysqlcdc.cdc.types import RowConverter
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SourceConfigError
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
+_CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
 
 
 class SchemaChangeError(MySqlCdcError):
@@ -97,6 +99,7 @@ class BinlogReader:
         blocking: bool = False,
         heartbeat_seconds: float | None = None,
         session_time_zone: str = "+00:00",
+        reconnects: int = 3,
     ) -> None:
         self._settings = dict(connection_settings)
         self._server_id = server_id
@@ -109,9 +112,30 @@ class BinlogReader:
         self._stop = stop
         self._blocking = blocking
         self._heartbeat = heartbeat_seconds
+        self._reconnects = reconnects
 
     def __iter__(self) -> Iterator[Item]:
+        """Reconnects from the last item's offset when the connection drops (a killed dump thread, a
+        network blip, a server restart), up to ``reconnects`` times in a row."""
         from pymysql.err import OperationalError
+
+        resume, failures = self._start, 0
+        while True:
+            try:
+                for item in self._read_from(resume):
+                    yield item
+                    resume = item.offset if not isinstance(item, SchemaChanged) else resume
+                    failures = 0
+                return
+            except OperationalError as exc:
+                code = exc.args[0] if exc.args else None
+                if code in _CONNECTION_LOST and failures < self._reconnects:
+                    failures += 1
+                    time.sleep(min(2.0**failures / 4, 10.0))
+                    continue
+                raise self._explain(exc) from exc
+
+    def _read_from(self, resume: BinlogOffset) -> Iterator[Item]:
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import (
             GtidEvent,
@@ -123,7 +147,7 @@ class BinlogReader:
         )
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-        start = self._start.at_transaction_start()
+        start = resume.at_transaction_start()
         if self._stop is not None and not start < self._stop:
             return
         stream = BinLogStreamReader(
@@ -140,7 +164,7 @@ class BinlogReader:
             only_tables=sorted({t.table for t in self._schemas}),
         )
         position = _Position(start)
-        skip_events, skip_rows = self._start.events_to_skip, self._start.rows_to_skip
+        skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
         try:
             for event in stream:
                 file = stream.log_file
@@ -184,8 +208,6 @@ class BinlogReader:
                 record_base = replace(position.boundary, events_to_skip=index)
                 yield from self._records(event, table, record_base, ts_ms, skip_rows)
                 skip_rows = 0
-        except OperationalError as exc:
-            raise self._explain(exc) from exc
         finally:
             stream.close()
 

@@ -120,3 +120,57 @@ def test_purged_binlog_is_a_clear_error(cdc_conn, config, database) -> None:
     gone = BinlogOffset("mysql-bin.000000", 4, flavor="mariadb")
     with pytest.raises(SourceConfigError, match="no longer on the server"):
         list(reader(config, cdc_conn, [TableId(database, "r1")], gone))
+
+
+def test_blocking_reader_heartbeats_and_survives_a_killed_connection(mariadb_server, admin, cdc_conn, config,
+                                                                     database) -> None:
+    import queue
+    import threading
+    import time
+
+    from airflow_provider_mysqlcdc.cdc.binlog_reader import Heartbeat
+
+    run(admin, "CREATE TABLE r5 (id INT PRIMARY KEY)")
+    table = TableId(database, "r5")
+    blocking = BinlogReader(config.replication_settings(), 5411, ServerIdRange(5411, 5411),
+                            {table: load_table_schema(cdc_conn, table)}, now(cdc_conn),
+                            reload_schema=lambda t: load_table_schema(cdc_conn, t),
+                            blocking=True, heartbeat_seconds=0.5)
+    items: queue.Queue[Any] = queue.Queue()
+    stopping = threading.Event()
+
+    def consume() -> None:
+        for item in blocking:
+            items.put(item)
+            if stopping.is_set() and isinstance(item, Heartbeat):
+                return
+
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+
+    def wait_for(predicate: Any, timeout: float = 15) -> list[Any]:
+        seen, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                seen.append(items.get(timeout=0.2))
+            except queue.Empty:
+                continue
+            if predicate(seen):
+                return seen
+        raise AssertionError(f"timed out; saw {seen}")
+
+    wait_for(lambda seen: any(isinstance(i, Heartbeat) for i in seen))  # idle: heartbeats arrive
+    run(admin, "INSERT INTO r5 VALUES (1), (2)")
+    first = wait_for(lambda seen: sum(isinstance(i, ChangeRecord) for i in seen) == 2)
+    with admin.cursor() as cur:
+        cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+        dumps = cur.fetchall()
+        assert dumps, "the reader's dump thread should be on the server"
+        for (thread_id,) in dumps:
+            cur.execute(f"KILL {int(thread_id)}")
+    run(admin, "INSERT INTO r5 VALUES (3)")
+    second = wait_for(lambda seen: any(isinstance(i, ChangeRecord) for i in seen))
+    stopping.set()
+    thread.join(10)
+    values = [i.values for i in first + second if isinstance(i, ChangeRecord)]
+    assert values == [(1,), (2,), (3,)]  # nothing lost or repeated across the reconnect
