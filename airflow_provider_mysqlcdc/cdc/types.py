@@ -200,15 +200,23 @@ class RowConverter:
     def __init__(self, schema: TableSchema, session_time_zone: str = "+00:00") -> None:
         self.schema = schema
         self.names = schema.column_names
-        self._select = [_converters(c, "select", session_time_zone) for c in schema.columns]
+        # SELECT rows are the hot path: only the columns that need a conversion are touched
+        self._select_fixes = [
+            (i, f) for i, c in enumerate(schema.columns) if (f := _converters(c, "select", session_time_zone))
+        ]
         self._binlog = [_converters(c, "binlog", session_time_zone) for c in schema.columns]
         # a NOT NULL SET's empty value arrives from the binlog as None; SELECT gives ''
         self._empty_set = frozenset(c.name for c in schema.columns if c.data_type == "set")
 
     def from_select(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        return tuple(
-            v if f is None or v is None else f(v) for f, v in zip(self._select, row, strict=True)
-        )
+        if not self._select_fixes:
+            return tuple(row)
+        values = list(row)
+        for i, f in self._select_fixes:
+            v = values[i]
+            if v is not None:
+                values[i] = f(v)
+        return tuple(values)
 
     def from_binlog(self, values: Mapping[str, Any], none_sources: Mapping[str, str]) -> tuple[Any, ...]:
         out = []

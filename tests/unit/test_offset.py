@@ -82,3 +82,15 @@ def test_json_round_trip_is_exact() -> None:
     offset = BinlogOffset("mysql-bin.000123", 2**40, f"{U1}:1-5", "mysql", 3, 70_000)
     assert BinlogOffset.from_dict(json.loads(json.dumps(offset.to_dict()))) == offset
     assert str(offset) == f"mysql-bin.000123:{2**40} gtid={U1}:1-5 (+3 events, +70000 rows)"
+
+
+def test_records_at_the_watermarks() -> None:
+    """A change's offset is (start of its transaction, skips >= 1 row): a transaction that starts
+    exactly at a watermark is after it; one that ends exactly at it is before it."""
+    watermark = BinlogOffset("b.000001", 500, "0-1-10", "mariadb")
+    starts_there = BinlogOffset("b.000001", 500, "0-1-10", "mariadb", events_to_skip=0, rows_to_skip=1)
+    ends_there = BinlogOffset("b.000001", 420, "0-1-9", "mariadb", events_to_skip=3, rows_to_skip=70)
+    assert watermark < starts_there and ends_there < watermark
+    # the same by file and position alone (no GTIDs: MySQL without gtid_mode)
+    assert BinlogOffset("b.000001", 500) < BinlogOffset("b.000001", 500, rows_to_skip=1)
+    assert BinlogOffset("b.000001", 420, events_to_skip=9, rows_to_skip=9) < BinlogOffset("b.000001", 500)
