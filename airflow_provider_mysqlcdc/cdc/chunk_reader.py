@@ -20,10 +20,12 @@ at or before HW, and replaying (LW, HW] over the SELECT gives the chunk as of HW
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, check_chunk_key, chunk_where
@@ -34,33 +36,31 @@ from airflow_provider_mysqlcdc.cdc.normalize import Row, normalize_chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset, read_snapshot_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, select_expression
 
 DEFAULT_FETCH_SIZE = 4096
 
 
 @dataclass(frozen=True)
 class ChunkSnapshot:
-    """A chunk's rows as of its high watermark, canonical values in column order."""
+    """A chunk's rows as of its high watermark, in the table's canonical Arrow schema."""
 
     chunk: Chunk
     low_watermark: BinlogOffset
     high_watermark: BinlogOffset
-    rows: list[Row]
+    table: pa.Table
     changed_keys: int
     selected_rows: int
 
 
-def row_key_of(schema: TableSchema) -> Callable[[Row], Hashable]:
-    positions = [schema.column_names.index(k) for k in schema.row_key]
-    getter = operator.itemgetter(*positions)
-    return (lambda row: (getter(row),)) if len(positions) == 1 else getter
-
-
 class ChunkReader:
-    """Reads chunks of one table, one after the other, over two connections it owns.
+    """Reads chunks of one table, one after the other.
 
-    ``server_id`` is the binlog reader id for the fix-ups (one per concurrent ChunkReader).
+    The SELECT goes through connectorx straight into Arrow (``arrow_select``); with SSL configured,
+    which connectorx's MySQL URL cannot express, through pymysql (unbuffered) instead
+    (``use_connectorx`` overrides the choice). Watermarks
+    and the schema use a pymysql control connection. ``server_id`` is the binlog reader id for the
+    fix-ups (one per concurrent ChunkReader).
     """
 
     def __init__(
@@ -69,6 +69,7 @@ class ChunkReader:
         schema: TableSchema,
         server_id: int,
         fetch_size: int = DEFAULT_FETCH_SIZE,
+        use_connectorx: bool | None = None,
     ) -> None:
         import pymysql.cursors
 
@@ -78,10 +79,12 @@ class ChunkReader:
         self.fetch_size = fetch_size
         self._key_column = check_chunk_key(schema)
         self._control = config.connect()
-        self._reader = config.connect(cursorclass=pymysql.cursors.SSCursor)
+        native = not config.ssl if use_connectorx is None else use_connectorx
+        self._reader = None if native else config.connect(cursorclass=pymysql.cursors.SSCursor)
+        self._arrow = ArrowSelect(config, schema) if native else None
         self.server = ServerInfo.read(self._control)
         self._convert = RowConverter(schema, config.server_time_zone)
-        self._row_key = row_key_of(schema)
+        self._arrow_schema = arrow_schema(schema)
         self._key_index = schema.column_names.index(schema.chunk_key)
         self._key_order = KeyOrder.for_column(self._control, self._key_column)
         columns = ", ".join(select_expression(c) for c in schema.columns)
@@ -89,7 +92,8 @@ class ChunkReader:
 
     def close(self) -> None:
         self._control.close()
-        self._reader.close()
+        if self._reader is not None:
+            self._reader.close()
 
     def __enter__(self) -> ChunkReader:
         return self
@@ -103,11 +107,11 @@ class ChunkReader:
 
     def read_chunk(self, chunk: Chunk) -> ChunkSnapshot:
         low = self._low_watermark()
-        rows = self._select_rows(chunk)
+        selected = self._arrow.read(chunk) if self._arrow is not None else self._select_rows(chunk)
         high = read_current_offset(self._control, self.server)
         changes = [] if low == high else self._changes_between(low, high)
-        normalized = normalize_chunk(rows, changes, self._row_key, self._in_chunk(chunk, changes))
-        return ChunkSnapshot(chunk, low, high, normalized.rows, normalized.changed_keys, len(rows))
+        normalized = normalize_chunk(selected, changes, self.schema, self._in_chunk(chunk, changes))
+        return ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys, selected.num_rows)
 
     def _low_watermark(self) -> BinlogOffset:
         if not self.server.is_mariadb:
@@ -119,15 +123,16 @@ class ChunkReader:
             finally:
                 cur.execute("COMMIT")
 
-    def _select_rows(self, chunk: Chunk) -> list[Row]:
+    def _select_rows(self, chunk: Chunk) -> pa.Table:
+        assert self._reader is not None
         where, params = chunk_where(chunk, self._key_column)
-        convert = self._convert.from_select
-        rows: list[Row] = []
+        convert, names = self._convert.from_select, self.schema.column_names
+        rows: list[dict[str, object]] = []
         with self._reader.cursor() as cur:
             cur.execute(self._select + where, params)
             while batch := cur.fetchmany(self.fetch_size):
-                rows.extend(convert(r) for r in batch)
-        return rows
+                rows.extend(dict(zip(names, convert(r), strict=True)) for r in batch)
+        return pa.Table.from_pylist(rows, schema=self._arrow_schema)
 
     def _changes_between(self, low: BinlogOffset, high: BinlogOffset) -> list[ChangeRecord]:
         """This table's changes in (low, high], read from the binlog."""

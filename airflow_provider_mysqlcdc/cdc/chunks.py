@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -97,22 +98,28 @@ def decode_key(data: Any) -> Any:
     raise ValueError(f"unknown chunk key tag {tag!r}")
 
 
-def key_parameter(column: Column) -> str:
+def key_parameter(column: Column, placeholder: str = "%s") -> str:
     """The placeholder a key value is compared through: collated for strings, plain otherwise."""
-    return collated_parameter(column) if column.data_type in STRING_TYPES else "%s"
+    return collated_parameter(column, placeholder) if column.data_type in STRING_TYPES else placeholder
 
 
-def chunk_where(chunk: Chunk, column: Column) -> tuple[str, list[Any]]:
-    """The WHERE condition (and its parameters) that selects exactly the chunk's rows."""
-    key, param = column.quoted, key_parameter(column)
+def chunk_where(chunk: Chunk, column: Column, inline: Callable[[Any], str] | None = None) -> tuple[str, list[Any]]:
+    """The WHERE condition (and its parameters) that selects exactly the chunk's rows.
+
+    With ``inline`` the bounds are written into the SQL as literals (for readers that take no
+    parameters) and the parameter list is empty.
+    """
+    key = column.quoted
     conditions: list[str] = []
     params: list[Any] = []
-    if chunk.start is not None:
-        conditions.append(f"{key} >= {param}")
-        params.append(chunk.start)
-    if chunk.end is not None:
-        conditions.append(f"{key} < {param}")
-        params.append(chunk.end)
+    for op, bound in ((">=", chunk.start), ("<", chunk.end)):
+        if bound is None:
+            continue
+        if inline is None:
+            conditions.append(f"{key} {op} {key_parameter(column)}")
+            params.append(bound)
+        else:
+            conditions.append(f"{key} {op} {key_parameter(column, inline(bound))}")
     if not conditions:
         return "TRUE", []
     sql = " AND ".join(conditions)

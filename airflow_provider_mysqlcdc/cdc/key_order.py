@@ -29,8 +29,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 _BATCH = 500
 
 
-def collated_parameter(column: Column) -> str:
-    """A ``%s`` placeholder that compares under the column's charset and collation.
+def collated_parameter(column: Column, placeholder: str = "%s") -> str:
+    """A placeholder (``%s``, or a literal) that compares under the column's charset and collation.
 
     The connection charset (utf8mb4) may differ from the column's; without the CONVERT the server
     would compare under the connection collation or refuse to mix collations.
@@ -40,7 +40,7 @@ def collated_parameter(column: Column) -> str:
         raise TableNotSupportedError(
             f"column {column.name!r} has no usable charset/collation ({charset!r}, {collation!r})"
         )
-    return f"CONVERT(%s USING {charset}) COLLATE {collation}"
+    return f"CONVERT({placeholder} USING {charset}) COLLATE {collation}"
 
 
 def pads_spaces(collation: str) -> bool:

@@ -6,50 +6,38 @@ HW: an upsert per key where the last image wins, a delete or an update's before 
 row. Replaying a change the SELECT already saw is harmless because each image is a full row. Changes
 whose key is outside the chunk belong to another chunk and are skipped here: that chunk's own read,
 or the stream after its HW, carries them.
+
+Rows are identified by their exact primary-key values; images from SELECT and binlog carry the
+same stored values (the type mapping makes them equal), so this needs no collation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import operator
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from airflow_provider_mysqlcdc.cdc.changes import UPSERT_OPS, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 
 Row = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
-class NormalizedChunk:
-    rows: list[Row]
-    changed_keys: int
-    """How many distinct row keys the binlog replay touched (a figure for logs and the manifest)."""
-
-
-def normalize_chunk(
-    rows: Sequence[Row],
-    changes: Iterable[ChangeRecord],
-    row_key: Callable[[Row], Hashable],
-    in_chunk: Callable[[Row], bool],
-) -> NormalizedChunk:
-    """Apply the changes of (LW, HW], in binlog order, to the rows the chunk's SELECT returned.
-
-    ``row_key`` gives the identity of a row (its primary key values); ``in_chunk`` tells whether a
-    row image's chunk key lies in this chunk's range (collation-aware for strings, see key_order).
-    The caller passes only changes of this table in (LW, HW].
-    """
-    relevant = [c for c in changes if in_chunk(c.values)]
-    if not relevant:
-        return NormalizedChunk(list(rows), 0)
-    state: dict[Hashable, Row] = {row_key(r): r for r in rows}
-    touched = apply_changes(state, relevant, row_key)
-    return NormalizedChunk(list(state.values()), touched)
+def row_key_of(schema: TableSchema) -> Callable[[Row], Hashable]:
+    """The identity of a row image in column order: its primary-key values as a tuple."""
+    positions = [schema.column_names.index(k) for k in schema.row_key]
+    getter = operator.itemgetter(*positions)
+    return (lambda row: (getter(row),)) if len(positions) == 1 else getter
 
 
 def apply_changes(
     state: dict[Hashable, Row], changes: Iterable[ChangeRecord], row_key: Callable[[Row], Hashable]
-) -> int:
-    """Apply changes in order to rows keyed by ``row_key``; returns how many distinct keys changed.
+) -> set[Hashable]:
+    """Apply changes in order to rows keyed by ``row_key``; returns the keys they touched.
 
     The same rule serves a chunk's fix-up and a consumer replaying the changelog over a snapshot.
     """
@@ -61,4 +49,45 @@ def apply_changes(
             state[key] = change.values
         else:
             state.pop(key, None)
-    return len(touched)
+    return touched
+
+
+@dataclass(frozen=True)
+class NormalizedChunk:
+    table: pa.Table
+    changed_keys: int
+    """How many distinct row keys the binlog replay touched (a figure for logs and the manifest)."""
+
+
+def normalize_chunk(
+    table: pa.Table,
+    changes: Iterable[ChangeRecord],
+    schema: TableSchema,
+    in_chunk: Callable[[Row], bool],
+) -> NormalizedChunk:
+    """Apply the changes of (LW, HW], in binlog order, to the chunk's SELECT result.
+
+    ``in_chunk`` tells whether a row image's chunk key lies in this chunk's range (collation-aware
+    for strings, see key_order). The caller passes only changes of this table in (LW, HW]. The
+    common case, no change in the chunk, returns the SELECT's table untouched.
+    """
+    relevant = [c for c in changes if in_chunk(c.values)]
+    if not relevant:
+        return NormalizedChunk(table, 0)
+    row_key = row_key_of(schema)
+    final: dict[Hashable, Row] = {}
+    touched = apply_changes(final, relevant, row_key)
+    kept = table.filter(pc.invert(_key_mask(table, schema, touched)))
+    names = schema.column_names
+    added = pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in final.values()], schema=table.schema)
+    return NormalizedChunk(pa.concat_tables([kept, added]), len(touched))
+
+
+def _key_mask(table: pa.Table, schema: TableSchema, keys: set[Hashable]) -> pa.ChunkedArray:
+    """True for the rows whose key is among ``keys``."""
+    if len(schema.row_key) == 1:
+        name = schema.row_key[0]
+        wanted = pa.array([k[0] for k in keys], type=table.schema.field(name).type)  # type: ignore[index]
+        return pc.is_in(table.column(name), value_set=wanted)
+    columns = [table.column(k).to_pylist() for k in schema.row_key]
+    return pa.chunked_array([pa.array([key in keys for key in zip(*columns, strict=True)], pa.bool_())])

@@ -80,7 +80,8 @@ def arrow_type(column: Column) -> pa.DataType:
 
 
 def arrow_schema(schema: TableSchema) -> pa.Schema:
-    return pa.schema([pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in schema.columns])
+    """Every field is nullable: a zero date in a NOT NULL column still reads as NULL."""
+    return pa.schema([pa.field(c.name, arrow_type(c)) for c in schema.columns])
 
 
 def select_expression(column: Column) -> str:

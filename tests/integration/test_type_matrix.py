@@ -15,9 +15,13 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
+from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, arrow_type, select_expression
+from tests.arrow_rows import canonical_rows
 
 MAX_DEC = "9" * 35 + "." + "9" * 30
 POLYGON = "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))')"
@@ -150,6 +154,22 @@ def test_select_and_binlog_agree_for_every_type(captured) -> None:
     assert changed == {"bu", "fl", "st", "ts", "bn"}
     assert before[names.index("bu")] == 2**64 - 1 and after[names.index("bn")] == b"\x02\x00\x00\x00"
     assert after[names.index("st")] == "y" and after[names.index("fl")] == 0.5
+
+
+def test_connectorx_arrow_path_gives_the_same_values(mariadb_server, captured) -> None:
+    schema: TableSchema = captured["schema"]
+    config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                              mariadb_server.port)
+    table = ArrowSelect(config, schema).read(Chunk(schema.id, 0, None, None)).sort_by("id")
+    assert table.schema == arrow_schema(schema)
+    expected = [RowConverter(schema).from_select(r) for r in captured["selected"]]
+    differences = [
+        (row[0], schema.columns[i].name, e, a)
+        for row, got in zip(expected, canonical_rows(table), strict=True)
+        for i, (e, a) in enumerate(zip(row, got, strict=True))
+        if e != a
+    ]
+    assert differences == []
 
 
 def test_hand_checked_values(captured) -> None:

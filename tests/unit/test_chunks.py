@@ -63,3 +63,16 @@ def test_even_bounds_never_pass_the_maximum() -> None:
 def test_bad_split_options_say_what_to_set(size: object, lower: float, upper: float) -> None:
     with pytest.raises(InvalidOptionError, match="chunk_size|distribution_factor"):
         validate_split_options(size, lower, upper)  # type: ignore[arg-type]
+
+
+def test_inline_literals_need_no_escaping() -> None:
+    from airflow_provider_mysqlcdc.cdc.arrow_select import literal
+
+    assert literal("it's \\ é") == "X'" + "it's \\ é".encode().hex() + "'"
+    assert literal(b"\x00'") == "X'0027'"
+    assert literal(2**64 - 1) == "18446744073709551615" and literal(Decimal("-1.50")) == "-1.50"
+    assert literal(dt.datetime(2024, 2, 29, 1, 2, 3, 4)) == "'2024-02-29 01:02:03.000004'"
+    assert literal(dt.date(1000, 1, 1)) == "'1000-01-01'"
+    assert literal(-dt.timedelta(hours=838, minutes=59, seconds=58, microseconds=999999)) == "'-838:59:58.999999'"
+    where, params = chunk_where(Chunk(TABLE, 1, "a'b", None), TEXT_KEY, inline=literal)
+    assert (where, params) == ("`k``ey` >= CONVERT(X'612762' USING utf8mb4) COLLATE utf8mb4_general_ci", [])

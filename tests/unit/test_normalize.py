@@ -4,57 +4,70 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.normalize import normalize_chunk
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 
 TABLE = TableId("db", "t")
+SCHEMA = TableSchema(TABLE, (Column("k", "bigint", "bigint"), Column("v", "varchar", "varchar(9)")), ("k",))
+PAIR = TableSchema(TABLE, (Column("a", "int", "int"), Column("b", "int", "int"), Column("v", "varchar", "varchar(9)")),
+                   ("a", "b"))
 
 
-def change(op: str, key: int, value: str, position: int) -> ChangeRecord:
-    return ChangeRecord(op, TABLE, (key, value), offset=position, ts_ms=0)  # type: ignore[arg-type]
+def change(op: str, values: tuple[Any, ...], position: int) -> ChangeRecord:
+    return ChangeRecord(op, TABLE, values, offset=position, ts_ms=0)  # type: ignore[arg-type]
 
 
 def in_range(low: int | None, high: int | None) -> Any:
     return lambda row: (low is None or row[0] >= low) and (high is None or row[0] < high)
 
 
-def key(row: tuple[Any, ...]) -> int:
-    return int(row[0])
+def table(schema: TableSchema, rows: list[tuple[Any, ...]]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(schema.column_names, r, strict=True)) for r in rows],
+                                schema=arrow_schema(schema))
+
+
+def rows(t: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r.values()) for r in t.to_pylist())
 
 
 def test_no_changes_in_the_chunk_returns_the_select_as_is() -> None:
-    rows = [(10, "a"), (11, "b")]
-    result = normalize_chunk(rows, [change(INSERT, 5, "x", 1), change(DELETE, 20, "y", 2)], key, in_range(10, 20))
-    assert result.rows == rows and result.changed_keys == 0
+    selected = table(SCHEMA, [(10, "a"), (11, "b")])
+    result = normalize_chunk(selected, [change(INSERT, (5, "x"), 1), change(DELETE, (20, "y"), 2)], SCHEMA,
+                             in_range(10, 20))
+    assert result.table is selected and result.changed_keys == 0
 
 
 def test_last_image_wins_and_deletes_remove() -> None:
-    rows = [(10, "a"), (11, "b"), (12, "c")]
     changes = [
-        change(UPDATE_BEFORE, 10, "a", 1), change(UPDATE_AFTER, 10, "a2", 1),  # update seen or not by the SELECT
-        change(DELETE, 11, "b", 2),
-        change(INSERT, 13, "d", 3),
-        change(DELETE, 13, "d", 4), change(INSERT, 13, "d2", 5),  # delete then re-insert of one key
-        change(INSERT, 11, "b2", 6),  # re-insert of a deleted key
-        change(INSERT, 25, "outside", 7),  # another chunk's row
+        change(UPDATE_BEFORE, (10, "a"), 1), change(UPDATE_AFTER, (10, "a2"), 1),  # seen or not by the SELECT
+        change(DELETE, (11, "b"), 2),
+        change(INSERT, (13, "d"), 3),
+        change(DELETE, (13, "d"), 4), change(INSERT, (13, "d2"), 5),  # delete then re-insert of one key
+        change(INSERT, (11, "b2"), 6),  # re-insert of a deleted key
+        change(DELETE, (14, "never there"), 7),
+        change(INSERT, (25, "outside"), 8),  # another chunk's row
     ]
-    result = normalize_chunk(rows, changes, key, in_range(10, 20))
-    assert sorted(result.rows) == [(10, "a2"), (11, "b2"), (12, "c"), (13, "d2")]
-    assert result.changed_keys == 3
+    result = normalize_chunk(table(SCHEMA, [(10, "a"), (11, "b"), (12, "c")]), changes, SCHEMA, in_range(10, 20))
+    assert rows(result.table) == [(10, "a2"), (11, "b2"), (12, "c"), (13, "d2")]
+    assert result.changed_keys == 4
 
 
 def test_key_moving_out_of_and_into_the_chunk() -> None:
-    rows = [(10, "a")]
     changes = [
-        change(UPDATE_BEFORE, 10, "a", 1), change(UPDATE_AFTER, 30, "a", 1),  # key update leaves the chunk
-        change(UPDATE_BEFORE, 40, "z", 2), change(UPDATE_AFTER, 15, "z", 2),  # and one arrives from outside
+        change(UPDATE_BEFORE, (10, "a"), 1), change(UPDATE_AFTER, (30, "a"), 1),  # leaves the chunk
+        change(UPDATE_BEFORE, (40, "z"), 2), change(UPDATE_AFTER, (15, "z"), 2),  # arrives from outside
     ]
-    result = normalize_chunk(rows, changes, key, in_range(10, 20))
-    assert result.rows == [(15, "z")]
+    result = normalize_chunk(table(SCHEMA, [(10, "a")]), changes, SCHEMA, in_range(10, 20))
+    assert rows(result.table) == [(15, "z")]
 
 
-def test_unbounded_chunk_takes_every_key() -> None:
-    changes = [change(INSERT, -(10**20), "low", 1), change(INSERT, 10**20, "high", 2)]
-    result = normalize_chunk([], changes, key, in_range(None, None))
-    assert sorted(result.rows) == [(-(10**20), "low"), (10**20, "high")]
+def test_unbounded_chunk_and_composite_keys() -> None:
+    changes = [change(INSERT, (-(10**6), 1, "low"), 1), change(INSERT, (10**6, 1, "high"), 2),
+               change(DELETE, (1, 2, "b"), 3), change(UPDATE_AFTER, (1, 1, "a2"), 4)]
+    result = normalize_chunk(table(PAIR, [(1, 1, "a"), (1, 2, "b"), (2, 1, "c")]), changes, PAIR,
+                             in_range(None, None))
+    assert rows(result.table) == [(-(10**6), 1, "low"), (1, 1, "a2"), (2, 1, "c"), (10**6, 1, "high")]

