@@ -1,6 +1,6 @@
 """One chunk reader over a 2,000,000-row table while a writer commits: rows/s, and how many rows the
-binlog fix-up changed. Baseline in the same run: the same rows by one plain pymysql SELECT
-(unbuffered, no conversion, no watermarks).
+binlog fix-up changed. Baselines in the same run: the same rows by one plain SELECT, through pymysql
+(unbuffered tuples) and through connectorx (Arrow), with no chunks, watermarks or conversion.
 
     .venv/bin/python -m bench.chunk_read_bench [--rows 2000000] [--chunk-size 8096]
 
@@ -9,21 +9,22 @@ Starts a throwaway MariaDB of its own and stops it afterwards.
 
 from __future__ import annotations
 
-import argparse
+import multiprocessing
 import random
 import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event
 
 import pymysql.cursors
 
+from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_url
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from bench.server import bench_arguments, throwaway_server
 from dev import mariadb
 
 TABLE = """CREATE TABLE bench.orders (
@@ -36,7 +37,8 @@ LOAD = """INSERT INTO bench.orders (customer, sku, amount, created, updated, not
     FROM seq_1_to_{rows}"""
 
 
-def writer(server: mariadb.MariaDbServer, rows: int, stopping: threading.Event, counts: list[int]) -> None:
+def writer(server: mariadb.MariaDbServer, rows: int, stopping: Event, count: Synchronized) -> None:
+    """Runs in its own process, so that it competes with the reader for the CPU but not for the GIL."""
     conn = server.admin_connect("bench")
     rnd = random.Random(3)
     with conn.cursor() as cur:
@@ -46,59 +48,67 @@ def writer(server: mariadb.MariaDbServer, rows: int, stopping: threading.Event, 
                 key = rnd.randint(1, rows)
                 cur.execute("UPDATE orders SET amount = amount + 1, updated = NOW(6) WHERE id = %s", (key,))
             cur.execute("COMMIT")
-            counts[0] += 5
+            count.value += 5
             time.sleep(0.002)
 
 
+def _plain_pymysql(config: ConnectionConfig) -> float:
+    conn = config.connect(cursorclass=pymysql.cursors.SSCursor)
+    started = time.perf_counter()
+    with conn.cursor() as cur:
+        cur.execute("SELECT * FROM bench.orders")
+        rows = sum(len(batch) for batch in iter(lambda: cur.fetchmany(4096), ()))
+    return rows / (time.perf_counter() - started)
+
+
+def _plain_connectorx(config: ConnectionConfig) -> float:
+    import connectorx
+
+    started = time.perf_counter()
+    table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
+    return table.num_rows / (time.perf_counter() - started)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--chunk-size", type=int, default=8096)
-    parser.add_argument("--port", type=int, default=33082)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="chunk-bench-") as base:
-        server = mariadb.start(Path(base), args.port)
+    args = bench_arguments(__doc__, argv, port=33082)
+    with throwaway_server(args.port) as server:
+        admin = server.admin_connect("bench")
+        with admin.cursor() as cur:
+            cur.execute(TABLE)
+            cur.execute("USE bench")
+            cur.execute(LOAD.format(rows=args.rows))
+            cur.execute("ANALYZE TABLE bench.orders")
+            cur.fetchall()
+        config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
+        rates = {
+            "plain pymysql SELECT (tuples)": _plain_pymysql(config),
+            "plain connectorx SELECT (Arrow)": _plain_connectorx(config),
+        }
+        control = config.connect()
+        schema = load_table_schema(control, TableId("bench", "orders"))
+        chunks = split_table(control, schema, args.chunk_size)
+        stopping, count = multiprocessing.Event(), multiprocessing.Value("q", 0)
+        process = multiprocessing.Process(target=writer, args=(server, args.rows, stopping, count), daemon=True)
+        process.start()
         try:
-            admin = server.admin_connect()
-            with admin.cursor() as cur:
-                cur.execute("CREATE DATABASE bench")
-                cur.execute(TABLE)
-                cur.execute("USE bench")
-                cur.execute(LOAD.format(rows=args.rows))
-                cur.execute("ANALYZE TABLE bench.orders")
-                cur.fetchall()
-            config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
-
-            plain = config.connect(cursorclass=pymysql.cursors.SSCursor)
-            started = time.perf_counter()
-            with plain.cursor() as cur:
-                cur.execute("SELECT * FROM bench.orders")
-                baseline_rows = sum(len(batch) for batch in iter(lambda: cur.fetchmany(4096), ()))
-            baseline = baseline_rows / (time.perf_counter() - started)
-            print(f"baseline: plain pymysql SELECT     {baseline_rows:>9,} rows  {baseline:>9,.0f} rows/s")
-
-            schema = load_table_schema(plain, TableId("bench", "orders"))
-            chunks = split_table(plain, schema, args.chunk_size)
-            stopping, counts = threading.Event(), [0]
-            thread = threading.Thread(target=writer, args=(server, args.rows, stopping, counts), daemon=True)
-            thread.start()
             started = time.perf_counter()
             read = changed = with_binlog = 0
             with ChunkReader(config, schema, server_id=5450) as reader:
                 for snap in reader.read(chunks):
-                    read += len(snap.rows)
+                    read += snap.table.num_rows
                     changed += snap.changed_keys
                     with_binlog += snap.low_watermark != snap.high_watermark
             took = time.perf_counter() - started
-            stopping.set()
-            thread.join()
-            rate = read / took
-            print(f"chunk reader (LW, SELECT, HW, fix-up) {read:>9,} rows  {rate:>9,.0f} rows/s  "
-                  f"({len(chunks)} chunks, {with_binlog} with a binlog window)")
-            print(f"writer: {counts[0]:,} row updates during the read; fix-up changed {changed:,} rows")
-            print(f"chunk reader / plain SELECT: {rate / baseline:.2f}x")
         finally:
-            mariadb.stop(Path(base))
+            stopping.set()
+            process.join()
+        rates["chunk reader: LW, SELECT, HW, fix-up"] = read / took
+        for name, rate in rates.items():
+            print(f"{name:40} {rate:>10,.0f} rows/s")
+        print(f"{len(chunks)} chunks, {with_binlog} with a binlog window; the writer made {count.value:,} row updates "
+              f"during the read; the fix-up changed {changed:,} rows")
+        for name, rate in list(rates.items())[:2]:
+            print(f"chunk reader / {name}: {rates['chunk reader: LW, SELECT, HW, fix-up'] / rate:.2f}x")
     return 0
 
 

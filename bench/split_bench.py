@@ -8,50 +8,38 @@ Starts a throwaway MariaDB of its own and stops it afterwards.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from dev import mariadb
+from bench.server import bench_arguments, throwaway_server
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--chunk-size", type=int, default=8096)
-    parser.add_argument("--port", type=int, default=33081)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="split-bench-") as base:
-        server = mariadb.start(Path(base), args.port)
-        try:
-            admin = server.admin_connect()
-            with admin.cursor() as cur:
-                cur.execute("CREATE DATABASE bench")
-                cur.execute("USE bench")
-                started = time.perf_counter()
-                cur.execute("CREATE TABLE dense (id BIGINT PRIMARY KEY, v INT)")
-                cur.execute(f"INSERT INTO dense SELECT seq, seq FROM seq_1_to_{args.rows}")
-                cur.execute("CREATE TABLE sparse (id BIGINT PRIMARY KEY, v INT)")
-                cur.execute(f"INSERT INTO sparse SELECT seq * 5000, seq FROM seq_1_to_{args.rows}")
-                cur.execute("ANALYZE TABLE dense, sparse")
-                cur.fetchall()
-                print(f"loaded 2 x {args.rows:,} rows in {time.perf_counter() - started:.1f} s")
-            conn = server.cdc_connect("bench")
-            results = {}
-            for table in ("dense", "sparse"):
-                schema = load_table_schema(conn, TableId("bench", table))
-                started = time.perf_counter()
-                chunks = split_table(conn, schema, args.chunk_size)
-                results[table] = time.perf_counter() - started
-                print(f"{table:6}: {len(chunks):5} chunks in {results[table]:.3f} s")
-            print(f"uneven (index walk) / even split time: {results['sparse'] / results['dense']:.0f}x")
-        finally:
-            mariadb.stop(Path(base))
+    args = bench_arguments(__doc__, argv, port=33081)
+    with throwaway_server(args.port) as server:
+        admin = server.admin_connect("bench")
+        with admin.cursor() as cur:
+            cur.execute("USE bench")
+            started = time.perf_counter()
+            cur.execute("CREATE TABLE dense (id BIGINT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO dense SELECT seq, seq FROM seq_1_to_{args.rows}")
+            cur.execute("CREATE TABLE sparse (id BIGINT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO sparse SELECT seq * 5000, seq FROM seq_1_to_{args.rows}")
+            cur.execute("ANALYZE TABLE dense, sparse")
+            cur.fetchall()
+            print(f"loaded 2 x {args.rows:,} rows in {time.perf_counter() - started:.1f} s")
+        conn = server.cdc_connect("bench")
+        results = {}
+        for table in ("dense", "sparse"):
+            schema = load_table_schema(conn, TableId("bench", table))
+            started = time.perf_counter()
+            chunks = split_table(conn, schema, args.chunk_size)
+            results[table] = time.perf_counter() - started
+            print(f"{table:6}: {len(chunks):5} chunks in {results[table]:.3f} s")
+        print(f"uneven (index walk) / even split time: {results['sparse'] / results['dense']:.0f}x")
     return 0
 
 

@@ -125,14 +125,20 @@ class BinlogOffset:
 # -- reading offsets from the server ---------------------------------------------------------------
 
 
-def _mariadb_gtid_at(cur: Any, file: str, position: int) -> str | None:
-    """``BINLOG_GTID_POS(file, pos)`` is exact for that point, unlike ``@@gtid_binlog_pos`` read apart."""
+def _mariadb_gtid_at(cur: Any, file: str, position: int, with_gtid: bool) -> str | None:
+    """``BINLOG_GTID_POS(file, pos)`` is exact for that point, unlike ``@@gtid_binlog_pos`` read apart.
+
+    It reads the binlog file up to the position (4 ms at 1 MB here, growing with the file), so
+    watermarks that only order against each other on one server skip it (``with_gtid=False``).
+    """
+    if not with_gtid:
+        return None
     cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, position))
     row = cur.fetchone()
     return (row[0] or None) if row else None
 
 
-def read_current_offset(conn: Any, server: ServerInfo) -> BinlogOffset:
+def read_current_offset(conn: Any, server: ServerInfo, with_gtid: bool = True) -> BinlogOffset:
     """The offset after the last transaction written to the binlog (a watermark)."""
     with conn.cursor() as cur:
         cur.execute(server.binary_log_status_sql)
@@ -144,12 +150,12 @@ def read_current_offset(conn: Any, server: ServerInfo) -> BinlogOffset:
             )
         file, position = row[0], int(row[1])
         if server.is_mariadb:
-            return BinlogOffset(file, position, _mariadb_gtid_at(cur, file, position), MARIADB)
+            return BinlogOffset(file, position, _mariadb_gtid_at(cur, file, position, with_gtid), MARIADB)
         executed = row[4] if len(row) > 4 else ""
         return BinlogOffset(file, position, str(GtidSet.parse(executed)) or None, MYSQL)
 
 
-def read_snapshot_offset(conn: Any) -> BinlogOffset:
+def read_snapshot_offset(conn: Any, with_gtid: bool = True) -> BinlogOffset:
     """MariaDB: the binlog offset of the caller's ``START TRANSACTION WITH CONSISTENT SNAPSHOT``.
 
     It stays frozen while other sessions commit, and every transaction before it is visible in the
@@ -161,7 +167,7 @@ def read_snapshot_offset(conn: Any) -> BinlogOffset:
         file, position = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
         if not file or position is None:
             raise SourceConfigError("the server has no binlog snapshot status: the binlog is off; set log_bin")
-        return BinlogOffset(file, int(position), _mariadb_gtid_at(cur, file, int(position)), MARIADB)
+        return BinlogOffset(file, int(position), _mariadb_gtid_at(cur, file, int(position), with_gtid), MARIADB)
 
 
 def binlog_files(conn: Any) -> list[str]:
