@@ -72,6 +72,18 @@ class ConnectionConfig:
             charset=str(extra.get("charset", "utf8mb4")),
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """Everything but the password, which travels apart (an environment variable, a secret)."""
+        return {
+            "host": self.host, "port": self.port, "user": self.user, "database": self.database, "ssl": self.ssl,
+            "connect_timeout": self.connect_timeout, "server_time_zone": self.server_time_zone,
+            "server_id": str(self.server_id), "charset": self.charset,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], password: str) -> ConnectionConfig:
+        return cls(**{**d, "password": password, "server_id": ServerIdRange.parse(d["server_id"])})
+
     @property
     def address(self) -> str:
         return f"{self.user}@{self.host}:{self.port}"

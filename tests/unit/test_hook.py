@@ -24,6 +24,8 @@ def test_hook_reads_an_env_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kwargs["ssl"] == {"ca": "/ca.pem"} and kwargs["ssl_verify_cert"] is False
     assert kwargs["init_command"] == "SET time_zone = '+00:00'"
     assert config.replication_settings()["password"] == "s3cret!"
+    assert "s3cret" not in json.dumps(config.to_dict())
+    assert ConnectionConfig.from_dict(json.loads(json.dumps(config.to_dict())), "s3cret!") == config
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,40 @@
+"""The metadata columns every row of the lake carries after the table's own columns.
+
+``_op`` is the changelog kind (``+I``, ``-U``, ``+U``, ``-D``); ``_op_ts`` the commit time in ms (0
+for snapshot rows). ``_binlog_file``, ``_binlog_pos`` and ``_row_seq`` order the whole changelog:
+a change sorts by the start of its transaction and its place inside it, and a snapshot row takes
+its chunk's high watermark with ``_row_seq`` 0, so it sorts before every change after that HW and
+after every change it already contains.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+
+METADATA_FIELDS = [
+    pa.field("_op", pa.string()),
+    pa.field("_database", pa.string()),
+    pa.field("_table", pa.string()),
+    pa.field("_op_ts", pa.int64()),
+    pa.field("_binlog_file", pa.int32()),
+    pa.field("_binlog_pos", pa.int64()),
+    pa.field("_row_seq", pa.int64()),
+]
+
+
+def lake_schema(schema: TableSchema) -> pa.Schema:
+    return pa.schema([*arrow_schema(schema), *METADATA_FIELDS])
+
+
+def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:
+    n = rows.num_rows
+    constants = [
+        "+I", schema.id.database, schema.id.table, 0, file_index(high_watermark.file), high_watermark.position, 0,
+    ]
+    for field, value in zip(METADATA_FIELDS, constants, strict=True):
+        rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), n))
+    return rows

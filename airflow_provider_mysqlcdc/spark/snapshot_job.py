@@ -1,0 +1,136 @@
+"""The PySpark application the snapshot operator submits: read one batch of chunks into the lake.
+
+Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
+themselves; the driver only gets metadata back, writes the batch manifest (the commit) and logs
+progress. The CDC user's password comes from an environment variable, never from the arguments
+(which show in process lists and the Spark UI).
+
+    spark-submit snapshot_job.py --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
+        --connection '{"host": ..., "user": ...}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-uri", required=True, help="the lake's base URI")
+    parser.add_argument("--batch", required=True, help="the batch as JSON (Batch.to_dict)")
+    parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
+    parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="Spark tasks; default 4 per core, at most one per chunk")
+    return parser.parse_args(argv)
+
+
+def read_partition(
+    index: int,
+    chunk_dicts: Iterable[dict[str, Any]],
+    *,
+    base_uri: str,
+    batch_dict: dict[str, Any],
+    schema_dict: dict[str, Any],
+    attempt: str,
+    config_dict: dict[str, Any],
+    password_env: str,
+    partitions: int,
+) -> Iterator[dict[str, Any]]:
+    """Runs on an executor: this partition's chunks into one Parquet file of the attempt."""
+    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+    from airflow_provider_mysqlcdc.lake.snapshot_writer import write_chunks
+
+    config = ConnectionConfig.from_dict(config_dict, os.environ.get(password_env, ""))
+    batch = Batch.from_dict(batch_dict)
+    # distinct server ids for the readers that may run at once: this batch's tasks, and other batches'
+    server_id = config.server_id.allocate((batch.number * partitions + index) % len(config.server_id))
+    yield from write_chunks(
+        SnapshotStore(base_uri), batch, attempt, index, config, TableSchema.from_dict(schema_dict),
+        (Chunk.from_dict(c) for c in chunk_dicts), server_id,
+    )
+
+
+def _report_progress(spark: Any, total: int, stop: threading.Event, started: float) -> None:
+    tracker = spark.sparkContext.statusTracker()
+    while not stop.wait(5):
+        done = sum(
+            info.numCompletedTasks
+            for stage in tracker.getActiveStageIds()
+            if (info := tracker.getStageInfo(stage)) is not None
+        )
+        print(f"snapshot: {done}/{total} tasks done after {time.monotonic() - started:.0f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+
+    args = parse_args(argv)
+    batch = Batch.from_dict(json.loads(args.batch))
+    store = SnapshotStore(args.base_uri)
+    plan = store.read_plan(batch.table)
+    if plan is None:
+        print(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split task first", file=sys.stderr)
+        return 2
+    chunks = plan.chunks_of(batch)
+    spark = SparkSession.builder.appName(f"mysql-cdc snapshot {batch.label}").getOrCreate()
+    partitions = args.partitions or min(len(chunks), 4 * spark.sparkContext.defaultParallelism)
+    attempt = uuid.uuid4().hex[:12]
+    print(f"snapshot: {batch.label}: {len(chunks)} chunks in {partitions} tasks, attempt {attempt}", flush=True)
+
+    started = time.monotonic()
+    stop = threading.Event()
+    threading.Thread(target=_report_progress, args=(spark, partitions, stop, started), daemon=True).start()
+    settings = {
+        "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": plan.schema.to_dict(),
+        "attempt": attempt, "config_dict": json.loads(args.connection), "password_env": args.password_env,
+        "partitions": partitions,
+    }
+    records = (
+        spark.sparkContext.parallelize([c.to_dict() for c in chunks], partitions)
+        .mapPartitionsWithIndex(lambda index, items: read_partition(index, items, **settings))
+        .collect()
+    )
+    stop.set()
+    seconds = time.monotonic() - started
+    if len(records) != len(chunks):
+        print(f"snapshot: expected {len(chunks)} chunks, got {len(records)}; not committing", file=sys.stderr)
+        return 3
+    records.sort(key=lambda r: r["chunk"]["i"])
+    files = sorted({r["file"] for r in records})
+    rows = sum(r["rows"] for r in records)
+    manifest = {
+        "batch": batch.to_dict(),
+        "attempt": attempt,
+        "chunks": records,
+        "files": files,
+        "rows": rows,
+        "bytes": sum(store.lake.fs.get_file_info(f).size or 0 for f in files),
+        "seconds": round(seconds, 3),
+        "rows_per_second": round(rows / seconds) if seconds else None,
+        "changed_keys": sum(r["changed_keys"] for r in records),
+    }
+    store.commit(batch, manifest)
+    print(f"snapshot: {batch.label}: {rows:,} rows in {seconds:.1f} s ({manifest['rows_per_second']:,} rows/s), "
+          f"committed attempt {attempt}", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
