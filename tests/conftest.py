@@ -1,18 +1,35 @@
-"""Fixtures shared by all tests: the throwaway MariaDB of ``dev/mariadb.py``.
+"""Fixtures shared by all tests: the throwaway MariaDB of ``dev/mariadb.py``, and Airflow.
 
 The server is started once per session (about 2 s) on a free port in a temporary folder and
-stopped by its PID at the end; each test module gets a fresh database of its own.
+stopped by its PID at the end; each test module gets a fresh database of its own. Airflow gets a
+home of its own (set here, before anything imports Airflow) with a SQLite database.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from dev import mariadb
+
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-home-"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).resolve().parents[1] / "dags"))
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """A migrated Airflow metadata database (SQLite), as ``dag.test()`` needs."""
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, timeout=300)
 
 
 def _free_port() -> int:

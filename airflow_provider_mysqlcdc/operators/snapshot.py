@@ -1,0 +1,80 @@
+"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our application."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+import airflow_provider_mysqlcdc
+
+APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
+
+
+class MySqlSnapshotSparkOperator(SparkSubmitOperator):
+    """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
+
+    It submits the package's PySpark application through the ordinary ``spark`` connection
+    (``local[*]`` by default; YARN, Kubernetes or standalone otherwise). Executors read their chunks
+    and write Parquet themselves; the task returns the batch manifest (chunks with their high
+    watermarks, rows, files), which the stream needs. Re-running a batch replaces its output only.
+    The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable.
+    """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "base_uri", "batch")
+
+    def __init__(
+        self,
+        *,
+        batch: dict[str, Any],
+        base_uri: str,
+        mysql_cdc_conn_id: str = "mysql_cdc_default",
+        partitions: int = 0,
+        conn_id: str = "spark_default",
+        map_index_template: str | None = "{{ task.batch['label'] }}",
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "mysql-cdc-snapshot")
+        super().__init__(application=APPLICATION, conn_id=conn_id, map_index_template=map_index_template, **kwargs)
+        self.batch = batch
+        self.base_uri = base_uri
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.partitions = partitions
+
+    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
+        from airflow.sdk.log import mask_secret
+
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+        from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
+
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        if config.password:
+            mask_secret(config.password)
+        self.application_args = [
+            "--base-uri", self.base_uri, "--batch", json.dumps(self.batch),
+            "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
+        ]
+        # spark-submit and the Python workers must be this environment's (AIRFLOW.md: PATH decides)
+        bin_dir = str(Path(sys.executable).parent)
+        self.env_vars = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
+            **(self.env_vars or {}),
+            PASSWORD_ENV: config.password,
+        }
+        batch = Batch.from_dict(self.batch)
+        self.log.info("snapshot %s through Spark", batch.label)
+        super().execute(context)
+        manifest = SnapshotStore(self.base_uri).read_manifest(batch)
+        if manifest is None or manifest["batch"]["batch_id"] != batch.batch_id:
+            raise RuntimeError(f"the Spark job ended but {batch.label} has no committed manifest")
+        self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes", batch.label, manifest["rows"],
+                      manifest["seconds"], manifest["rows_per_second"], manifest["bytes"])
+        return manifest

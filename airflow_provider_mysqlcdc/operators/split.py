@@ -1,0 +1,119 @@
+"""Planning the snapshot: check the source, find the tables, cut them into chunks and batches."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.splitter import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_DISTRIBUTION_FACTOR_LOWER,
+    DEFAULT_DISTRIBUTION_FACTOR_UPPER,
+)
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+DEFAULT_ROWS_PER_BATCH = 1_000_000
+DEFAULT_MAX_BATCHES = 64
+
+
+class MySqlChunkSplitOperator(BaseOperator):
+    """Returns the chunk batches still to snapshot, for ``MySqlSnapshotSparkOperator.partial().expand()``.
+
+    Tables are named in ``tables`` (``database.table``) or selected by regular expressions like Flink
+    CDC's ``database-name`` / ``table-name`` (``include_databases``, ``include_tables``,
+    ``exclude_tables``). The plan of each table (its chunks and batches) is written to the lake the
+    first time, so that a later run keeps the same chunks and batch ids and only returns the batches
+    without a committed manifest; a table whose snapshot is finished gets none, and an empty list lets the DAG go on to
+    the stream. A batch is about ``rows_per_batch`` rows (one Spark job has to pay for Spark's start),
+    fewer rows per batch when the tables would need more than ``max_batches`` mapped tasks.
+    """
+
+    template_fields: Sequence[str] = (
+        "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
+        "rows_per_batch",
+    )
+
+    def __init__(
+        self,
+        *,
+        base_uri: str,
+        tables: Sequence[str] | None = None,
+        include_databases: str | None = None,
+        include_tables: str | None = None,
+        exclude_tables: Sequence[str] = (),
+        chunk_key_columns: Mapping[str, str] | None = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        distribution_factor_lower: float = DEFAULT_DISTRIBUTION_FACTOR_LOWER,
+        distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER,
+        rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
+        max_batches: int = DEFAULT_MAX_BATCHES,
+        mysql_cdc_conn_id: str = "mysql_cdc_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.base_uri = base_uri
+        self.tables = tables
+        self.include_databases = include_databases
+        self.include_tables = include_tables
+        self.exclude_tables = exclude_tables
+        self.chunk_key_columns = chunk_key_columns
+        self.chunk_size = chunk_size
+        self.distribution_factor_lower = distribution_factor_lower
+        self.distribution_factor_upper = distribution_factor_upper
+        self.rows_per_batch = rows_per_batch
+        self.max_batches = max_batches
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+
+    def execute(self, context: Any) -> list[dict[str, Any]]:
+        from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
+        from airflow_provider_mysqlcdc.cdc.source_checks import check_source
+        from airflow_provider_mysqlcdc.cdc.splitter import split_table, validate_split_options
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
+
+        validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
+        if int(self.rows_per_batch) < 1 or self.max_batches < 1:
+            raise InvalidOptionError("rows_per_batch and max_batches must be >= 1")
+        conn = MySqlCdcHook(self.mysql_cdc_conn_id).get_conn()
+        server = check_source(conn)
+        self.log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
+        include_databases, include_tables = self._selection()
+        schemas = discover_tables(conn, include_databases, include_tables, self.exclude_tables, self.chunk_key_columns)
+        check_source(conn, databases=sorted({s.id.database for s in schemas}))
+        store = SnapshotStore(self.base_uri)
+        plans = {s.id: store.read_plan(s.id) for s in schemas}
+        new = {s.id: split_table(conn, s, self.chunk_size, self.distribution_factor_lower,
+                                 self.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+        chunks_per_batch = max(1, int(self.rows_per_batch) // self.chunk_size)
+        total = sum(len(c) for c in new.values())
+        if total and math.ceil(total / chunks_per_batch) > self.max_batches:
+            chunks_per_batch = math.ceil(total / self.max_batches)
+        batches: list[dict[str, Any]] = []
+        for schema in schemas:
+            plan = plans[schema.id]
+            if plan is None:
+                chunks = new[schema.id]
+                plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
+                store.write_plan(plan)
+            pending = store.pending_batches(plan)
+            self.log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks),
+                          len(plan.batches), len(pending))
+            batches += [b.to_dict() for b in pending]
+        return batches
+
+    def _selection(self) -> tuple[str, str | None]:
+        """The discovery patterns: exact names from ``tables``, or the regular expressions as given."""
+        if self.tables:
+            names = [TableId.parse(t) for t in self.tables]
+            return (
+                "|".join(sorted({re.escape(t.database) for t in names})),
+                "|".join(re.escape(str(t)) for t in names),
+            )
+        if not self.include_databases:
+            raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
+        return self.include_databases, self.include_tables

@@ -1,0 +1,173 @@
+"""The snapshot as a user runs it: split -> mapped SparkSubmit per batch -> a downstream task, through
+``dag.test()``, real ``spark-submit`` on ``local[2]``, a real MariaDB with a writer committing
+throughout. Then a batch is broken the way a killed job leaves it and the next run redoes only it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Hashable
+from decimal import Decimal
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from tests.arrow_rows import canonical_rows
+
+ROWS = 200_000
+
+
+@pytest.fixture()
+def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server, database) -> ConnectionConfig:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
+        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
+        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
+        "extra": {"server_id": "5460-5475"},
+    }))
+    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                            mariadb_server.port)
+
+
+def example_dag() -> Any:
+    """The example DAG from dags/, as a user would run it (dag.test needs it in the DAG folder)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "dags" / "mysql_cdc_example.py"
+    spec = importlib.util.spec_from_file_location("mysql_cdc_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+class Writer(threading.Thread):
+    def __init__(self, server: Any, database: str) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
+
+    def run(self) -> None:
+        rnd = random.Random(11)
+        with self.conn.cursor() as cur:
+            while not self.stopping.wait(0.005):
+                key = rnd.randint(-100, ROWS + 1000)
+                cur.execute("BEGIN")
+                cur.execute("UPDATE orders SET amount = amount + 1, note = %s WHERE id = %s", (f"u{key}", key))
+                cur.execute("DELETE FROM orders WHERE id = %s", (key + 7,))
+                cur.execute("INSERT IGNORE INTO orders VALUES (%s, %s, %s, NULL)", (key + 7, key, Decimal("1.50")))
+                cur.execute("COMMIT")
+                self.count += 1
+
+
+def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConfig, cdc_conn: Any,
+               until: BinlogOffset) -> dict[Hashable, tuple[Any, ...]]:
+    """The committed snapshot, plus the binlog after each chunk's HW: what the stream will do."""
+    plan = store.read_plan(schema.id)
+    assert plan is not None
+    key = row_key_of(schema)
+    order = KeyOrder.for_column(cdc_conn, schema.chunk_key_column)
+    state: dict[Hashable, tuple[Any, ...]] = {}
+    finished = []
+    width = len(schema.columns)
+    for batch in plan.batches:
+        manifest = store.read_manifest(batch)
+        assert manifest is not None, f"{batch.label} has no manifest"
+        for path in manifest["files"]:
+            for row in canonical_rows(pq.read_table(path, filesystem=store.lake.fs)):
+                assert key(row[:width]) not in state, f"{key(row)} written twice"
+                state[key(row[:width])] = row[:width]
+        for record in manifest["chunks"]:
+            chunk = Chunk.from_dict(record["chunk"])
+            start, end = order.sort_keys([chunk.start, chunk.end])
+            finished.append(FinishedChunk(start, end, BinlogOffset.from_dict(record["high_watermark"])))
+    emit = EmitFilter({schema.id: finished})
+    stream = BinlogReader(config.replication_settings(), 5490, config.server_id, {schema.id: schema},
+                          emit.start_offset, reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=until)
+    index = schema.column_names.index(schema.chunk_key)
+    apply_changes(state, (r for r in stream if isinstance(r, ChangeRecord)
+                          and emit.should_emit(r.table, order.sort_key(r.values[index]), r.offset)), key)
+    return state
+
+
+def table_contents(conn: Any, schema: TableSchema) -> dict[Hashable, tuple[Any, ...]]:
+    convert, key = RowConverter(schema), row_key_of(schema)
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {schema.id.quoted}")
+        return {key(r): r for r in map(convert.from_select, cur.fetchall())}
+
+
+def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
+    airflow_db, connections, mariadb_server, admin, cdc_conn, database, tmp_path
+) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
+        cur.execute(f"INSERT INTO orders SELECT seq, seq % 97, seq / 100, IF(seq % 5 = 0, NULL, CONCAT('n', seq)) "
+                    f"FROM seq_1_to_{ROWS}")
+        cur.execute("ANALYZE TABLE orders")
+        cur.fetchall()
+    base_uri = str(tmp_path / "lake")
+    conf = {"tables": [f"{database}.orders"], "base_uri": base_uri, "rows_per_batch": 60_000}
+    schema = load_table_schema(cdc_conn, TableId(database, "orders"))
+    store = SnapshotStore(base_uri)
+    server = ServerInfo.read(cdc_conn)
+
+    writer = Writer(mariadb_server, database)
+    writer.start()
+    try:
+        run = example_dag().test(run_conf=conf)
+    finally:
+        writer.stopping.set()
+        writer.join(10)
+    assert run.state == "success" and writer.count > 10
+    plan = store.read_plan(schema.id)
+    assert plan is not None and len(plan.batches) >= 3
+    manifests = [store.read_manifest(b) for b in plan.batches]
+    assert all(m is not None for m in manifests)
+    # the mapped task's XComs reach the downstream task as one list of manifests
+    (summary,) = [ti for ti in run.get_task_instances() if ti.task_id == "summarize"]
+    assert summary.xcom_pull(task_ids="summarize") == {
+        "batches": len(plan.batches), "rows": sum(m["rows"] for m in manifests if m),
+        "chunks": len(plan.chunks), "bytes": sum(m["bytes"] for m in manifests if m),
+    }
+    labels = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "snapshot")
+    assert labels == sorted(b.label for b in plan.batches)
+    assert lake_state(store, schema, connections, cdc_conn, read_current_offset(cdc_conn, server)) == \
+        table_contents(cdc_conn, schema)
+
+    # a killed job leaves files of an uncommitted attempt and no manifest; the next run redoes that batch only
+    broken = plan.batches[1]
+    store.lake.fs.delete_file(f"{store.batch_dir(broken)}/_manifest.json")
+    junk = f"{store.attempt_dir(broken, 'killed')}/part-00000.parquet"
+    store.lake.fs.create_dir(junk.rsplit("/", 1)[0])
+    with store.lake.fs.open_output_stream(junk) as stream:
+        stream.write(b"half a file")
+    with admin.cursor() as cur:
+        cur.execute("UPDATE orders SET note = 'after the first run' WHERE id % 1000 = 0")
+    rerun = example_dag().test(run_conf=conf)
+    assert rerun.state == "success"
+    redone = [ti for ti in rerun.get_task_instances() if ti.task_id == "snapshot"]
+    assert [ti.rendered_map_index for ti in redone] == [broken.label]
+    for batch, before in zip(plan.batches, manifests, strict=True):
+        after = store.read_manifest(batch)
+        assert after is not None and (after["attempt"] == before["attempt"]) == (batch != broken)  # type: ignore[index]
+    assert not store.lake.exists(junk)
+    assert lake_state(store, schema, connections, cdc_conn, read_current_offset(cdc_conn, server)) == \
+        table_contents(cdc_conn, schema)
+    assert Batch.from_dict(broken.to_dict()) == broken
