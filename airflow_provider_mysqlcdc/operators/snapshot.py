@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     (``local[*]`` by default; YARN, Kubernetes or standalone otherwise). Executors read their chunks
     and write Parquet themselves; the task returns the batch manifest (chunks with their high
     watermarks, rows, files), which the stream needs. Re-running a batch replaces its output only.
-    The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable.
+    The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable. On a
+    cluster master the package and its pure-Python drivers are shipped as ``--py-files``.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "base_uri", "batch")
@@ -47,10 +49,12 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self.partitions = partitions
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
         from airflow.sdk.log import mask_secret
 
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+        from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
         from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
@@ -69,8 +73,12 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             **(self.env_vars or {}),
             PASSWORD_ENV: config.password,
         }
+        master = SparkSubmitHook(conn_id=self._conn_id)._connection["master"]
+        if not is_local_master(master):
+            shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
+            self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
         batch = Batch.from_dict(self.batch)
-        self.log.info("snapshot %s through Spark", batch.label)
+        self.log.info("snapshot %s through Spark (master %s)", batch.label, master)
         super().execute(context)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
         if manifest is None or manifest["batch"]["batch_id"] != batch.batch_id:

@@ -1,0 +1,30 @@
+"""What a Spark cluster's executors need from this side: our package and the pure-Python drivers.
+
+On ``local[*]`` the executors are processes of this environment and need nothing. On YARN,
+Kubernetes or a standalone cluster they are not: the operator zips the packages below and ships
+them with ``--py-files``. The executors' Python must still provide the compiled dependencies
+(pyarrow and connectorx), for example through a packed virtualenv (``--archives``) or the image.
+"""
+
+from __future__ import annotations
+
+import importlib
+import zipfile
+from pathlib import Path
+
+SHIPPED_PACKAGES = ("airflow_provider_mysqlcdc", "pymysql", "pymysqlreplication", "packaging")
+
+
+def build_py_files(directory: Path) -> Path:
+    """A zip of the shipped packages' sources in ``directory``."""
+    target = directory / "mysql_cdc_py_files.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in SHIPPED_PACKAGES:
+            package_dir = Path(importlib.import_module(name).__file__ or "").parent
+            for path in sorted(package_dir.rglob("*.py")):
+                archive.write(path, str(Path(name) / path.relative_to(package_dir)))
+    return target
+
+
+def is_local_master(master: str) -> bool:
+    return master.startswith("local")
