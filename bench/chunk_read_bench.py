@@ -24,17 +24,8 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from bench.server import bench_arguments, throwaway_server
+from bench.server import bench_arguments, load_orders, throwaway_server
 from dev import mariadb
-
-TABLE = """CREATE TABLE bench.orders (
-    id BIGINT AUTO_INCREMENT PRIMARY KEY, customer INT NOT NULL, sku VARCHAR(64) NOT NULL,
-    amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL, updated TIMESTAMP(6) NOT NULL, note TEXT NULL)"""
-LOAD = """INSERT INTO bench.orders (customer, sku, amount, created, updated, note)
-    SELECT seq % 50000, CONCAT('SKU-', LPAD(seq % 9973, 8, '0'), '-', MD5(seq)), (seq % 100000) / 100,
-           '2024-01-01' + INTERVAL seq SECOND, '2024-01-01' + INTERVAL seq SECOND,
-           IF(seq % 3 = 0, NULL, CONCAT('note for order ', seq, ' ', REPEAT('x', seq % 40)))
-    FROM seq_1_to_{rows}"""
 
 
 def writer(server: mariadb.MariaDbServer, rows: int, stopping: Event, count: Synchronized) -> None:
@@ -74,11 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     with throwaway_server(args.port) as server:
         admin = server.admin_connect("bench")
         with admin.cursor() as cur:
-            cur.execute(TABLE)
-            cur.execute("USE bench")
-            cur.execute(LOAD.format(rows=args.rows))
-            cur.execute("ANALYZE TABLE bench.orders")
-            cur.fetchall()
+            load_orders(cur, args.rows)
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
         rates = {
             "plain pymysql SELECT (tuples)": _plain_pymysql(config),

@@ -7,6 +7,7 @@ import contextlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dev import mariadb
 
@@ -24,10 +25,35 @@ def throwaway_server(port: int) -> Iterator[mariadb.MariaDbServer]:
             mariadb.stop(Path(base))
 
 
-def bench_arguments(description: str | None, argv: list[str] | None, port: int) -> argparse.Namespace:
+def bench_arguments(
+    description: str | None, argv: list[str] | None, port: int, rows_per_batch: bool = False
+) -> argparse.Namespace:
     """The options every benchmark takes: table size, chunk size, and the throwaway server's port."""
+    from airflow_provider_mysqlcdc.operators.split import DEFAULT_ROWS_PER_BATCH
+
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
     parser.add_argument("--port", type=int, default=port)
+    if rows_per_batch:
+        parser.add_argument("--rows-per-batch", type=int, default=DEFAULT_ROWS_PER_BATCH)
     return parser.parse_args(argv)
+
+
+TABLE = """CREATE TABLE bench.orders (
+    id BIGINT AUTO_INCREMENT PRIMARY KEY, customer INT NOT NULL, sku VARCHAR(64) NOT NULL,
+    amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL, updated TIMESTAMP(6) NOT NULL, note TEXT NULL)"""
+LOAD = """INSERT INTO bench.orders (customer, sku, amount, created, updated, note)
+    SELECT seq % 50000, CONCAT('SKU-', LPAD(seq % 9973, 8, '0'), '-', MD5(seq)), (seq % 100000) / 100,
+           '2024-01-01' + INTERVAL seq SECOND, '2024-01-01' + INTERVAL seq SECOND,
+           IF(seq % 3 = 0, NULL, CONCAT('note for order ', seq, ' ', REPEAT('x', seq % 40)))
+    FROM seq_1_to_{rows}"""
+
+
+def load_orders(cur: Any, rows: int) -> None:
+    """``bench.orders``: ``rows`` rows of about 160 bytes (the table DESIGN.md's figures were measured on)."""
+    cur.execute(TABLE)
+    cur.execute("USE bench")
+    cur.execute(LOAD.format(rows=rows))
+    cur.execute("ANALYZE TABLE bench.orders")
+    cur.fetchall()

@@ -28,7 +28,7 @@ with DAG(
     params={
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(".local/lake", type="string"),
-        "rows_per_batch": Param(1_000_000, type="integer", minimum=1),
+        "rows_per_batch": Param(4_000_000, type="integer", minimum=1),
     },
     tags=["mysql-cdc"],
 ) as dag:

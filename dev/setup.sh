@@ -9,6 +9,7 @@ need_apt=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)  # the Spark JDBC baseline in bench/
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""

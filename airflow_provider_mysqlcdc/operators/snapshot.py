@@ -77,6 +77,8 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         if not is_local_master(master):
             shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
+            # executors outside this machine get the password through Spark's executor environment
+            self.conf = {**(self.conf or {}), f"spark.executorEnv.{PASSWORD_ENV}": config.password}
         batch = Batch.from_dict(self.batch)
         self.log.info("snapshot %s through Spark (master %s)", batch.label, master)
         super().execute(context)

@@ -17,7 +17,7 @@ from airflow_provider_mysqlcdc.cdc.splitter import (
 )
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
-DEFAULT_ROWS_PER_BATCH = 1_000_000
+DEFAULT_ROWS_PER_BATCH = 4_000_000
 DEFAULT_MAX_BATCHES = 64
 
 

@@ -46,6 +46,7 @@ def read_partition(
     config_dict: dict[str, Any],
     password_env: str,
     partitions: int,
+    progress: tuple[Any, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Runs on an executor: this partition's chunks into one Parquet file of the attempt."""
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
@@ -58,21 +59,22 @@ def read_partition(
     batch = Batch.from_dict(batch_dict)
     # distinct server ids for the readers that may run at once: this batch's tasks, and other batches'
     server_id = config.server_id.allocate((batch.number * partitions + index) % len(config.server_id))
-    yield from write_chunks(
+    for record in write_chunks(
         SnapshotStore(base_uri), batch, attempt, index, config, TableSchema.from_dict(schema_dict),
         (Chunk.from_dict(c) for c in chunk_dicts), server_id,
-    )
+    ):
+        if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
+            progress[0].add(1)
+            progress[1].add(record["rows"])
+        yield record
 
 
-def _report_progress(spark: Any, total: int, stop: threading.Event, started: float) -> None:
-    tracker = spark.sparkContext.statusTracker()
+def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Event, started: float) -> None:
     while not stop.wait(5):
-        done = sum(
-            info.numCompletedTasks
-            for stage in tracker.getActiveStageIds()
-            if (info := tracker.getStageInfo(stage)) is not None
-        )
-        print(f"snapshot: {done}/{total} tasks done after {time.monotonic() - started:.0f} s", flush=True)
+        chunks, rows = progress[0].value, progress[1].value
+        elapsed = time.monotonic() - started
+        print(f"snapshot: {chunks}/{total} chunks, {rows:,} rows, {rows / elapsed:,.0f} rows/s after {elapsed:.0f} s",
+              flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,11 +97,12 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     stop = threading.Event()
-    threading.Thread(target=_report_progress, args=(spark, partitions, stop, started), daemon=True).start()
+    progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
+    threading.Thread(target=_report_progress, args=(progress, len(chunks), stop, started), daemon=True).start()
     settings = {
         "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": plan.schema.to_dict(),
         "attempt": attempt, "config_dict": json.loads(args.connection), "password_env": args.password_env,
-        "partitions": partitions,
+        "partitions": partitions, "progress": progress,
     }
     records = (
         spark.sparkContext.parallelize([c.to_dict() for c in chunks], partitions)
