@@ -1,15 +1,19 @@
 """The snapshot as a user runs it: split -> mapped SparkSubmit per batch -> a downstream task, through
 ``dag.test()``, real ``spark-submit`` on ``local[2]``, a real MariaDB with a writer committing
-throughout. Then a batch is broken the way a killed job leaves it and the next run redoes only it.
+throughout. One batch's Spark job is killed (kill -9 of its JVM) and its attempt left with a torn
+file; the next run redoes that batch only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import threading
 from collections.abc import Hashable
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -48,7 +52,6 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server, database) -> Co
 def example_dag() -> Any:
     """The example DAG from dags/, as a user would run it (dag.test needs it in the DAG folder)."""
     import importlib.util
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "dags" / "mysql_cdc_example.py"
     spec = importlib.util.spec_from_file_location("mysql_cdc_example", path)
@@ -56,6 +59,25 @@ def example_dag() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.dag
+
+
+class SparkKiller(threading.Thread):
+    """Kills the spark-submit JVM of one batch as soon as it starts."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(daemon=True)
+        self.label, self.stopping, self.killed = label.encode(), threading.Event(), False
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.1) and not self.killed:
+            for proc in Path("/proc").iterdir():
+                try:
+                    cmdline = (proc / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"SparkSubmit" in cmdline and self.label in cmdline:
+                    os.kill(int(proc.name), signal.SIGKILL)
+                    self.killed = True
 
 
 class Writer(threading.Thread):
@@ -128,32 +150,28 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     store = SnapshotStore(base_uri)
     server = ServerInfo.read(cdc_conn)
 
-    writer = Writer(mariadb_server, database)
+    # the plan is known before the run: 25 chunks of 8096 rows, 7 chunks (60,000 rows) per batch
+    broken = Batch(schema.id, 1, 7, 13)
+    writer, killer = Writer(mariadb_server, database), SparkKiller(broken.label)
     writer.start()
+    killer.start()
     try:
         run = example_dag().test(run_conf=conf)
     finally:
         writer.stopping.set()
+        killer.stopping.set()
         writer.join(10)
-    assert run.state == "success" and writer.count > 10
+        killer.join(10)
+    assert killer.killed and writer.count > 10
+    assert run.state == "failed"
     plan = store.read_plan(schema.id)
-    assert plan is not None and len(plan.batches) >= 3
-    manifests = [store.read_manifest(b) for b in plan.batches]
-    assert all(m is not None for m in manifests)
-    # the mapped task's XComs reach the downstream task as one list of manifests
-    (summary,) = [ti for ti in run.get_task_instances() if ti.task_id == "summarize"]
-    assert summary.xcom_pull(task_ids="summarize") == {
-        "batches": len(plan.batches), "rows": sum(m["rows"] for m in manifests if m),
-        "chunks": len(plan.chunks), "bytes": sum(m["bytes"] for m in manifests if m),
-    }
-    labels = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "snapshot")
-    assert labels == sorted(b.label for b in plan.batches)
-    assert lake_state(store, schema, connections, cdc_conn, read_current_offset(cdc_conn, server)) == \
-        table_contents(cdc_conn, schema)
+    assert plan is not None and len(plan.batches) >= 3 and broken in plan.batches
+    states = {ti.rendered_map_index: ti.state for ti in run.get_task_instances() if ti.task_id == "snapshot"}
+    assert states == {b.label: "failed" if b == broken else "success" for b in plan.batches}
+    assert store.read_manifest(broken) is None  # a killed job commits nothing
 
-    # a killed job leaves files of an uncommitted attempt and no manifest; the next run redoes that batch only
-    broken = plan.batches[1]
-    store.lake.fs.delete_file(f"{store.batch_dir(broken)}/_manifest.json")
+    # a torn file of the killed attempt must not matter either; the next run redoes that batch only
+    manifests = [store.read_manifest(b) for b in plan.batches]
     junk = f"{store.attempt_dir(broken, 'killed')}/part-00000.parquet"
     store.lake.fs.create_dir(junk.rsplit("/", 1)[0])
     with store.lake.fs.open_output_stream(junk) as stream:
@@ -166,8 +184,11 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     assert [ti.rendered_map_index for ti in redone] == [broken.label]
     for batch, before in zip(plan.batches, manifests, strict=True):
         after = store.read_manifest(batch)
-        assert after is not None and (after["attempt"] == before["attempt"]) == (batch != broken)  # type: ignore[index]
+        assert after is not None
+        assert before is None if batch == broken else after["attempt"] == before["attempt"]  # others not re-read
     assert not store.lake.exists(junk)
+    # the mapped task's XComs reach the downstream task as one list of manifests
+    (summary,) = [ti for ti in rerun.get_task_instances() if ti.task_id == "summarize"]
+    assert summary.xcom_pull(task_ids="summarize")["batches"] == 1
     assert lake_state(store, schema, connections, cdc_conn, read_current_offset(cdc_conn, server)) == \
         table_contents(cdc_conn, schema)
-    assert Batch.from_dict(broken.to_dict()) == broken
