@@ -42,9 +42,10 @@ with DAG(
         batch=split.output
     )
 
-    @task
+    @task(trigger_rule="none_failed")
     def summarize(manifests: Any) -> dict[str, Any]:
-        """What this run snapshotted; the binlog stream will start from these manifests' watermarks."""
+        """What this run snapshotted (nothing once every table is done); the binlog stream will start
+        from these manifests' watermarks."""
         manifests = list(manifests)
         summary = {
             "batches": len(manifests),

@@ -192,3 +192,9 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     assert summary.xcom_pull(task_ids="summarize")["batches"] == 1
     assert lake_state(store, schema, connections, cdc_conn, read_current_offset(cdc_conn, server)) == \
         table_contents(cdc_conn, schema)
+
+    # once the snapshot is finished, a run maps no Spark task and still goes on downstream
+    done = example_dag().test(run_conf=conf)
+    assert done.state == "success"
+    (summary,) = [ti for ti in done.get_task_instances() if ti.task_id == "summarize"]
+    assert summary.state == "success" and summary.xcom_pull(task_ids="summarize")["batches"] == 0
