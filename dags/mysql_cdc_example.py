@@ -1,10 +1,12 @@
-"""Replicate MySQL/MariaDB tables into a lake: plan the chunks, then snapshot them on Spark.
+"""Replicate MySQL/MariaDB tables into a lake: plan the chunks, snapshot them on Spark, then stream
+the binlog (deferrable) from the snapshot's watermarks.
 
 Copy this file and change the defaults of ``params`` (or pass them per run with ``--conf``):
 
 - ``tables``: the tables to capture, as ``database.table``
 - ``base_uri``: where the lake lives (a local path, ``s3a://bucket/prefix``, ``hdfs://...``)
 - ``rows_per_batch``: about how many rows one Spark job (one mapped task) reads
+- ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
 
 Connections: ``mysql_cdc_default`` (type MySQL CDC) for the source and ``spark_default`` for Spark
 (``{"conn_type": "spark", "host": "local[*]"}`` runs Spark inside the worker).
@@ -19,6 +21,7 @@ from airflow.sdk import DAG, Param, task
 
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
 with DAG(
     dag_id="mysql_cdc_example",
@@ -29,6 +32,7 @@ with DAG(
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(".local/lake", type="string"),
         "rows_per_batch": Param(4_000_000, type="integer", minimum=1),
+        "stop_after_idle_seconds": Param(None, type=["null", "number"]),
     },
     tags=["mysql-cdc"],
 ) as dag:
@@ -56,4 +60,12 @@ with DAG(
         print(f"snapshot of this run: {summary}")
         return summary
 
-    summarize(snapshot.output)
+    summary = summarize(snapshot.output)
+    stream = MySqlBinlogStreamOperator(
+        task_id="stream",
+        tables="{{ params.tables }}",
+        base_uri="{{ params.base_uri }}",
+        stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
+        retries=3,
+    )
+    summary >> stream

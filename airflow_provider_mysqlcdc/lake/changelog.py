@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
@@ -37,4 +38,26 @@ def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: 
     ]
     for field, value in zip(METADATA_FIELDS, constants, strict=True):
         rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), n))
+    return rows
+
+
+def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
+    """Change records of one table (all with ``schema``'s columns) as lake rows, in changelog order.
+
+    ``_row_seq`` orders the rows of one transaction: row event, row within it, and the before image
+    of an update before its after image.
+    """
+    names = schema.column_names
+    rows = pa.Table.from_pylist([dict(zip(names, r.values, strict=True)) for r in records], schema=arrow_schema(schema))
+    metadata = [
+        [r.op for r in records],
+        [schema.id.database] * len(records),
+        [schema.id.table] * len(records),
+        [r.ts_ms for r in records],
+        [file_index(r.offset.file) for r in records],
+        [r.offset.position for r in records],
+        [(r.offset.events_to_skip << 32) | (r.offset.rows_to_skip << 1) | (r.op == "+U") for r in records],
+    ]
+    for field, values in zip(METADATA_FIELDS, metadata, strict=True):
+        rows = rows.append_column(field, pa.array(values, field.type))
     return rows
