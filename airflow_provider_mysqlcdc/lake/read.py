@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -41,7 +42,12 @@ def read_changes(base_uri: str, table: str) -> pa.Table:
     parts = [pq.read_table(f, filesystem=snapshots.lake.fs) for f in files]
     if not parts:
         raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
-    return pa.concat_tables(parts, promote_options="default").sort_by(ORDER)
+    changes = pa.concat_tables(parts, promote_options="default").sort_by(ORDER)
+    # the current columns first, then columns dropped since, then the metadata
+    current = list(current_schema(base_uri, table_id).column_names)
+    metadata = [f.name for f in METADATA_FIELDS]
+    dropped = [c for c in changes.column_names if c not in current and c not in metadata]
+    return changes.select(current + dropped + metadata)
 
 
 def read_table(base_uri: str, table: str) -> pa.Table:
