@@ -31,7 +31,8 @@ def run_example_dag(base_uri: str, rows_per_batch: int) -> tuple[float, dict]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     started = time.perf_counter()
-    run = module.dag.test(run_conf={"tables": ["bench.orders"], "base_uri": base_uri, "rows_per_batch": rows_per_batch})
+    run = module.dag.test(run_conf={"tables": ["bench.orders"], "base_uri": base_uri, "rows_per_batch": rows_per_batch,
+                                    "stop_after_idle_seconds": 0})
     seconds = time.perf_counter() - started
     if run.state != "success":
         raise SystemExit(f"the example DAG ended {run.state}")

@@ -145,7 +145,8 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
         cur.execute("ANALYZE TABLE orders")
         cur.fetchall()
     base_uri = str(tmp_path / "lake")
-    conf = {"tables": [f"{database}.orders"], "base_uri": base_uri, "rows_per_batch": 60_000}
+    conf = {"tables": [f"{database}.orders"], "base_uri": base_uri, "rows_per_batch": 60_000,
+            "stop_after_idle_seconds": 0}  # the stream task stops as soon as it has caught up
     schema = load_table_schema(cdc_conn, TableId(database, "orders"))
     store = SnapshotStore(base_uri)
     server = ServerInfo.read(cdc_conn)
