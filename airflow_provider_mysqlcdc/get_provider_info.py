@@ -23,8 +23,21 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
+        "operators": [
+            {
+                "integration-name": "MySQL CDC",
+                "python-modules": [
+                    "airflow_provider_mysqlcdc.operators.split",
+                    "airflow_provider_mysqlcdc.operators.snapshot",
+                    "airflow_provider_mysqlcdc.operators.stream",
+                ],
+            }
+        ],
         "hooks": [
             {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.hooks.mysql_cdc"]}
+        ],
+        "triggers": [
+            {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.triggers.binlog"]}
         ],
         "connection-types": [
             {

@@ -26,7 +26,7 @@ def throwaway_server(port: int) -> Iterator[mariadb.MariaDbServer]:
 
 
 def bench_arguments(
-    description: str | None, argv: list[str] | None, port: int, rows_per_batch: bool = False
+    description: str | None, argv: list[str] | None, port: int, rows_per_batch: bool = False, events: bool = False
 ) -> argparse.Namespace:
     """The options every benchmark takes: table size, chunk size, and the throwaway server's port."""
     from airflow_provider_mysqlcdc.operators.split import DEFAULT_ROWS_PER_BATCH
@@ -37,6 +37,8 @@ def bench_arguments(
     parser.add_argument("--port", type=int, default=port)
     if rows_per_batch:
         parser.add_argument("--rows-per-batch", type=int, default=DEFAULT_ROWS_PER_BATCH)
+    if events:
+        parser.add_argument("--events", type=int, default=1_000_000, help="row events to stream")
     return parser.parse_args(argv)
 
 

@@ -40,7 +40,7 @@ def raw_iteration(config: ConnectionConfig, start: object) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = bench_arguments(__doc__, argv, port=33088)
+    args = bench_arguments(__doc__, argv, port=33088, events=True)
     args.rows = min(args.rows, 200_000)
     with throwaway_server(args.port) as server:
         admin = server.admin_connect("bench")
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         start = read_current_offset(control, info, with_gtid=False)
         events = 0
         with admin.cursor() as cur:
-            while events < 1_000_000:
+            while events < args.events:
                 low = events % args.rows
                 cur.execute("UPDATE orders SET amount = amount + 1 WHERE id > %s AND id <= %s",
                             (low, low + TRANSACTION_ROWS))

@@ -21,6 +21,11 @@ _MARIADB = re.compile(r"^(\d+)-(\d+)-(\d+)$")
 Interval = tuple[int, int]
 
 
+def _canonical_uuid(uuid: str) -> str:
+    hexits = uuid.replace("-", "").lower()
+    return "-".join((hexits[:8], hexits[8:12], hexits[12:16], hexits[16:20], hexits[20:]))
+
+
 def _merge(intervals: list[Interval]) -> tuple[Interval, ...]:
     merged: list[Interval] = []
     for start, end in sorted(intervals):
@@ -39,7 +44,11 @@ class GtidSet:
 
     @classmethod
     def parse(cls, text: str | None) -> GtidSet:
-        """Parse the server's text (it may contain newlines after commas); '' is the empty set."""
+        """Parse the server's text (it may contain newlines after commas); '' is the empty set.
+
+        A UUID may be written without dashes; a tag (8.4) applies to the intervals after it, up to
+        the next tag, as in ``uuid:1-3:blue:1-5``. Tags are case-insensitive, so they are lowered.
+        """
         found: dict[str, list[Interval]] = {}
         for part in (text or "").replace("\n", "").split(","):
             part = part.strip()
@@ -48,7 +57,8 @@ class GtidSet:
             uuid, *rest = part.split(":")
             if not _UUID.match(uuid) or not rest:
                 raise InvalidOptionError(f"{part!r} is not a MySQL GTID set entry (expected 'uuid:1-5')")
-            source = uuid.lower()
+            uuid = _canonical_uuid(uuid)
+            source, tag_without_interval = uuid, False
             for item in rest:
                 interval = _INTERVAL.match(item)
                 if interval:
@@ -57,23 +67,32 @@ class GtidSet:
                     if start < 1 or end < start:
                         raise InvalidOptionError(f"bad GTID interval {item!r} in {part!r}")
                     found.setdefault(source, []).append((start, end))
-                elif _TAG.match(item):
-                    source = f"{uuid.lower()}:{item.lower()}"
+                    tag_without_interval = False
+                elif _TAG.match(item) and not tag_without_interval:
+                    source, tag_without_interval = f"{uuid}:{item.lower()}", True
                 else:
                     raise InvalidOptionError(f"bad GTID interval or tag {item!r} in {part!r}")
+            if tag_without_interval:
+                raise InvalidOptionError(f"the GTID tag in {part!r} has no interval after it")
         return cls(tuple(sorted((s, _merge(iv)) for s, iv in found.items())))
 
     def __str__(self) -> str:
-        return ",".join(
-            source + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
-            for source, intervals in self.sources
-        )
+        """The server's own layout: one entry per UUID, untagged intervals first, then each tag's."""
+        entries: dict[str, str] = {}
+        for source, intervals in self.sources:  # sorted: 'uuid' comes before 'uuid:tag'
+            uuid, _, tag = source.partition(":")
+            text = (f":{tag}" if tag else "") + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
+            entries[uuid] = entries.get(uuid, uuid) + text
+        return ",".join(entries.values())
 
     def _map(self) -> dict[str, tuple[Interval, ...]]:
         return dict(self.sources)
 
     def contains(self, source: str, number: int) -> bool:
-        return any(a <= number <= b for a, b in self._map().get(source.lower(), ()))
+        """Whether transaction ``number`` of ``source`` (``uuid`` or ``uuid:tag``) is in the set."""
+        uuid, _, tag = source.partition(":")
+        key = _canonical_uuid(uuid) + (f":{tag.lower()}" if tag else "")
+        return any(a <= number <= b for a, b in self._map().get(key, ()))
 
     def issubset(self, other: GtidSet) -> bool:
         theirs = other._map()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
@@ -31,8 +32,24 @@ def file_index(name: str) -> int:
     return int(match.group(1))
 
 
+@lru_cache(maxsize=4096)
+def _parsed_gtid(flavor: str, text: str) -> GtidSet | MariaDbGtidPosition:
+    """The stream compares every event's offset with chunk watermarks that repeat: parse each once."""
+    return GtidSet.parse(text) if flavor == MYSQL else MariaDbGtidPosition.parse(text)
+
+
 @dataclass(frozen=True)
 class BinlogOffset:
+    """A point in the binlog, ordered by ``compare`` (and ``<``, ``<=``, ...).
+
+    GTIDs decide when both offsets have them, of one flavour, and one contains the other; equal
+    GTIDs leave it to the skips. Otherwise (no GTIDs, or sets that are incomparable after a failover
+    to a server that lacks some of the old one's transactions) file index and position decide, as in
+    Flink CDC; across a failover that fallback is only a guess, so such offsets should not be mixed.
+    ``==`` compares fields: two offsets can be equal in order (``compare() == 0``) with different
+    files, e.g. the end of one binlog file and the start of the next.
+    """
+
     file: str
     position: int
     gtid: str | None = None
@@ -58,12 +75,7 @@ class BinlogOffset:
         """
         if not self.gtid or not other.gtid or self.flavor != other.flavor:
             return None
-        mine: GtidSet | MariaDbGtidPosition
-        theirs: GtidSet | MariaDbGtidPosition
-        if self.flavor == MYSQL:
-            mine, theirs = GtidSet.parse(self.gtid), GtidSet.parse(other.gtid)
-        else:
-            mine, theirs = MariaDbGtidPosition.parse(self.gtid), MariaDbGtidPosition.parse(other.gtid)
+        mine, theirs = _parsed_gtid(self.flavor, self.gtid), _parsed_gtid(other.flavor, other.gtid)
         below, above = mine.issubset(theirs), theirs.issubset(mine)  # type: ignore[arg-type]
         if below and above:
             return 0

@@ -53,11 +53,17 @@ class ServerIdRange:
 
 
 def explain_server_id_clash(message: str, server_id: int, configured: ServerIdRange) -> SourceConfigError | None:
-    """A clear error for the server's "same server_id/server_uuid" refusal (error 1236), else None."""
+    """A clear error for the server's "same server_uuid/server_id" refusal, else None.
+
+    MySQL reports it as error 1236 ("... has connected to the master/source"); MariaDB 10.11 as
+    error 4052 ("... is already connected"), sent to the *older* reader when a newer one registers
+    with its id.
+    """
     lowered = message.lower()
     if "same server_uuid" in lowered or "same server_id" in lowered or "same server-id" in lowered:
         return SourceConfigError(
-            f"server id {server_id} (from the server_id range {configured}) is already used by another replica "
-            f"or CDC reader of this server: choose a server_id range that no replica or other CDC tool uses"
+            f"server id {server_id} (from the server_id range {configured}) is also used by another replica or "
+            f"CDC reader of this server, and the server keeps only one of them: give each pipeline its own range "
+            f"in the connection's server_id extra, one that no replica or other CDC tool uses"
         )
     return None

@@ -17,10 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB, ServerInfo
+from airflow_provider_mysqlcdc.cdc.sql import quote_identifier
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 _VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata")
-_GRANT = re.compile(r"^GRANT (?P<privs>.+?) ON (?P<scope>\S+) TO ", re.IGNORECASE)
+_NAME = r"(?:`(?:[^`]|``)+`|[^\s.`]+)"
+# the object may be prefixed (``ON TABLE``/``ON PROCEDURE``); a quoted name may hold dots and spaces
+_GRANT = re.compile(
+    rf"^GRANT (?P<privs>.+?) ON (?:(?P<kind>TABLE|FUNCTION|PROCEDURE|PACKAGE(?: BODY)?) )?"
+    rf"(?P<database>{_NAME})\.(?P<table>{_NAME}) TO ",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -49,12 +56,10 @@ def parse_grants(grants: Iterable[str]) -> dict[str, set[str]]:
         match = _GRANT.match(grant.strip())
         if not match or match.group("privs").upper().startswith("PROXY"):
             continue
-        scope = match.group("scope")
-        if scope != "*.*":
-            database, _, table = scope.partition(".")
-            if table != "*":
-                continue  # table-level grants: discovery reports tables it cannot see
-            scope = database.strip("`").replace("``", "`")
+        database, table = match.group("database"), match.group("table")
+        if table != "*" or (match.group("kind") or "TABLE").upper() != "TABLE":
+            continue  # table-level and routine grants: discovery reports tables it cannot see
+        scope = "*.*" if database == "*" else database.removeprefix("`").removesuffix("`").replace("``", "`")
         names = {re.sub(r"\s*\(.*\)$", "", p.strip()).upper() for p in match.group("privs").split(",")}
         privileges.setdefault(scope, set()).update(names)
     return privileges
@@ -81,20 +86,45 @@ def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str
     return problems
 
 
+def _database_pattern(scope: str) -> re.Pattern[str]:
+    """A database-level GRANT names a LIKE pattern: ``%`` and ``_`` are wildcards unless escaped."""
+    parts, escaped = [], False
+    for char in scope:
+        if escaped or char not in "\\%_":
+            parts.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        else:
+            parts.append(".*" if char == "%" else ".")
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
 def _missing_privileges(facts: SourceFacts, databases: Sequence[str]) -> list[str]:
-    def held(privilege: str, scope: str = "*.*") -> bool:
-        granted = facts.privileges.get(scope, set()) | facts.privileges.get("*.*", set())
+    def covers(granted: set[str], privilege: str) -> bool:
         return privilege in granted or "ALL PRIVILEGES" in granted or "ALL" in granted
+
+    def held(privilege: str, database: str | None = None) -> bool:
+        """On ``*.*``, or (with ``database``) on a database-level grant whose pattern matches it."""
+        return any(
+            covers(granted, privilege)
+            for scope, granted in facts.privileges.items()
+            if scope == "*.*" or (database is not None and _database_pattern(scope).match(database))
+        )
 
     # REPLICATION CLIENT is MariaDB's old name for BINLOG MONITOR, which SHOW GRANTS may print
     monitor = ("BINLOG MONITOR", "REPLICATION CLIENT") if facts.server.flavor == MARIADB else ("REPLICATION CLIENT",)
     wanted = [("REPLICATION SLAVE", ("REPLICATION SLAVE", "REPLICATION REPLICA")), (monitor[0], monitor)]
     missing = [name for name, aliases in wanted if not any(held(a) for a in aliases)]
-    lacking_select = sorted(d for d in databases if not held("SELECT", d))
-    if not databases and not held("SELECT") and not any("SELECT" in p for p in facts.privileges.values()):
-        lacking_select = ["*"]
     problems = [f"the CDC user lacks {name}: GRANT {name} ON *.* TO <cdc user>" for name in missing]
-    problems += [f"the CDC user lacks SELECT on {d}: GRANT SELECT ON `{d}`.* TO <cdc user>" for d in lacking_select]
+    problems += [
+        f"the CDC user lacks SELECT on {d}: GRANT SELECT ON {quote_identifier(d)}.* TO <cdc user>"
+        for d in sorted(databases)
+        if not held("SELECT", d)
+    ]
+    # without captured databases named, any SELECT will do: discovery reports what it cannot see
+    if not databases and not any(covers(granted, "SELECT") for granted in facts.privileges.values()):
+        problems.append("the CDC user has SELECT on nothing: GRANT SELECT ON <captured database>.* TO <cdc user>")
     return problems
 
 

@@ -2,24 +2,26 @@
 
 Integer and DECIMAL keys whose values are spread evenly enough are cut arithmetically from MIN and
 MAX (two index lookups, whatever the table size). Everything else walks the key index with one
-``LIMIT chunk_size`` query per chunk. Key comparisons happen in SQL or through ``key_order``'s sort
-keys, never with Python's ``<`` on strings.
+``LIMIT chunk_size`` query per chunk. Keys are compared in SQL only, never with Python's ``<`` or
+``==`` on strings, whose order is the column collation's.
 """
 
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import INTEGER_TYPES, Chunk, check_chunk_key, key_parameter
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_DISTRIBUTION_FACTOR_LOWER = 0.05
 DEFAULT_DISTRIBUTION_FACTOR_UPPER = 1000.0
+# DECIMAL keys have up to 65 digits (30 after the point); the default 28-digit context would round
+# MAX - MIN and make quantizing the step raise InvalidOperation
+_DECIMAL_DIGITS = 100
 
 
 def validate_split_options(chunk_size: int, factor_lower: float, factor_upper: float) -> None:
@@ -49,10 +51,9 @@ def split_table(
     if low is None:  # empty, or every key NULL: one chunk takes all
         return [Chunk(schema.id, 0, None, None)]
     if column.data_type in INTEGER_TYPES or column.data_type == "decimal":
-        rows = _approximate_rows(conn, schema)
-        factor = (Decimal(high) - Decimal(low) + 1) / rows if rows > 0 else None
-        if factor is not None and distribution_factor_lower <= factor <= distribution_factor_upper:
-            bounds = _even_bounds(column, low, high, factor, chunk_size)
+        factor_bounds = (distribution_factor_lower, distribution_factor_upper)
+        bounds = even_bounds(column, low, high, _approximate_rows(conn, schema), chunk_size, factor_bounds)
+        if bounds is not None:
             return _chunks(schema, bounds)
     return _chunks(schema, _uneven_bounds(conn, schema, column, low, chunk_size))
 
@@ -68,23 +69,33 @@ def _approximate_rows(conn: Any, schema: TableSchema) -> int:
     return int(row[0] or 0) if row else 0
 
 
-def _even_bounds(column: Column, low: Any, high: Any, factor: Decimal, chunk_size: int) -> list[Any]:
-    """Chunk starts ``low + step, low + 2 step, ...`` up to ``high``; the first chunk is (-inf, low + step).
+def even_bounds(
+    column: Column, low: Any, high: Any, approximate_rows: int, chunk_size: int, factor_bounds: tuple[float, float]
+) -> list[Any] | None:
+    """Chunk starts ``low + step, low + 2 step, ...`` up to ``high`` (the first chunk is (-inf, low + step)),
+    or None when the keys are too sparse or too dense for that, or the row estimate is 0.
 
-    Integer steps are whole numbers (at least 1); DECIMAL steps are rounded up to the column's scale,
-    so no two bounds are equal and none is above MAX (BIGINT UNSIGNED near 2^64 included, as Python
-    integers do not overflow).
+    The distribution factor is ``(high - low + 1) / approximate_rows`` and the step
+    ``factor * chunk_size``. Integer steps are whole numbers (at least 1); DECIMAL steps are rounded
+    up to the column's scale, so no two bounds are equal and none is above MAX (BIGINT UNSIGNED near
+    2^64 included, as Python integers do not overflow).
     """
-    if column.data_type in INTEGER_TYPES:
-        step: int | Decimal = max(1, int(factor * chunk_size))
-    else:
-        unit = Decimal(1).scaleb(-(column.scale or 0))
-        step = max(unit, (factor * chunk_size).quantize(unit, rounding="ROUND_CEILING"))
-    bounds = []
-    bound = low + step
-    while bound <= high:
-        bounds.append(bound)
-        bound += step
+    if approximate_rows <= 0:
+        return None
+    with localcontext(prec=_DECIMAL_DIGITS):
+        factor = (Decimal(high) - Decimal(low) + 1) / approximate_rows
+        if not factor_bounds[0] <= factor <= factor_bounds[1]:
+            return None
+        if column.data_type in INTEGER_TYPES:
+            step: int | Decimal = max(1, int(factor * chunk_size))
+        else:
+            unit = Decimal(1).scaleb(-(column.scale or 0))
+            step = max(unit, (factor * chunk_size).quantize(unit, rounding="ROUND_CEILING"))
+        bounds = []
+        bound = low + step
+        while bound <= high:
+            bounds.append(bound)
+            bound += step
     return bounds
 
 
@@ -92,29 +103,30 @@ def _uneven_bounds(conn: Any, schema: TableSchema, column: Column, low: Any, chu
     """Walk the key index: each next bound is the key ``chunk_size`` rows after the current one.
 
     When fewer rows than that remain, they form the last chunk (unbounded above). When the next
-    bound equals the current one (``chunk_size`` rows share one value of a non-unique
-    chunk_key_column), jump to the next larger key instead, so every chunk makes progress.
+    bound equals the current one under the column's collation (``chunk_size`` rows share one value
+    of a non-unique chunk_key_column, or 'a' and 'A' under a ``_ci`` collation), jump to the next
+    larger key instead, so every chunk makes progress. The window reads ``chunk_size + 1`` keys: its
+    last key is the first one that does not fit, i.e. the exclusive end of a full chunk.
     """
     key, table, param = column.quoted, schema.id.quoted, key_parameter(column)
-    order = KeyOrder.for_column(conn, column)
+    # the equality is the server's, in the column collation; params: (start, start)
     next_sql = (
-        f"SELECT MAX({key}), COUNT(*) FROM (SELECT {key} FROM {table} WHERE {key} >= {param} "  # noqa: S608
-        f"ORDER BY {key} LIMIT {int(chunk_size) + 1}) AS window_"
+        f"SELECT m, n, m = {param} FROM (SELECT MAX({key}) AS m, COUNT(*) AS n FROM "  # noqa: S608 (quoted)
+        f"(SELECT {key} FROM {table} WHERE {key} >= {param} ORDER BY {key} LIMIT {int(chunk_size) + 1}) AS w) AS a"
     )
     jump_sql = f"SELECT MIN({key}) FROM {table} WHERE {key} > {param}"  # noqa: S608 (quoted names)
     bounds: list[Any] = []
     start = low
     with conn.cursor() as cur:
         while True:
-            cur.execute(next_sql, (start,))
-            end, rows = cur.fetchone()
-            if rows <= chunk_size:
+            cur.execute(next_sql, (start, start))
+            end, rows, same = cur.fetchone()
+            if rows <= chunk_size:  # the rest fits into the last chunk
                 return bounds
-            start_key, end_key = order.sort_keys([start, end])
-            if end_key == start_key:
+            if same:
                 cur.execute(jump_sql, (end,))
                 (end,) = cur.fetchone()
-                if end is None:
+                if end is None:  # every remaining key equals start: the last chunk takes them
                     return bounds
             bounds.append(end)
             start = end

@@ -18,12 +18,13 @@ def test_harness_cdc_user_is_ready(cdc_conn, database) -> None:
 
 
 @contextlib.contextmanager
-def user_with(mariadb_server, grants: str) -> Iterator[pymysql.Connection]:
+def user_with(mariadb_server, *grants: str) -> Iterator[pymysql.Connection]:
     admin = mariadb_server.admin_connect()
     with admin.cursor() as cur:
         cur.execute("DROP USER IF EXISTS 'limited'@'%'")
         cur.execute("CREATE USER 'limited'@'%' IDENTIFIED BY 'Secret-Pw-123'")
-        cur.execute(f"GRANT {grants} TO 'limited'@'%'")
+        for grant in grants:
+            cur.execute(f"GRANT {grant} TO 'limited'@'%'")
     conn = pymysql.connect(host=mariadb_server.host, port=mariadb_server.port, user="limited",
                            password="Secret-Pw-123", autocommit=True)
     try:
@@ -66,3 +67,11 @@ def test_each_wrong_binlog_setting_is_named(mariadb_server, cdc_conn, variable: 
         finally:
             cur.execute(f"SET GLOBAL {variable} = %s", (original,))
     admin.close()
+
+
+def test_select_through_a_database_pattern_counts(mariadb_server, database) -> None:
+    pattern = database.replace("_", "\\_")[:-3] + "%"
+    with user_with(mariadb_server, "REPLICATION SLAVE, BINLOG MONITOR ON *.*", f"SELECT ON `{pattern}`.*") as conn:
+        assert check_source(conn, databases=[database]).is_mariadb
+        with pytest.raises(SourceConfigError, match="lacks SELECT on other_db: GRANT SELECT ON `other_db`"):
+            check_source(conn, databases=[database, "other_db"])

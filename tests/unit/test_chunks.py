@@ -10,8 +10,6 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where, decode_key, encode_key
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
-from airflow_provider_mysqlcdc.cdc.splitter import _even_bounds, validate_split_options
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 TABLE = TableId("shop", "or.ders")
 INT_KEY = Column("id", "bigint", "bigint(20) unsigned", nullable=False, unsigned=True)
@@ -45,24 +43,6 @@ def test_chunk_where() -> None:
     param = "CONVERT(%s USING utf8mb4) COLLATE utf8mb4_general_ci"
     assert chunk_where(Chunk(TABLE, 0, None, "m"), TEXT_KEY) == (f"(`k``ey` < {param} OR `k``ey` IS NULL)", ["m"])
     assert chunk_where(Chunk(TABLE, 1, "m", None), TEXT_KEY) == (f"`k``ey` >= {param}", ["m"])
-
-
-def test_even_bounds_never_pass_the_maximum() -> None:
-    top = 2**64 - 1
-    bounds = _even_bounds(INT_KEY, top - 25, top, Decimal(1), 10)
-    assert bounds == [top - 15, top - 5]
-    assert _even_bounds(INT_KEY, 1, 10, Decimal("0.01"), 10) == [2, 3, 4, 5, 6, 7, 8, 9, 10]  # step at least 1
-    money = Column("m", "decimal", "decimal(12,2)", precision=12, scale=2)
-    assert _even_bounds(money, Decimal("0.00"), Decimal("1.00"), Decimal("0.0333"), 10) == [
-        Decimal("0.34"), Decimal("0.68")
-    ]
-
-
-@pytest.mark.parametrize(("size", "lower", "upper"), [(0, 0.05, 1000.0), (1.5, 0.05, 1000.0), (8096, 0, 1.0),
-                                                      (8096, 2.0, 1.0), (8096, 0.05, float("inf"))])
-def test_bad_split_options_say_what_to_set(size: object, lower: float, upper: float) -> None:
-    with pytest.raises(InvalidOptionError, match="chunk_size|distribution_factor"):
-        validate_split_options(size, lower, upper)  # type: ignore[arg-type]
 
 
 def test_inline_literals_need_no_escaping() -> None:

@@ -6,43 +6,12 @@ import json
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index, read_current_offset
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 U1 = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
 U2 = "4e11fa47-71ca-11e1-9e33-c80aa9429562"
-
-
-def test_gtid_set_parse_normalise_and_relations() -> None:
-    gtids = GtidSet.parse(f"{U2}:1-3,\n{U1}:1-5:7-9:6,{U1}:10")
-    assert str(gtids) == f"{U1.lower()}:1-10,{U2}:1-3"
-    assert gtids.contains(U1, 10) and not gtids.contains(U2, 4)
-    assert GtidSet.parse(f"{U1}:2-4").issubset(gtids)
-    assert not gtids.issubset(GtidSet.parse(f"{U1}:1-10"))
-    assert str(GtidSet.parse(f"{U1}:1-3").add(f"{U1}:4")) == f"{U1.lower()}:1-4"
-    assert str(GtidSet.parse("")) == ""
-    tagged = GtidSet.parse(f"{U1}:1-2:blue:1-5")
-    assert str(tagged) == f"{U1.lower()}:1-2,{U1.lower()}:blue:1-5"
-    assert tagged.contains(f"{U1}:blue", 5) and not tagged.contains(U1, 5)
-
-
-@pytest.mark.parametrize("bad", ["nonsense", f"{U1}", f"{U1}:0-3", f"{U1}:5-3", f"{U1}:1-x"])
-def test_gtid_set_rejects_bad_text(bad: str) -> None:
-    with pytest.raises(InvalidOptionError):
-        GtidSet.parse(bad)
-
-
-def test_mariadb_positions() -> None:
-    position = MariaDbGtidPosition.parse("1-2-5, 0-1-100")
-    assert str(position) == "0-1-100,1-2-5"
-    assert MariaDbGtidPosition.parse("0-1-99").issubset(position)
-    assert not MariaDbGtidPosition.parse("0-1-99,2-1-1").issubset(position)
-    assert str(position.advance("0-3-101")) == "0-3-101,1-2-5"
-    with pytest.raises(InvalidOptionError, match="domain-server-seq"):
-        MariaDbGtidPosition.parse("0-1")
-    with pytest.raises(InvalidOptionError, match="twice"):
-        MariaDbGtidPosition.parse("0-1-1,0-2-2")
 
 
 def test_file_index_orders_numerically() -> None:
@@ -76,6 +45,12 @@ def test_gtid_decides_before_file_position() -> None:
     maria_a = BinlogOffset("m.000001", 500, "0-1-7", "mariadb")
     maria_b = BinlogOffset("m.000002", 4, "0-1-8", "mariadb")
     assert maria_a < maria_b
+    # MariaDB domains that disagree (one ahead, one behind) fall back to file and position too
+    ahead_in_0 = BinlogOffset("m.000003", 90, "0-1-9,1-1-1", "mariadb")
+    ahead_in_1 = BinlogOffset("m.000003", 80, "0-1-8,1-1-2", "mariadb")
+    assert ahead_in_1 < ahead_in_0
+    # offsets of different flavours never compare by GTID
+    assert BinlogOffset("m.000001", 5, "0-1-9", "mariadb") < BinlogOffset("m.000001", 6, f"{U1}:1")
 
 
 def test_json_round_trip_is_exact() -> None:
@@ -94,3 +69,42 @@ def test_records_at_the_watermarks() -> None:
     # the same by file and position alone (no GTIDs: MySQL without gtid_mode)
     assert BinlogOffset("b.000001", 500) < BinlogOffset("b.000001", 500, rows_to_skip=1)
     assert BinlogOffset("b.000001", 420, events_to_skip=9, rows_to_skip=9) < BinlogOffset("b.000001", 500)
+
+
+class _StatusConnection:
+    """Stands in for a MySQL server, which this environment cannot run: answers the status query only."""
+
+    def __init__(self, row: tuple | None) -> None:
+        self.row, self.queries = row, []
+
+    def cursor(self) -> _StatusConnection:
+        return self
+
+    def __enter__(self) -> _StatusConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, sql: str, args: object = None) -> None:
+        self.queries.append(sql)
+
+    def fetchone(self) -> tuple | None:
+        return self.row
+
+
+@pytest.mark.parametrize(("version", "sql"), [("8.4.3", "SHOW BINARY LOG STATUS"), ("8.0.36", "SHOW MASTER STATUS"),
+                                              ("5.7.44-log", "SHOW MASTER STATUS")])
+def test_mysql_status_row_gives_file_position_and_executed_set(version: str, sql: str) -> None:
+    # MySQL prints long executed sets over several lines
+    conn = _StatusConnection(("binlog.000042", 1337, "", "", f"{U2}:1-3,\n{U1}:1-9"))
+    offset = read_current_offset(conn, ServerInfo.from_version(version))
+    assert conn.queries == [sql]
+    assert offset == BinlogOffset("binlog.000042", 1337, f"{U1.lower()}:1-9,{U2}:1-3", "mysql")
+
+
+def test_mysql_without_gtid_mode_and_binlog_off() -> None:
+    mysql80 = ServerInfo.from_version("8.0.36")
+    assert read_current_offset(_StatusConnection(("binlog.000001", 4, "", "", "")), mysql80).gtid is None
+    with pytest.raises(SourceConfigError, match="binlog is off.*log_bin"):
+        read_current_offset(_StatusConnection(None), mysql80)

@@ -15,8 +15,8 @@ from airflow_provider_mysqlcdc.get_provider_info import get_provider_info
 
 def _class_paths(info: dict) -> list[str]:
     paths = [c["hook-class-name"] for c in info["connection-types"]]
-    paths += [m for h in info.get("hooks", []) + info.get("triggers", []) for m in h["python-modules"]]
-    paths += info.get("operators", []) and [m for o in info["operators"] for m in o["python-modules"]]
+    for kind in ("hooks", "operators", "triggers"):
+        paths += [module for entry in info.get(kind, []) for module in entry["python-modules"]]
     return paths
 
 
@@ -25,7 +25,7 @@ def test_every_named_path_imports() -> None:
     assert info["package-name"] == "airflow-provider-mysqlcdc"
     assert info["versions"] == [airflow_provider_mysqlcdc.__version__]
     paths = _class_paths(info)
-    assert paths
+    assert "airflow_provider_mysqlcdc.triggers.binlog" in paths and len(paths) >= 6
     for path in paths:
         try:
             importlib.import_module(path)
@@ -50,3 +50,20 @@ def test_airflow_lists_the_provider_and_its_connection_type(tmp_path: Path) -> N
     hooks = subprocess.run([airflow, "providers", "hooks", "-o", "plain"], env=env, capture_output=True,
                            text=True, timeout=180, check=True)
     assert "mysql_cdc" in hooks.stdout and "MySqlCdcHook" in hooks.stdout
+    triggers = subprocess.run([airflow, "providers", "triggers", "-o", "plain"], env=env, capture_output=True,
+                              text=True, timeout=180, check=True)
+    assert "airflow_provider_mysqlcdc.triggers.binlog" in triggers.stdout
+
+
+def test_connection_form_shows_the_extras_without_hook_methods() -> None:
+    """Airflow 3.2+ builds the form from ``conn-fields`` (the hook methods are deprecated there)."""
+    from airflow.providers_manager import ProvidersManager
+
+    from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+
+    manager = ProvidersManager()
+    fields = {name for name in manager.connection_form_widgets if name.startswith("extra__mysql_cdc__")}
+    assert fields == {f"extra__mysql_cdc__{f}" for f in ("server_id", "server_time_zone", "connect_timeout", "ssl")}
+    assert manager.field_behaviours["mysql_cdc"]["relabeling"]["login"] == "CDC user"
+    # with conn-fields declared, Airflow 3.3 never calls them (and warns they are deprecated)
+    assert not {"get_connection_form_widgets", "get_ui_field_behaviour"} & set(vars(MySqlCdcHook))

@@ -23,9 +23,23 @@ def test_bad_ranges_are_refused(bad: str) -> None:
         ServerIdRange.parse(bad)
 
 
-def test_clash_message() -> None:
-    text = ("A slave with the same server_uuid/server_id as this slave has connected to the master; the first "
-            "event 'mysql-bin.000001' at 4")
+@pytest.mark.parametrize(
+    "text",
+    [
+        # MySQL before 8.0.26 (error 1236)
+        "A slave with the same server_uuid/server_id as this slave has connected to the master; the first event "
+        "'mysql-bin.000001' at 4",
+        # MySQL 8.0.26+
+        "A replica with the same server_uuid/server_id as this replica has connected to the source; the first event",
+        # MariaDB 10.11 (error 4052, measured): the *older* reader gets it when a newer one takes its id
+        "A slave with the same server_uuid/server_id is already connected; the first event 'mysql-bin.000001' at 4, "
+        "the last event read from 'mysql-bin.000001' at 537",
+    ],
+)
+def test_clash_message(text: str) -> None:
     error = explain_server_id_clash(text, 5401, ServerIdRange.parse("5400-5408"))
     assert error is not None and "server id 5401" in str(error) and "5400-5408" in str(error)
+
+
+def test_other_errors_are_not_clashes() -> None:
     assert explain_server_id_clash("Could not find first log file name", 5401, ServerIdRange(1, 1)) is None

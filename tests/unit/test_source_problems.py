@@ -58,3 +58,33 @@ def test_old_mysql_without_row_metadata_and_per_database_select() -> None:
     # MariaDB may print the old name REPLICATION CLIENT for BINLOG MONITOR
     maria = facts(MARIA, ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"])
     assert find_problems(maria) == []
+
+
+def test_database_level_grants_match_like_patterns() -> None:
+    grants = ["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `cdc`@`%`",
+              "GRANT SELECT ON `shop\\_%`.* TO `cdc`@`%`", "GRANT ALL PRIVILEGES ON `crm`.* TO `cdc`@`%`",
+              "GRANT SELECT ON `hr`.`staff` TO `cdc`@`%`"]
+    problems = find_problems(facts(MARIA, grants), databases=["shop_eu", "shopping", "crm", "hr"])
+    # `shop\_%` matches shop_eu but not shopping; a table-level grant does not cover the database
+    assert problems == [
+        "the CDC user lacks SELECT on hr: GRANT SELECT ON `hr`.* TO <cdc user>",
+        "the CDC user lacks SELECT on shopping: GRANT SELECT ON `shopping`.* TO <cdc user>",
+    ]
+
+
+def test_no_select_anywhere_without_captured_databases() -> None:
+    grants = ["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `cdc`@`%`"]
+    assert find_problems(facts(MARIA, grants)) == [
+        "the CDC user has SELECT on nothing: GRANT SELECT ON <captured database>.* TO <cdc user>"
+    ]
+    assert find_problems(facts(MARIA, [*grants, "GRANT ALL PRIVILEGES ON `shop`.* TO `cdc`@`%`"])) == []
+
+
+def test_grant_parsing_keeps_quoted_names_and_skips_roles_and_routines() -> None:
+    assert parse_grants([
+        "GRANT SELECT ON `a.b c`.* TO `cdc`@`%`",
+        "GRANT SELECT ON `x``y`.* TO `cdc`@`%`",
+        "GRANT EXECUTE ON PROCEDURE `db`.`p` TO `cdc`@`%`",
+        "GRANT `reader_role` TO `cdc`@`%`",
+        "GRANT PROXY ON ''@'' TO 'root'@'localhost' WITH GRANT OPTION",
+    ]) == {"a.b c": {"SELECT"}, "x`y": {"SELECT"}}
