@@ -1,10 +1,13 @@
 """The binlog stream as committed batches: read from the checkpoint, filter, write, checkpoint.
 
 One call reads the binlog from the checkpoint's offset until it has caught up with the server,
-committing a batch whenever ``max_events`` changes or ``max_seconds`` have gathered, always at a
-transaction boundary. Changes are emitted through the emit filter built from the finished chunks'
-high watermarks; a table past its highest HW drops its chunks from the checkpoint. No Airflow here:
-the stream operator calls this between deferrals.
+committing a batch at a transaction boundary whenever ``max_events`` changes, ``max_bytes`` of
+values or ``max_seconds`` have gathered. A transaction larger than ``max_events`` or ``max_bytes``
+by itself is committed in parts, each checkpointed at its last row (the binlog offsets resume
+exactly there), so memory stays bounded whatever the transaction size; readers may then see the
+first parts of that transaction before the rest. Changes are emitted through the emit filter built
+from the finished chunks' high watermarks; a table past its highest HW drops its chunks from the
+checkpoint. No Airflow here: the stream operator calls this between deferrals.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import UPDATE_BEFORE, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
@@ -32,6 +35,7 @@ from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 class BatchLimits:
     max_events: int = 100_000
     max_seconds: float = 10.0
+    max_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass
@@ -64,6 +68,7 @@ class _Pending:
 
     parts: dict[TableId, list[tuple[TableSchema, list[ChangeRecord]]]] = field(default_factory=dict)
     count: int = 0
+    bytes: int = 0
 
     def add(self, schema: TableSchema, record: ChangeRecord) -> None:
         parts = self.parts.setdefault(record.table, [])
@@ -71,12 +76,26 @@ class _Pending:
             parts.append((schema, []))
         parts[-1][1].append(record)
         self.count += 1
+        self.bytes += _value_bytes(record.values)
 
     def absorb(self, other: _Pending) -> None:
-        for parts in other.parts.values():
+        for table, parts in other.parts.items():
+            mine = self.parts.setdefault(table, [])
             for schema, records in parts:
-                for record in records:
-                    self.add(schema, record)
+                if mine and mine[-1][0] is schema:
+                    mine[-1][1].extend(records)
+                else:
+                    mine.append((schema, records))
+        self.count += other.count
+        self.bytes += other.bytes
+
+    def over(self, limits: BatchLimits) -> bool:
+        return self.count >= limits.max_events or self.bytes >= limits.max_bytes
+
+
+def _value_bytes(values: tuple[Any, ...]) -> int:
+    """About what a row's values take in Arrow: strings and bytes by length, 8 bytes for anything else."""
+    return sum(len(v) if isinstance(v, str | bytes) else 8 for v in values)
 
 
 def stream_batches(
@@ -99,26 +118,40 @@ def stream_batches(
     for item in reader:
         if isinstance(item, ChangeRecord):
             events += 1
-            if item.table in emit.tables:  # still in its snapshot phase: emit only after the key's chunk HW
-                key = None
-                if emit.needs_key(item.table, item.offset):
-                    schema = schemas[item.table]
-                    key = orders[item.table].sort_key(item.values[schema.column_names.index(schema.chunk_key)])
-                if not emit.should_emit(item.table, key, item.offset):
-                    continue
-            uncommitted.add(schemas[item.table], item)
-            last_ts = item.ts_ms
+            if _emitted(item, emit, orders, schemas):
+                uncommitted.add(schemas[item.table], item)
+                last_ts = item.ts_ms
+            # a transaction too big for one batch is cut after a whole row (never between -U and +U)
+            if item.op != UPDATE_BEFORE and uncommitted.over(limits):
+                committed.absorb(uncommitted)
+                uncommitted = _Pending()
+                yield _commit(store, checkpoint, committed, item.offset, schemas, events, last_ts)
+                committed, events, started = _Pending(), 0, time.monotonic()
         elif isinstance(item, SchemaChanged):
             schemas[item.schema.id] = item.schema
         elif isinstance(item, Committed):
             committed.absorb(uncommitted)  # the transaction is complete
             uncommitted = _Pending()
             boundary = item.offset
-            if committed.count >= limits.max_events or time.monotonic() - started >= limits.max_seconds:
+            if committed.over(limits) or time.monotonic() - started >= limits.max_seconds:
                 yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
                 committed, events, started = _Pending(), 0, time.monotonic()
     if boundary is not None and (committed.count or boundary != checkpoint.offset):
         yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
+
+
+def _emitted(
+    record: ChangeRecord, emit: EmitFilter[BinlogOffset], orders: dict[TableId, KeyOrder],
+    schemas: dict[TableId, TableSchema],
+) -> bool:
+    """Whether the record is past its chunk's high watermark (always, once its table is past all of them)."""
+    if record.table not in emit.tables:
+        return True
+    key = None
+    if emit.needs_key(record.table, record.offset):
+        schema = schemas[record.table]
+        key = orders[record.table].sort_key(record.values[schema.column_names.index(schema.chunk_key)])
+    return emit.should_emit(record.table, key, record.offset)
 
 
 def _emit_filter(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:

@@ -11,7 +11,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
-STARTUP_MODES = ("initial", "snapshot", "latest-offset", "earliest-offset", "specific-offset")
+STARTUP_MODES = ("initial", "snapshot", "latest-offset", "earliest-offset", "specific-offset", "timestamp")
 DEFAULT_WAKE_SECONDS = 300.0
 
 
@@ -22,7 +22,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     ``initial`` from the snapshot's lowest high watermark with the per-chunk emit filter (the
     snapshot of every table must be committed), ``snapshot`` not at all, ``latest-offset`` at the
     server's current offset, ``earliest-offset`` at its first binlog, ``specific-offset`` at
-    ``startup_offset`` (``"mysql-bin.000003:4"``). Later runs, retries and cleared tasks continue from
+    ``startup_offset`` (``"mysql-bin.000003:4"``, or the GTIDs already captured: a MySQL GTID set,
+    a MariaDB GTID position), ``timestamp`` at the first transaction committed at or after
+    ``startup_timestamp`` (epoch ms or ISO 8601). Later runs, retries and cleared tasks continue from
     the checkpoint, which is committed with each batch: nothing is lost or written twice.
 
     When caught up it defers to ``MySqlBinlogTrigger`` (or sleeps, with ``deferrable=False``) until
@@ -33,8 +35,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = (
-        "base_uri", "tables", "startup_mode", "startup_offset", "stop_after_idle_seconds", "max_duration_seconds",
-        "stop_at_offset",
+        "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
+        "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id",
     )
 
     def __init__(
@@ -44,11 +46,13 @@ class MySqlBinlogStreamOperator(BaseOperator):
         tables: Sequence[str],
         startup_mode: str = "initial",
         startup_offset: str | None = None,
+        startup_timestamp: Any = None,
         stop_after_idle_seconds: float | None = None,
         max_duration_seconds: float | None = None,
         stop_at_offset: str | None = None,
         max_batch_events: int = 100_000,
         max_batch_seconds: float = 10.0,
+        max_batch_bytes: int = 64 * 1024 * 1024,
         poll_interval: float = 1.0,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = True,
@@ -59,11 +63,13 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.tables = tables
         self.startup_mode = startup_mode
         self.startup_offset = startup_offset
+        self.startup_timestamp = startup_timestamp
         self.stop_after_idle_seconds = stop_after_idle_seconds
         self.max_duration_seconds = max_duration_seconds
         self.stop_at_offset = stop_at_offset
         self.max_batch_events = max_batch_events
         self.max_batch_seconds = max_batch_seconds
+        self.max_batch_bytes = max_batch_bytes
         self.poll_interval = poll_interval
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
@@ -95,9 +101,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         control = config.connect()
         store = StreamStore(self.base_uri)
-        checkpoint = store.read_checkpoint() or self._first_checkpoint(control, store)
-        limits = BatchLimits(self.max_batch_events, self.max_batch_seconds)
         server_id = config.server_id.allocate(len(config.server_id) - 1)  # chunk readers count from the start
+        checkpoint = store.read_checkpoint() or self._first_checkpoint(control, store, config, server_id)
+        limits = BatchLimits(self.max_batch_events, self.max_batch_seconds, self.max_batch_bytes)
         while True:
             check_offset_available(control, checkpoint.offset)
             for report in stream_batches(config, server_id, store, checkpoint, control,
@@ -126,11 +132,11 @@ class MySqlBinlogStreamOperator(BaseOperator):
                 method_name="execute_complete",
             )
 
-    def _first_checkpoint(self, control: Any, store: Any) -> Any:
+    def _first_checkpoint(self, control: Any, store: Any, config: Any, server_id: int) -> Any:
         from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-        from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, binlog_files, read_current_offset
         from airflow_provider_mysqlcdc.cdc.schema import TableId
         from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+        from airflow_provider_mysqlcdc.cdc.startup import start_offset
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
         from airflow_provider_mysqlcdc.lake.stream_batches import checkpoint_from_manifests
         from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
@@ -153,18 +159,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
                 manifests += [m for b in plan.batches if (m := snapshots.read_manifest(b)) is not None]
             checkpoint = checkpoint_from_manifests(manifests, schemas)
         else:
-            if self.startup_mode == "latest-offset":
-                offset = read_current_offset(control, server, with_gtid=False)
-            elif self.startup_mode == "earliest-offset":
-                offset = BinlogOffset(binlog_files(control)[0], 4, flavor=server.flavor)
-            else:
-                file, _, position = (self.startup_offset or "").partition(":")
-                if not file or not position.isdigit():
-                    raise InvalidOptionError(
-                        f"startup_offset must be 'binlog-file:position' (e.g. 'mysql-bin.000003:4'), "
-                        f"not {self.startup_offset!r}"
-                    )
-                offset = BinlogOffset(file, int(position), flavor=server.flavor)
+            offset = start_offset(self.startup_mode, control, server, config, server_id, self.startup_offset,
+                                  self.startup_timestamp)
             checkpoint = Checkpoint(0, offset, {t: load_table_schema(control, t) for t in tables})
         store.commit(checkpoint, {})
         self.log.info("stream starts at %s (startup_mode %s)", checkpoint.offset, self.startup_mode)

@@ -1,6 +1,7 @@
 """Exactly-once under kill -9: a stream worker killed at random moments, again and again, while a
-writer commits; resumed each time from the lake's checkpoint; the lake equals the table at the end.
-Also a torn batch (files written, checkpoint not) is ignored and replaced."""
+writer commits (small transactions, and large ones that the stream commits in parts); resumed each
+time from the lake's checkpoint; the lake equals the table at the end. Also a torn batch (files
+written, checkpoint not) is ignored and replaced."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
                               mariadb_server.port)
 
-    writer = Writer(mariadb_server, database, seconds=8, seed=5)
+    with admin.cursor() as cur:  # one transaction of 3,000 rows: more than a batch (40 events) holds
+        cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_3000")
+    writer = Writer(mariadb_server, database, seconds=8, seed=5, bulk_every=15)
     writer.start()
     env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
     rnd, kills = random.Random(3), 0
@@ -70,3 +73,4 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
                      strict=True))
     assert len(order) == len(set(order)), "a change was written twice"
+    assert sum(op == "-U" for op in changes.column("_op").to_pylist()) > 2000  # the bulk updates were captured

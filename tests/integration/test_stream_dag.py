@@ -32,11 +32,13 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
 
 
 class Writer(threading.Thread):
-    """Random inserts, updates, deletes and delete+reinsert, for ``seconds``."""
+    """Random inserts, updates, deletes and delete+reinsert, for ``seconds``; with ``bulk_every``, every
+    n-th transaction also updates 500 keys of 1..3000 at once (a transaction bigger than a batch)."""
 
-    def __init__(self, server: Any, database: str, seconds: float, seed: int) -> None:
+    def __init__(self, server: Any, database: str, seconds: float, seed: int, bulk_every: int = 0) -> None:
         super().__init__(daemon=True)
         self.conn, self.seconds, self.seed, self.count = server.admin_connect(database), seconds, seed, 0
+        self.bulk_every = bulk_every
 
     def run(self) -> None:
         rnd, deadline = random.Random(self.seed), time.monotonic() + self.seconds
@@ -48,6 +50,10 @@ class Writer(threading.Thread):
                             (key, key % 7, Decimal(key) / 100, f"w{key}"))
                 cur.execute("UPDATE orders SET note = %s WHERE id = %s", (f"u{rnd.random():.5f}", key + 3))
                 cur.execute("DELETE FROM orders WHERE id = %s", (key + 11,))
+                if self.bulk_every and self.count % self.bulk_every == 0:
+                    low = rnd.randint(1, 2500)
+                    cur.execute("UPDATE orders SET customer = customer + 1 WHERE id BETWEEN %s AND %s",
+                                (low, low + 499))
                 cur.execute("COMMIT")
                 self.count += 1
                 time.sleep(0.002)

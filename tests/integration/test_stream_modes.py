@@ -7,6 +7,8 @@ a retry or a later DAG run would: each call continues from the lake's checkpoint
 from __future__ import annotations
 
 import json
+import math
+import time
 from typing import Any
 
 import pytest
@@ -73,6 +75,44 @@ def test_startup_modes(admin, cdc_conn, database, tmp_path) -> None:
         stream(str(tmp_path / "bad"), table, startup_mode="specific-offset", startup_offset="yesterday")
     with pytest.raises(InvalidOptionError, match="needs the finished snapshot"):
         stream(str(tmp_path / "bad"), table, startup_mode="initial")
+
+
+def test_gtid_and_timestamp_startup_find_the_next_transaction(admin, database, tmp_path) -> None:
+    """The first transaction after a GTID position or at a commit time, across several binlog files."""
+    table = f"{database}.moments"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE moments (id INT PRIMARY KEY)")
+        for key in range(1, 4):
+            cur.execute("INSERT INTO moments VALUES (%s)", (key,))
+            cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SELECT @@gtid_binlog_pos")
+        (after_three,) = cur.fetchone()
+        second = math.ceil(time.time())  # binlog commit times have whole seconds
+        time.sleep(second - time.time() + 0.05)
+        cur.execute("INSERT INTO moments VALUES (4)")
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("INSERT INTO moments VALUES (5)")
+    gtid = str(tmp_path / "gtid")
+    stream(gtid, table, startup_mode="specific-offset", startup_offset=after_three)
+    assert inserted_ids(gtid, table) == [4, 5]
+    at = str(tmp_path / "timestamp")
+    stream(at, table, startup_mode="timestamp", startup_timestamp=second * 1000)
+    assert inserted_ids(at, table) == [4, 5]
+    iso = str(tmp_path / "iso")
+    stream(iso, table, startup_mode="timestamp",
+           startup_timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    assert inserted_ids(iso, table) == [4, 5]
+    future = str(tmp_path / "future")
+    stream(future, table, startup_mode="timestamp", startup_timestamp=(second + 3600) * 1000)
+    with admin.cursor() as cur:
+        cur.execute("INSERT INTO moments VALUES (6)")
+    stream(future, table)
+    assert inserted_ids(future, table) == [6]
+    with pytest.raises(InvalidOptionError, match="is a MySQL GTID set, but the server is MariaDB"):
+        stream(str(tmp_path / "bad"), table, startup_mode="specific-offset",
+               startup_offset="3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+    with pytest.raises(InvalidOptionError, match="startup_timestamp as epoch milliseconds or an ISO 8601"):
+        stream(str(tmp_path / "bad"), table, startup_mode="timestamp", startup_timestamp="noon")
 
 
 def test_purged_binlog_fails_clearly(cdc_conn, database, tmp_path, admin) -> None:

@@ -1,0 +1,180 @@
+"""Where a stream without a checkpoint starts: Flink CDC's ``scan.startup.mode`` minus ``initial``.
+
+``latest-offset`` and ``earliest-offset`` are read off the server. ``specific-offset`` takes a
+``file:position`` as it is, but a GTID set or position (``uuid:1-5`` on MySQL, ``0-1-100`` on
+MariaDB) and ``timestamp`` name transactions, not bytes: they are found by scanning transactions
+(their GTID and commit time) in the binlog. Binlog files are searched by their first transaction
+(a binary search, one short connection per probe), then the chosen file is scanned to the first
+transaction that is not covered: the stream starts right before it. Row events are not decoded
+during the scan.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, binlog_files, read_current_offset
+from airflow_provider_mysqlcdc.cdc.server_info import MARIADB, MYSQL, ServerInfo
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+STREAM_STARTUP_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
+_FILE_POSITION = re.compile(r"^(?P<file>[^\s:]+\.\d+):(?P<position>\d+)$")
+_MARIADB_POSITION = re.compile(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$")
+_NO_SOURCE = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """One transaction of the binlog: where it starts and ends, its GTID (if any), its commit time."""
+
+    start: BinlogOffset
+    end: BinlogOffset
+    gtid: str | None
+    commit_ms: int
+
+
+Covered = Callable[[Transaction], bool]
+
+
+def start_offset(
+    mode: str,
+    control: Any,
+    server: ServerInfo,
+    config: ConnectionConfig,
+    server_id: int,
+    startup_offset: str | None = None,
+    startup_timestamp: Any = None,
+) -> BinlogOffset:
+    """The first offset of a stream started in ``mode`` (one of ``STREAM_STARTUP_MODES``)."""
+    if mode == "latest-offset":
+        return read_current_offset(control, server, with_gtid=False)
+    if mode == "earliest-offset":
+        return BinlogOffset(binlog_files(control)[0], 4, flavor=server.flavor)
+    if mode == "specific-offset":
+        parsed = parse_specific_offset(startup_offset, server.flavor)
+        if isinstance(parsed, BinlogOffset):
+            return parsed
+        return find_first_uncovered(config, server_id, server, binlog_files(control), covered_by_gtids(parsed))
+    if mode == "timestamp":
+        millis = parse_timestamp_ms(startup_timestamp)
+        return find_first_uncovered(config, server_id, server, binlog_files(control),
+                                    lambda txn: txn.commit_ms < millis)
+    raise InvalidOptionError(f"startup_mode must be one of {list(STREAM_STARTUP_MODES)}, not {mode!r}")
+
+
+def parse_specific_offset(text: str | None, flavor: str) -> BinlogOffset | GtidSet | MariaDbGtidPosition:
+    """``file:position``, or the GTIDs already captured: a MySQL GTID set or a MariaDB GTID position."""
+    value = (text or "").strip()
+    match = _FILE_POSITION.match(value)
+    if match:
+        return BinlogOffset(match.group("file"), int(match.group("position")), flavor=flavor)
+    if value and _MARIADB_POSITION.match(value):
+        if flavor != MARIADB:
+            raise InvalidOptionError(f"startup_offset {value!r} is a MariaDB GTID position, but the server is MySQL")
+        return MariaDbGtidPosition.parse(value)
+    try:
+        gtids = GtidSet.parse(value) if value else None
+    except InvalidOptionError:
+        gtids = None
+    if gtids is None:
+        raise InvalidOptionError(
+            f"startup_offset must be 'binlog-file:position' (e.g. 'mysql-bin.000003:4'), a MySQL GTID set "
+            f"('uuid:1-100') or a MariaDB GTID position ('0-1-100'), not {text!r}"
+        )
+    if flavor != MYSQL:
+        raise InvalidOptionError(f"startup_offset {value!r} is a MySQL GTID set, but the server is MariaDB")
+    return gtids
+
+
+def parse_timestamp_ms(value: Any) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (a naive one is UTC), as Airflow templates render it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    text = value.strip() if isinstance(value, str) else ""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise InvalidOptionError(
+            f"startup_mode 'timestamp' needs startup_timestamp as epoch milliseconds or an ISO 8601 time "
+            f"(e.g. '2026-11-22T10:00:00+00:00'), not {value!r}"
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def covered_by_gtids(gtids: GtidSet | MariaDbGtidPosition) -> Covered:
+    """A transaction is covered when its GTID is in the set (MySQL) or at or before the position (MariaDB).
+
+    A transaction without a GTID (MySQL without gtid_mode) cannot be placed: it counts as covered
+    only while the scan is still among covered ones, which is the best a set without it can say.
+    """
+    if isinstance(gtids, GtidSet):
+        return lambda txn: txn.gtid is not None and GtidSet.parse(txn.gtid).issubset(gtids)
+    return lambda txn: txn.gtid is not None and MariaDbGtidPosition.parse(txn.gtid).issubset(gtids)
+
+
+def find_first_uncovered(
+    config: ConnectionConfig, server_id: int, server: ServerInfo, files: list[str], covered: Covered
+) -> BinlogOffset:
+    """The start of the first transaction that ``covered`` rejects, or the binlog's end if there is none.
+
+    ``covered`` must hold for a prefix of the binlog (GTIDs and commit times grow with it). Files
+    are bisected by their first transaction; a file without any counts as uncovered, which only
+    moves the scan to an earlier file, never past a transaction it should return.
+    """
+    low, high = 0, len(files) - 1  # invariant: the answer lies in files[low:]
+    while low < high:
+        middle = (low + high + 1) // 2
+        first = next(scan_transactions(config, server_id, server, files[middle]), None)
+        if first is not None and covered(first):
+            low = middle
+        else:
+            high = middle - 1
+    end = BinlogOffset(files[low], 4, flavor=server.flavor)
+    for txn in scan_transactions(config, server_id, server, files[low]):
+        if not covered(txn):
+            return txn.start
+        end = txn.end
+    return end
+
+
+def scan_transactions(
+    config: ConnectionConfig, server_id: int, server: ServerInfo, file: str
+) -> Iterator[Transaction]:
+    """The transactions from the start of ``file`` to the binlog's current end, without row events."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+
+    stream = BinLogStreamReader(
+        connection_settings=config.replication_settings(), server_id=server_id, log_file=file, log_pos=4,
+        resume_stream=True, blocking=False, only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
+                                                         RotateEvent],
+    )
+    boundary, gtid, in_transaction = BinlogOffset(file, 4, flavor=server.flavor), None, False
+    try:
+        for event in stream:
+            if isinstance(event, RotateEvent):
+                if not in_transaction:
+                    boundary = BinlogOffset(event.next_binlog, event.position, flavor=server.flavor)
+            elif isinstance(event, GtidEvent | MariadbGtidEvent):
+                gtid = None if event.gtid.startswith(_NO_SOURCE) else event.gtid
+                in_transaction = True
+            elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
+                in_transaction = True
+            else:  # Xid, COMMIT, or a DDL that commits by itself
+                end = BinlogOffset(stream.log_file, stream.log_pos, flavor=server.flavor)
+                yield Transaction(boundary, end, gtid, int(event.timestamp) * 1000)
+                boundary, gtid, in_transaction = end, None, False
+    finally:
+        stream.close()

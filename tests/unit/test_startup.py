@@ -1,0 +1,63 @@
+"""Reading startup options: which text is a file position, a GTID set or position, or a time."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.startup import (
+    Transaction,
+    covered_by_gtids,
+    parse_specific_offset,
+    parse_timestamp_ms,
+)
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+def test_file_position_and_gtids_are_told_apart() -> None:
+    assert parse_specific_offset("mysql-bin.000003:4", "mariadb") == BinlogOffset("mysql-bin.000003", 4,
+                                                                                  flavor="mariadb")
+    assert parse_specific_offset(" 0-1-100, 1-2-5 ", "mariadb") == MariaDbGtidPosition.parse("0-1-100,1-2-5")
+    assert parse_specific_offset(f"{UUID}:1-5", "mysql") == GtidSet.parse(f"{UUID}:1-5")
+    # a UUID with one transaction looks like 'name:number' but is no binlog file name
+    assert parse_specific_offset(f"{UUID}:5", "mysql") == GtidSet.parse(f"{UUID}:5")
+
+
+@pytest.mark.parametrize(("text", "flavor", "message"), [
+    ("yesterday", "mariadb", "must be 'binlog-file:position'"),
+    ("", "mysql", "must be 'binlog-file:position'"),
+    (None, "mysql", "must be 'binlog-file:position'"),
+    ("0-1-100", "mysql", "MariaDB GTID position, but the server is MySQL"),
+    (f"{UUID}:1-5", "mariadb", "MySQL GTID set, but the server is MariaDB"),
+])
+def test_bad_offsets_say_what_is_accepted(text: str | None, flavor: str, message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=message):
+        parse_specific_offset(text, flavor)
+
+
+def test_timestamps() -> None:
+    assert parse_timestamp_ms(1_700_000_000_123) == 1_700_000_000_123
+    assert parse_timestamp_ms("1700000000123") == 1_700_000_000_123
+    assert parse_timestamp_ms("2023-11-14T22:13:20") == 1_700_000_000_000  # naive: UTC
+    assert parse_timestamp_ms("2023-11-15T00:13:20+02:00") == 1_700_000_000_000
+    assert parse_timestamp_ms(dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)) == 1_700_000_000_000
+    for bad in (None, True, "noon", ""):
+        with pytest.raises(InvalidOptionError, match="startup_timestamp"):
+            parse_timestamp_ms(bad)
+
+
+def test_gtid_coverage() -> None:
+    start = BinlogOffset("b.000001", 4)
+
+    def txn(gtid: str | None) -> Transaction:
+        return Transaction(start, start, gtid, 0)
+
+    maria = covered_by_gtids(MariaDbGtidPosition.parse("0-1-100,1-1-5"))
+    assert maria(txn("0-2-100")) and maria(txn("1-1-5")) and not maria(txn("0-1-101")) and not maria(txn("2-1-1"))
+    mysql = covered_by_gtids(GtidSet.parse(f"{UUID}:1-5"))
+    assert mysql(txn(f"{UUID}:5")) and not mysql(txn(f"{UUID}:6")) and not mysql(txn(None))
