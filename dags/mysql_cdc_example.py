@@ -3,18 +3,21 @@ the binlog (deferrable) from the snapshot's watermarks.
 
 Copy this file and change the defaults of ``params`` (or pass them per run with ``--conf``):
 
+- ``mysql_conn_id``: the source, a connection of type MySQL CDC
+- ``spark_conn_id``: Spark (``{"conn_type": "spark", "host": "local[*]"}`` runs it inside the worker)
 - ``tables``: the tables to capture, as ``database.table``
 - ``base_uri``: where the lake lives (a local path, ``s3a://bucket/prefix``, ``hdfs://...``)
 - ``rows_per_batch``: about how many rows one Spark job (one mapped task) reads
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
+- ``defer_after_idle_seconds``: how long the caught-up stream polls in the worker before it hands the
+  wait to the triggerer (low latency while changes keep coming; no worker slot held while idle)
 
-Connections: ``mysql_cdc_default`` (type MySQL CDC) for the source and ``spark_default`` for Spark
-(``{"conn_type": "spark", "host": "local[*]"}`` runs Spark inside the worker).
-A second run skips the batches already in the lake.
+A second run skips the finished snapshot and streams on from the lake's checkpoint.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
@@ -23,33 +26,42 @@ from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOpera
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
+DEFAULT_LAKE = os.path.join(os.environ.get("AIRFLOW_HOME", os.path.expanduser("~/airflow")), "mysql-cdc-lake")
+
 with DAG(
     dag_id="mysql_cdc_example",
     schedule=None,
     catchup=False,
     render_template_as_native_obj=True,
     params={
+        "mysql_conn_id": Param("mysql_cdc_default", type="string"),
+        "spark_conn_id": Param("spark_default", type="string"),
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
-        "base_uri": Param(".local/lake", type="string"),
+        "base_uri": Param(DEFAULT_LAKE, type="string"),
         "rows_per_batch": Param(4_000_000, type="integer", minimum=1),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
+        "defer_after_idle_seconds": Param(60, type="number", minimum=0),
     },
     tags=["mysql-cdc"],
 ) as dag:
     split = MySqlChunkSplitOperator(
         task_id="split",
+        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         rows_per_batch="{{ params.rows_per_batch }}",
     )
-    snapshot = MySqlSnapshotSparkOperator.partial(task_id="snapshot", base_uri="{{ params.base_uri }}").expand(
-        batch=split.output
-    )
+    snapshot = MySqlSnapshotSparkOperator.partial(
+        task_id="snapshot",
+        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
+        conn_id="{{ params.spark_conn_id }}",
+        base_uri="{{ params.base_uri }}",
+    ).expand(batch=split.output)
 
     @task(trigger_rule="none_failed")
     def summarize(manifests: Any) -> dict[str, Any]:
-        """What this run snapshotted (nothing once every table is done); the binlog stream will start
-        from these manifests' watermarks."""
+        """What this run snapshotted (nothing once every table is done); the stream starts from these
+        manifests' watermarks."""
         manifests = list(manifests)
         summary = {
             "batches": len(manifests),
@@ -60,12 +72,13 @@ with DAG(
         print(f"snapshot of this run: {summary}")
         return summary
 
-    summary = summarize(snapshot.output)
     stream = MySqlBinlogStreamOperator(
         task_id="stream",
+        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
-        retries=3,
+        defer_after_idle_seconds="{{ params.defer_after_idle_seconds }}",
+        retries=3,  # a retry continues from the checkpoint (Airflow 3.3 can fail a task that defers often)
     )
-    summary >> stream
+    summarize(snapshot.output) >> stream

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
@@ -29,17 +30,23 @@ def current_schema(base_uri: str, table: TableId) -> TableSchema:
     return plan.schema
 
 
-def read_changes(base_uri: str, table: str) -> pa.Table:
-    """Every committed row of the table's changelog, in order, with its metadata columns."""
-    table_id = TableId.parse(table)
+def committed_files(base_uri: str, table: TableId) -> list[str]:
+    """The table's Parquet files that are committed: its snapshot batches' and the stream's up to the
+    checkpoint, as paths of the lake's filesystem."""
     snapshots, streams = SnapshotStore(base_uri), StreamStore(base_uri)
     files: list[str] = []
-    plan = snapshots.read_plan(table_id)
+    plan = snapshots.read_plan(table)
     for batch in plan.batches if plan else []:
         manifest = snapshots.read_manifest(batch)
         files += manifest["files"] if manifest else []
-    files += streams.committed_change_files(table_id)
-    parts = [pq.read_table(f, filesystem=snapshots.lake.fs) for f in files]
+    return files + streams.committed_change_files(table)
+
+
+def read_changes(base_uri: str, table: str) -> pa.Table:
+    """Every committed row of the table's changelog, in order, with its metadata columns."""
+    table_id = TableId.parse(table)
+    fs = Lake.at(base_uri).fs
+    parts = [pq.read_table(f, filesystem=fs) for f in committed_files(base_uri, table_id)]
     if not parts:
         raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
     changes = pa.concat_tables(parts, promote_options="default").sort_by(ORDER)

@@ -9,6 +9,7 @@ and moved into place, so a reader sees either the old document or the new one, n
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ class Lake:
 
     @classmethod
     def at(cls, base_uri: str) -> Lake:
+        """A plain path (relative ones to the working directory) is local; a URI names its filesystem."""
+        if "://" not in base_uri:
+            return cls(pafs.LocalFileSystem(), os.path.abspath(base_uri).rstrip("/"))
         for alias, scheme in _SCHEME_ALIASES.items():
             if base_uri.startswith(alias):
                 base_uri = scheme + base_uri[len(alias) :]

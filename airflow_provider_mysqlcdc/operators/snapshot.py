@@ -28,7 +28,9 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     cluster master the package and its pure-Python drivers are shipped as ``--py-files``.
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "base_uri", "batch")
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "conn_id",
+    )
 
     def __init__(
         self,
@@ -47,6 +49,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self.base_uri = base_uri
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.partitions = partitions
+        self.conn_id = conn_id  # templated (a DAG param may choose the Spark connection); the base class keeps _conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -57,6 +60,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
         from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
 
+        self._conn_id = self.conn_id
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         if config.password:
             mask_secret(config.password)

@@ -35,7 +35,7 @@ class MySqlChunkSplitOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "rows_per_batch",
+        "rows_per_batch", "mysql_cdc_conn_id",
     )
 
     def __init__(

@@ -27,8 +27,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     ``startup_timestamp`` (epoch ms or ISO 8601). Later runs, retries and cleared tasks continue from
     the checkpoint, which is committed with each batch: nothing is lost or written twice.
 
-    When caught up it defers to ``MySqlBinlogTrigger`` (or sleeps, with ``deferrable=False``) until
-    the binlog moves. It stops after ``stop_after_idle_seconds`` without a captured change, after
+    When caught up it polls the binlog every ``poll_interval`` seconds in the worker; once idle for
+    ``defer_after_idle_seconds`` it defers to ``MySqlBinlogTrigger`` (with ``deferrable=False`` it
+    keeps polling) until the binlog moves. It stops after ``stop_after_idle_seconds`` without a captured change, after
     ``max_duration_seconds``, or at ``stop_at_offset``; with none of them it runs forever (for
     ``@continuous`` DAGs). Set ``retries``: Airflow 3.3 can fail a task that defers often, and a
     retry simply continues from the checkpoint.
@@ -36,7 +37,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
-        "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id",
+        "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
     )
 
     def __init__(
@@ -54,6 +55,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         max_batch_seconds: float = 10.0,
         max_batch_bytes: int = 64 * 1024 * 1024,
         poll_interval: float = 1.0,
+        defer_after_idle_seconds: float = 60.0,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = True,
         **kwargs: Any,
@@ -71,6 +73,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.max_batch_seconds = max_batch_seconds
         self.max_batch_bytes = max_batch_bytes
         self.poll_interval = poll_interval
+        self.defer_after_idle_seconds = defer_after_idle_seconds
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -81,14 +84,14 @@ class MySqlBinlogStreamOperator(BaseOperator):
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
         now = time.time()
-        return self._stream({"started": now, "idle_since": now, "batches": 0, "rows": 0})
+        return self._stream({"started": now, "idle_since": now, "batches": 0, "rows": 0, "deferrals": 0})
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
         if event.get("reason") == "error":
             raise SourceConfigError(f"waiting for the binlog failed: {event.get('error')}")
-        return self._stream({k: event[k] for k in ("started", "idle_since", "batches", "rows")})
+        return self._stream({k: event[k] for k in ("started", "idle_since", "batches", "rows", "deferrals")})
 
     def _stream(self, state: dict[str, Any]) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -122,10 +125,13 @@ class MySqlBinlogStreamOperator(BaseOperator):
                 summary = {**state, "stopped": stopped, "offset": str(checkpoint.offset), "seq": checkpoint.seq}
                 self.log.info("stream stops (%s): %s", stopped, summary)
                 return summary
-            if not self.deferrable:
+            # a resume from the triggerer costs seconds (and Airflow 3.3 races on quick resumes): defer
+            # only after a quiet spell, and meanwhile poll here, where a change lands within a poll
+            if not self.deferrable or time.time() - state["idle_since"] < float(self.defer_after_idle_seconds):
                 time.sleep(self.poll_interval)
                 continue
             control.close()
+            state["deferrals"] += 1
             self.defer(
                 trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), self._wake_at(state),
                                            self.poll_interval, state),

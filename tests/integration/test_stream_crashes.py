@@ -46,7 +46,8 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
 
     with admin.cursor() as cur:  # one transaction of 3,000 rows: more than a batch (40 events) holds
         cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_3000")
-    writer = Writer(mariadb_server, database, seconds=8, seed=5, bulk_every=15)
+    writer = Writer(mariadb_server, database, 8, seed=5)
+    writer.bulk_every = 15
     writer.start()
     env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
     rnd, kills = random.Random(3), 0

@@ -1,5 +1,7 @@
-"""Snapshot + deferrable stream through the example DAG: writes during the snapshot and during the
-stream; the lake's current state equals the table; a second run streams on from the checkpoint."""
+"""End to end through the example DAG: snapshot + deferrable stream of a plain table and of a table
+with every type of the type matrix, with writes during the snapshot and during the stream; the
+lake's current state equals each table, through ``read_table`` and through the Spark views; a
+second run after more writes skips the snapshot, streams on from the checkpoint, and equals again."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -15,10 +18,11 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
+from tests.integration.test_type_matrix import MATRIX, ROWS
 
 
 @pytest.fixture()
@@ -31,32 +35,71 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
     }))
 
 
-class Writer(threading.Thread):
-    """Random inserts, updates, deletes and delete+reinsert, for ``seconds``; with ``bulk_every``, every
-    n-th transaction also updates 500 keys of 1..3000 at once (a transaction bigger than a batch)."""
+class _Writing(threading.Thread):
+    """Commits one transaction of ``write`` after another, for ``seconds`` or until ``until()`` is true."""
 
-    def __init__(self, server: Any, database: str, seconds: float, seed: int, bulk_every: int = 0) -> None:
+    def __init__(self, server: Any, database: str, seconds: float, seed: int,
+                 until: Callable[[], bool] | None = None) -> None:
         super().__init__(daemon=True)
-        self.conn, self.seconds, self.seed, self.count = server.admin_connect(database), seconds, seed, 0
-        self.bulk_every = bulk_every
+        self.conn, self.seed, self.count = server.admin_connect(database), seed, 0
+        deadline = time.monotonic() + seconds
+        self.until = until or (lambda: time.monotonic() >= deadline)
 
     def run(self) -> None:
-        rnd, deadline = random.Random(self.seed), time.monotonic() + self.seconds
+        rnd = random.Random(self.seed)
         with self.conn.cursor() as cur:
-            while time.monotonic() < deadline:
-                key = rnd.randint(-50, 60_000)
-                cur.execute("BEGIN")
-                cur.execute("INSERT INTO orders VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE amount = amount + 1",
-                            (key, key % 7, Decimal(key) / 100, f"w{key}"))
-                cur.execute("UPDATE orders SET note = %s WHERE id = %s", (f"u{rnd.random():.5f}", key + 3))
-                cur.execute("DELETE FROM orders WHERE id = %s", (key + 11,))
-                if self.bulk_every and self.count % self.bulk_every == 0:
-                    low = rnd.randint(1, 2500)
-                    cur.execute("UPDATE orders SET customer = customer + 1 WHERE id BETWEEN %s AND %s",
-                                (low, low + 499))
-                cur.execute("COMMIT")
+            while not self.until():
+                self.write(cur, rnd)
                 self.count += 1
-                time.sleep(0.002)
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        raise NotImplementedError
+
+
+class Writer(_Writing):
+    """Random inserts, updates, deletes and delete+reinsert of ``orders``; with ``bulk_every``, every
+    n-th transaction also updates 500 keys of 1..3000 at once (a transaction bigger than a batch)."""
+
+    bulk_every = 0
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(-50, 60_000)
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO orders VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE amount = amount + 1",
+                    (key, key % 7, Decimal(key) / 100, f"w{key}"))
+        cur.execute("UPDATE orders SET note = %s WHERE id = %s", (f"u{rnd.random():.5f}", key + 3))
+        cur.execute("DELETE FROM orders WHERE id = %s", (key + 11,))
+        if self.bulk_every and self.count % self.bulk_every == 0:
+            low = rnd.randint(1, 2500)
+            cur.execute("UPDATE orders SET customer = customer + 1 WHERE id BETWEEN %s AND %s", (low, low + 499))
+        cur.execute("COMMIT")
+        time.sleep(0.002)
+
+
+class TypesWriter(_Writing):
+    """Copies rows of the type-matrix table under new keys, updates and deletes them."""
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        columns = ", ".join(f"`{name}`" for name in MATRIX)
+        cur.execute("SET SESSION sql_mode = ''")  # the copies keep the zero dates of the originals
+        source, key = rnd.randint(1, ROWS), 100 + self.count
+        cur.execute(f"INSERT INTO types (id, {columns}) SELECT %s, {columns} FROM types WHERE id = %s", (key, source))
+        cur.execute("UPDATE types SET vc = %s, js = %s, ts6 = NOW(6), d65 = -d65 WHERE id = %s",
+                    (f"ü{key}", json.dumps({"k": key}), rnd.randint(1, key)))
+        cur.execute("DELETE FROM types WHERE id = %s", (rnd.randint(100, key + 5),))
+        time.sleep(0.2)
+
+
+def create_types_table(admin: Any) -> None:
+    """The type matrix's columns and rows (the last row NULL wherever it can be)."""
+    with admin.cursor() as cur:
+        columns = ", ".join(f"`{name}` {ddl}" for name, (ddl, _, _) in MATRIX.items())
+        cur.execute(f"CREATE TABLE types (id INT PRIMARY KEY, {columns})")
+        cur.execute("SET SESSION sql_mode = ''")
+        for row in range(1, ROWS + 1):
+            values = {n: literals[row - 1] for n, (_, literals, _) in MATRIX.items() if row <= len(literals)}
+            cur.execute(f"INSERT INTO types (id{''.join(f', `{n}`' for n in values)}) "
+                        f"VALUES ({row}{''.join(f', {v}' for v in values.values())})")
 
 
 def table_rows(conn: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
@@ -67,6 +110,21 @@ def table_rows(conn: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
         return [convert.from_select(r) for r in cur.fetchall()]
 
 
+def spark_view_rows(base_uri: str, table: str) -> tuple[int, list[int]]:
+    """The changelog's size and the current ids, through the Spark views of the lake."""
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_mysqlcdc.lake import register_views
+
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        view = register_views(spark, base_uri, [table])[table]
+        changes = spark.sql(f"SELECT COUNT(*) FROM {view}_changes").collect()[0][0]
+        return changes, [row.id for row in spark.sql(f"SELECT id FROM {view} ORDER BY id").collect()]
+    finally:
+        spark.stop()
+
+
 def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, mariadb_server, admin, cdc_conn,
                                                      database, tmp_path) -> None:
     with admin.cursor() as cur:
@@ -74,26 +132,44 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
         cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_50000")
         cur.execute("ANALYZE TABLE orders")
         cur.fetchall()
+    create_types_table(admin)
     base_uri = str(tmp_path / "lake")
-    conf = {"tables": [f"{database}.orders"], "base_uri": base_uri, "rows_per_batch": 20_000,
-            "stop_after_idle_seconds": 4}
-    schema = load_table_schema(cdc_conn, TableId(database, "orders"))
+    tables = [f"{database}.orders", f"{database}.types"]
+    # the stream hands every wait to the triggerer at once, so the deferral path runs while the writers write
+    conf = {"tables": tables, "base_uri": base_uri, "rows_per_batch": 40_000, "stop_after_idle_seconds": 4,
+            "defer_after_idle_seconds": 0}
+    schemas = [load_table_schema(cdc_conn, TableId.parse(t)) for t in tables]
 
-    writer = Writer(mariadb_server, database, seconds=25, seed=1)  # through the snapshot into the stream
-    writer.start()
+    def stream_started_a_while_ago() -> bool:
+        checkpoint = StreamStore(base_uri).read_checkpoint()
+        return checkpoint is not None and checkpoint.seq >= 3
+
+    # through the snapshot into the stream (or 3 minutes at most)
+    writers = [Writer(mariadb_server, database, 180, 1, until=stream_started_a_while_ago),
+               TypesWriter(mariadb_server, database, 180, 1, until=stream_started_a_while_ago)]
+    for writer in writers:
+        writer.start()
     run = example_dag().test(run_conf=conf)
-    writer.join()
-    assert run.state == "success" and writer.count > 100
+    for writer in writers:
+        writer.join()
+    assert run.state == "success" and writers[0].count > 100 and writers[1].count > 20
     (stream,) = [ti for ti in run.get_task_instances() if ti.task_id == "stream"]
     summary = stream.xcom_pull(task_ids="stream")
-    assert summary["rows"] > 0 and summary["stopped"] == "idle for 4 s"
-    assert canonical_rows(read_table(base_uri, f"{database}.orders")) == table_rows(cdc_conn, schema)
+    assert summary["rows"] > 0 and summary["stopped"] == "idle for 4 s" and summary["deferrals"] >= 1
+    for table, schema in zip(tables, schemas, strict=True):
+        assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema), table
 
     # the next run: no snapshot left, the stream continues from the checkpoint
     seq = StreamStore(base_uri).read_checkpoint().seq  # type: ignore[union-attr]
-    Writer(mariadb_server, database, seconds=2, seed=2).run()
+    Writer(mariadb_server, database, 2, seed=2).run()
+    TypesWriter(mariadb_server, database, 2, seed=2).run()
     rerun = example_dag().test(run_conf=conf)
     assert rerun.state == "success"
     assert not [ti for ti in rerun.get_task_instances() if ti.task_id == "snapshot" and ti.state == "success"]
     assert StreamStore(base_uri).read_checkpoint().seq > seq  # type: ignore[union-attr]
-    assert canonical_rows(read_table(base_uri, f"{database}.orders")) == table_rows(cdc_conn, schema)
+    for table, schema in zip(tables, schemas, strict=True):
+        assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema), table
+
+    changes, ids = spark_view_rows(base_uri, tables[0])
+    assert changes == read_changes(base_uri, tables[0]).num_rows
+    assert ids == [row[0] for row in table_rows(cdc_conn, schemas[0])]
