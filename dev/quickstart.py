@@ -1,69 +1,151 @@
-"""The quickstart job on the embedded defaults: a local MariaDB with the sample shop database.
+"""The quickstart on the embedded defaults: a local MariaDB with the sample shop database, the
+example DAG run through Airflow (``dag.test()``, SQLite) with Spark on ``local[*]`` and the lake in
+``.local/lake``, while a light writer changes the shop; then the replica read back.
 
-It checks the source, discovers the shop tables, splits them into chunks and reads every chunk
-with the watermarked chunk reader into Arrow, printing the plan and the figures. The server keeps
-running afterwards (``python -m dev.mariadb stop --dir .local/mariadb`` stops it) so that a second
-run reuses it.
+The server keeps running afterwards (``.venv/bin/python -m dev.mariadb stop --dir .local/mariadb``
+stops it); a second run reuses it and the lake: the snapshot is skipped and the stream continues
+from its checkpoint. ``dev/quickstart.sh`` sets ``AIRFLOW_HOME`` before this module imports Airflow.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shlex
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
-from airflow_provider_mysqlcdc.cdc.source_checks import check_source
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from dev import mariadb, sample_shop
 
+TABLES = ["shop.customers", "shop.products", "shop.orders"]
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dir", type=Path, default=Path(".local/mariadb"), help="the server's data directory")
-    parser.add_argument("--port", type=int, default=33061)
-    parser.add_argument("--orders", type=int, default=300_000)
-    parser.add_argument("--reload", action="store_true", help="recreate the shop database")
-    args = parser.parse_args(argv)
 
-    server = mariadb.running(args.dir.resolve())
+def start_server(data_dir: Path, port: int, orders: int, reload: bool) -> mariadb.MariaDbServer:
+    server = mariadb.running(data_dir.resolve())
     if server is None:
-        print(f"==> starting MariaDB on port {args.port} (data in {args.dir})")
-        server = mariadb.start(args.dir, args.port)
+        print(f"==> starting MariaDB on port {port} (data in {data_dir})", flush=True)
+        server = mariadb.start(data_dir, port)
     admin = server.admin_connect()
     with admin.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'shop'")
         (exists,) = cur.fetchone()
-    if args.reload or not exists:
-        print(f"==> loading the sample shop database ({args.orders} orders)")
-        sample_shop.load(admin, orders=args.orders, customers=20_000, products=5_000)
+    if reload or not exists:
+        print(f"==> loading the sample shop database ({orders:,} orders)", flush=True)
+        sample_shop.load(admin, orders=orders, customers=20_000, products=5_000)
     admin.close()
+    return server
 
-    config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
-    conn = config.connect()
-    info = check_source(conn, databases=["shop"])
-    print(f"==> source ok: {info.flavor} {info.version_string}")
-    for schema in discover_tables(conn, include_databases="shop"):
-        started = time.perf_counter()
-        chunks = split_table(conn, schema)
-        took = time.perf_counter() - started
-        print(f"{schema.id}: key {schema.chunk_key}, {len(chunks)} chunks in {took:.2f} s")
-        for chunk in chunks[:2] + chunks[-1:] if len(chunks) > 3 else chunks:
-            print(f"    {chunk.chunk_id}: [{chunk.start!r}, {chunk.end!r})")
-        started, rows = time.perf_counter(), 0
-        with ChunkReader(config, schema, server_id=config.server_id.allocate(0)) as reader:
-            for done, snapshot in enumerate(reader.read(chunks), start=1):
-                rows += snapshot.table.num_rows
-                print(f"\r    read {done}/{len(chunks)} chunks, {rows:,} rows", end="", flush=True)
-        took = time.perf_counter() - started
-        print(f"\r    read {len(chunks)} chunks, {rows:,} rows in {took:.1f} s ({rows / took:,.0f} rows/s), "
-              f"high watermark {snapshot.high_watermark}")
-    print(f"==> MariaDB keeps running on port {server.port}; stop it with: "
-          f".venv/bin/python -m dev.mariadb stop --dir {args.dir}")
+
+def airflow_environment(server: mariadb.MariaDbServer, env_file: Path) -> dict[str, str]:
+    """The connections as Airflow environment variables, also written to ``env_file`` for the UI."""
+    env = {
+        "AIRFLOW_CONN_MYSQL_CDC_DEFAULT": json.dumps({
+            "conn_type": "mysql_cdc", "host": server.host, "port": server.port, "login": server.cdc_user,
+            "password": server.cdc_password,
+        }),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+    }
+    for name in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER", "AIRFLOW__CORE__LOAD_EXAMPLES"):
+        env[name] = os.environ[name]
+    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+    return env
+
+
+def load_dag(path: Path) -> Any:
+    """The DAG object of a DAG file, as Airflow's DAG processor would find it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", type=Path, default=Path(".local/mariadb"), help="the server's data directory")
+    parser.add_argument("--port", type=int, default=33061)
+    parser.add_argument("--orders", type=int, default=300_000)
+    parser.add_argument("--lake", type=Path, default=Path(".local/lake"))
+    parser.add_argument("--reload", action="store_true", help="recreate the shop database (and the lake)")
+    args = parser.parse_args(argv)
+
+    server = start_server(args.dir, args.port, args.orders, args.reload)
+    lake = str(args.lake.resolve())
+    if args.reload and args.lake.exists():
+        subprocess.run(["rm", "-rf", lake], check=True)
+    os.environ.update(airflow_environment(server, Path(".local/quickstart.env")))
+    print(f"==> Airflow metadata database in {os.environ['AIRFLOW_HOME']} (SQLite)", flush=True)
+    subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+    from airflow_provider_mysqlcdc.lake.read import read_table
+    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+    dag = load_dag(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / "mysql_cdc_example.py")
+    writer = sample_shop.ShopWriter(server.admin_connect())
+    checkpoint = StreamStore(lake).read_checkpoint()
+    first_seq = checkpoint.seq if checkpoint is not None else -1
+    writer.start()
+    print("==> running DAG mysql_cdc_example: split -> snapshot on Spark (local[*]) -> binlog stream, "
+          "while a writer changes the shop; the stream stops once idle for 5 s", flush=True)
+    started = time.monotonic()
+    conf = {"tables": TABLES, "base_uri": lake, "stop_after_idle_seconds": 5, "defer_after_idle_seconds": 0}
+    stopper = _stop_writer_once_streaming(writer, lake, first_seq)
+    run = dag.test(run_conf=conf)
+    writer.stop.set()
+    stopper.join()
+    writer.join()
+    took = time.monotonic() - started
+    print(f"==> DAG run {run.state} in {took:.0f} s; the writer committed {writer.transactions:,} transactions",
+          flush=True)
+    if run.state != "success":
+        return 1
+
+    cdc = server.cdc_connect()
+    print(f"==> the replica in {lake}")
+    for table in TABLES:
+        replica = read_table(lake, table)
+        with cdc.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 (a constant name)
+            (rows,) = cur.fetchone()
+        print(f"    {table}: {replica.num_rows:,} rows in the lake, {rows:,} in MariaDB")
+    orders = read_table(lake, "shop.orders")
+    print("    the last three orders, read back with read_table():")
+    for row in orders.slice(orders.num_rows - 3).to_pylist():
+        print(f"      {row}")
+    print(f"""
+Read it yourself:
+    .venv/bin/python -c "from airflow_provider_mysqlcdc.lake import read_table
+print(read_table('{lake}', 'shop.orders'))"
+See the run in the Airflow UI (http://localhost:8080, ready in ~40 s):
+    set -a; . .local/quickstart.env; set +a
+    AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT=8080 AIRFLOW__API__BASE_URL=http://localhost:8080 \\
+      AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=True .venv/bin/airflow standalone
+Run it again (snapshot skipped, the stream continues): ./dev/quickstart.sh
+MariaDB keeps running on port {server.port}: .venv/bin/python -m dev.mariadb stop --dir {args.dir}""")
     return 0
+
+
+def _stop_writer_once_streaming(writer: sample_shop.ShopWriter, lake: str, first_seq: int) -> threading.Thread:
+    """Let the writer go on until the stream has committed a few batches of its own, then stop it."""
+    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+    def watch() -> None:
+        while not writer.stop.wait(1):
+            checkpoint = StreamStore(lake).read_checkpoint()
+            if checkpoint is not None and checkpoint.seq >= first_seq + 4:
+                writer.stop.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 if __name__ == "__main__":

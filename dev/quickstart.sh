@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # README's first command: set the machine up, start a local MariaDB (port 33061, data in .local/)
-# with the sample shop database, and run the job on the embedded defaults.
+# with the sample shop database, and run the example DAG on the embedded defaults (Airflow on
+# SQLite in .local/airflow, Spark local[*], the lake in .local/lake), then read the replica back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./dev/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+export AIRFLOW_HOME="$PWD/.local/airflow"
+export AIRFLOW__CORE__DAGS_FOLDER="$PWD/dags"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+mkdir -p "$AIRFLOW_HOME"
 exec .venv/bin/python -m dev.quickstart "$@"

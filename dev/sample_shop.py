@@ -10,7 +10,10 @@ collation matters). Rows come from MariaDB's sequence engine, so loading takes s
 from __future__ import annotations
 
 import argparse
+import random
 import sys
+import threading
+import time
 
 import pymysql
 
@@ -74,6 +77,39 @@ def load(conn: pymysql.connections.Connection, orders: int, customers: int, prod
             cur.execute(statement.format(orders=orders, customers=customers, products=products))
         cur.execute("ANALYZE TABLE shop.customers, shop.products, shop.orders")
         cur.fetchall()
+
+
+class ShopWriter(threading.Thread):
+    """A light load while the pipeline runs: new orders, paid and shipped ones, cancelled ones deleted,
+    price and stock changes; ``per_second`` small transactions until ``stop`` is set."""
+
+    def __init__(self, conn: pymysql.connections.Connection, per_second: float = 50, seed: int = 7) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.pause, self.rnd = conn, 1 / per_second, random.Random(seed)
+        self.stop, self.transactions = threading.Event(), 0
+
+    def run(self) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT MAX(id) FROM shop.orders")
+            (top,) = cur.fetchone()
+            while not self.stop.wait(self.pause):
+                order = self.rnd.randint(1, top or 1)
+                cur.execute("BEGIN")
+                cur.execute(
+                    "INSERT INTO shop.orders (customer_id, sku, quantity, amount, status, ordered_at) "
+                    "VALUES (%s, %s, %s, %s, 'new', NOW(6))",
+                    (3 * self.rnd.randint(1, 1000), f"sku-{self.rnd.randint(1, 999):06d}", self.rnd.randint(1, 5),
+                     round(self.rnd.uniform(1, 500), 2)),
+                )
+                cur.execute("UPDATE shop.orders SET status = IF(status = 'new', 'paid', 'shipped'), note = %s "
+                            "WHERE id = %s", (f"updated {time.strftime('%H:%M:%S')}", order))
+                if self.rnd.random() < 0.2:
+                    cur.execute("DELETE FROM shop.orders WHERE id = %s", (order + 1,))
+                if self.rnd.random() < 0.1:
+                    cur.execute("UPDATE shop.products SET price = price + 0.01, stock = stock - 1 "
+                                "WHERE sku = %s", (f"SKU-{self.rnd.randint(1, 999):06d}",))
+                cur.execute("COMMIT")
+                self.transactions += 1
 
 
 def main(argv: list[str] | None = None) -> int:
