@@ -1,7 +1,8 @@
 """Every MySQL type, inserted once, read by SELECT and from the binlog: the canonical values must be equal.
 
-Each column lists SQL literals for rows 1..n; a final row is NULL in every column. Hand-checked
-canonical values guard against both sides being wrong the same way.
+Each column lists SQL literals for rows 1..n; a final row is NULL in every column that allows it.
+Hand-checked canonical values guard against both sides being wrong the same way. The binlog is read
+by both decoders: mysql-replication's with ``RowConverter.from_binlog``, and ``row_decoder``'s.
 """
 
 from __future__ import annotations
@@ -12,19 +13,24 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.changes import INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, arrow_type, select_expression
 from tests.arrow_rows import canonical_rows
 
 MAX_DEC = "9" * 35 + "." + "9" * 30
 POLYGON = "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))')"
+MANY = [f"m{i}" for i in range(300)]  # an ENUM of more than 255 members is stored in 2 bytes
+DECODERS = ["mysql-replication", "row_decoder"]
 
 # column name -> (type, SQL literals for rows 1.., {row number: expected canonical value})
 MATRIX: dict[str, tuple[str, list[str], dict[int, Any]]] = {
@@ -81,6 +87,42 @@ MATRIX: dict[str, tuple[str, list[str], dict[int, Any]]] = {
     "ge": ("GEOMETRY", [POLYGON], {}),
     "pt": ("POINT", ["POINT(1.5, -2)"], {1: bytes.fromhex("0101000000000000000000f83f00000000000000c0")}),
     "ls": ("LINESTRING", ["ST_GeomFromText('LINESTRING(0 0,1 1,2 1)')"], {}),
+    # widths and precisions with their own wire layouts
+    "d0": ("DECIMAL(20,0)", ["-12345678901234567890", "0", "1"], {1: Decimal("-12345678901234567890")}),
+    "d5": ("DECIMAL(5,5)", ["-0.00001", "0.99999"], {1: Decimal("-0.00001")}),
+    "d18": ("DECIMAL(18,9)", ["-999999999.999999999", "0.000000001"], {2: Decimal("1E-9")}),
+    "t1": ("TIME(1)", ["'-00:00:00.1'", "'-838:59:58.9'", "'12:00:00.5'"], {1: dt.timedelta(seconds=-0.1)}),
+    "t4": ("TIME(4)", ["'-00:00:01.0001'", "'-00:01:00.9999'"], {1: -dt.timedelta(seconds=1, microseconds=100)}),
+    "t5": ("TIME(5)", ["'-00:00:00.00001'", "'-01:00:00.5'"], {1: dt.timedelta(microseconds=-10)}),
+    "dm1": ("DATETIME(1)", ["'2000-02-29 23:59:59.9'"], {1: dt.datetime(2000, 2, 29, 23, 59, 59, 900000)}),
+    "ts4": ("TIMESTAMP(4) NULL", ["'1970-01-01 00:00:01.0001'"], {1: dt.datetime(1970, 1, 1, 0, 0, 1, 100)}),
+    "b9": ("BIT(9)", ["b'100000001'"], {1: 257}),
+    "b16": ("BIT(16)", ["b'1111111111111111'"], {1: 65535}),
+    "s9": ("SET('a','b','c','d','e','f','g','h','i')", ["'a,i'", "'h'"], {1: "a,i"}),
+    "e2": ("ENUM(" + ",".join(f"'{m}'" for m in MANY) + ")", ["'m299'", "'m0'"], {1: "m299"}),
+    "v3": ("VARCHAR(300)", ["REPEAT('é', 300)", "''"], {1: "é" * 300}),
+    "cw": ("CHAR(100)", ["REPEAT('ü', 100)"], {1: "ü" * 100}),
+    "vbw": ("VARBINARY(300)", ["REPEAT(X'00', 300)"], {1: bytes(300)}),
+    "tt": ("TINYTEXT", ["'tiny'"], {}),
+    "mb": ("MEDIUMBLOB", ["X'0102'"], {1: b"\x01\x02"}),
+    # NOT NULL fixed-width columns in a row are read together; their NULL row holds the defaults
+    "nbu": ("BIGINT UNSIGNED NOT NULL DEFAULT 0", ["18446744073709551615"], {1: 2**64 - 1}),
+    "nmi": ("MEDIUMINT NOT NULL DEFAULT 0", ["-8388608"], {1: -8388608}),
+    "nmu": ("MEDIUMINT UNSIGNED NOT NULL DEFAULT 0", ["16777215"], {1: 16777215}),
+    "nde": ("DECIMAL(10,4) NOT NULL DEFAULT 0", ["-123456.7891", "0.0001"], {1: Decimal("-123456.7891")}),
+    "nfl": ("FLOAT NOT NULL DEFAULT 0", ["-0.1"], {}),
+    "ndm": ("DATETIME(6) NOT NULL DEFAULT '2000-01-01'", ["'0000-00-00 00:00:00'", "'2001-01-01 00:00:00.000001'"],
+            {1: None, 2: dt.datetime(2001, 1, 1, 0, 0, 0, 1)}),
+    "nts": ("TIMESTAMP(3) NOT NULL DEFAULT '2000-01-01 00:00:00'", ["'0000-00-00 00:00:00'"], {1: None}),
+    "nda": ("DATE NOT NULL DEFAULT '2000-01-01'", ["'0000-00-00'", "'2020-00-01'"], {1: None, 2: None}),
+    "nti": ("TIME(2) NOT NULL DEFAULT '00:00:00'", ["'-00:00:00.01'"], {1: dt.timedelta(seconds=-0.01)}),
+    "nyr": ("YEAR NOT NULL DEFAULT 2000", ["1901"], {1: 1901}),
+    "nb1": ("BIT(1) NOT NULL DEFAULT b'0'", ["b'1'"], {1: True}),
+    "nen": ("ENUM('a','b') NOT NULL DEFAULT 'a'", ["'b'"], {1: "b"}),
+    "nse": ("SET('a','b') NOT NULL DEFAULT 'a,b'", ["'b'"], {1: "b"}),
+    "nbn": ("BINARY(3) NOT NULL DEFAULT ''", ["X'0100'"], {1: b"\x01\x00\x00"}),
+    "nvc": ("VARCHAR(5) NOT NULL DEFAULT ''", ["'x'"], {1: "x"}),
+    "ndb": ("DOUBLE NOT NULL DEFAULT 0", ["-0.5"], {1: -0.5}),
 }
 ROWS = max(len(v[1]) for v in MATRIX.values()) + 1  # the last row is NULL everywhere it can be
 
@@ -113,29 +155,34 @@ def captured(mariadb_server, database) -> dict[str, Any]:
         cur.execute(select)
         selected_plus2 = cur.fetchall()
 
-    stream = BinLogStreamReader(
-        connection_settings={"host": mariadb_server.host, "port": mariadb_server.port,
-                             "user": mariadb_server.cdc_user, "passwd": mariadb_server.cdc_password},
-        server_id=5401, log_file=file, log_pos=position, resume_stream=True, blocking=False,
-        only_events=[WriteRowsEvent, UpdateRowsEvent], only_schemas=[database], only_tables=["matrix"],
-    )
-    inserted, updates = [], []
-    for event in stream:
-        for row in event.rows:
-            if isinstance(event, WriteRowsEvent):
-                inserted.append(row)
-            else:
-                updates.append(row)
-    stream.close()
-    return {"schema": schema, "selected": selected, "selected_plus2": selected_plus2,
-            "inserted": inserted, "updates": updates}
+    settings = {"host": mariadb_server.host, "port": mariadb_server.port,
+                "user": mariadb_server.cdc_user, "passwd": mariadb_server.cdc_password}
+    return {"schema": schema, "selected": selected, "selected_plus2": selected_plus2, "settings": settings,
+            "start": BinlogOffset(file, position, flavor=MARIADB)}
 
 
-def test_select_and_binlog_agree_for_every_type(captured) -> None:
+def read_binlog(captured: dict[str, Any], decoder: str) -> dict[str, list[Any]]:
+    """The matrix's insert images and update (before, after) pairs, decoded by ``decoder``."""
+    schema: TableSchema = captured["schema"]
+    server_id = 5401 + DECODERS.index(decoder)
+    reader = BinlogReader(captured["settings"], server_id, ServerIdRange(server_id, server_id), {schema.id: schema},
+                          captured["start"], reload_schema=lambda t: schema, decode_rows=decoder == "row_decoder")
+    records = [r for r in reader if isinstance(r, ChangeRecord)]
+    before = [r.values for r in records if r.op == UPDATE_BEFORE]
+    after = [r.values for r in records if r.op == UPDATE_AFTER]
+    return {"inserted": [r.values for r in records if r.op == INSERT], "updates": list(zip(before, after, strict=True))}
+
+
+@pytest.fixture(scope="module", params=DECODERS)
+def binlog(request, captured) -> dict[str, list[Any]]:
+    return read_binlog(captured, request.param)
+
+
+def test_select_and_binlog_agree_for_every_type(captured, binlog) -> None:
     schema: TableSchema = captured["schema"]
     convert = RowConverter(schema)
     from_select = [convert.from_select(r) for r in captured["selected"]]
-    from_binlog = [convert.from_binlog(r["values"], r["none_sources"]) for r in captured["inserted"]]
+    from_binlog = binlog["inserted"]
     assert len(from_binlog) == ROWS
     # row 1 was updated after the inserts; compare the insert images with a SELECT of the same state
     differences = [
@@ -145,9 +192,7 @@ def test_select_and_binlog_agree_for_every_type(captured) -> None:
         if row > 1 and s != b
     ]
     assert differences == []
-    update = captured["updates"][0]
-    before = convert.from_binlog(update["before_values"], update["before_none_sources"])
-    after = convert.from_binlog(update["after_values"], update["after_none_sources"])
+    before, after = binlog["updates"][0]
     assert after == from_select[0]
     names = schema.column_names
     changed = {names[i] for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a}
@@ -172,15 +217,24 @@ def test_connectorx_arrow_path_gives_the_same_values(mariadb_server, captured) -
     assert differences == []
 
 
-def test_hand_checked_values(captured) -> None:
+def test_decoders_give_identical_values(captured) -> None:
+    """Beyond equality with SELECT: the same types (True vs 1, Decimal exponents) and the images of row 1."""
+    old, new = (read_binlog(captured, decoder) for decoder in DECODERS)
+    assert old == new
+    typed = [[(type(v), v.as_tuple() if isinstance(v, Decimal) else v) for v in row] for row in old["inserted"]]
+    assert typed == [[(type(v), v.as_tuple() if isinstance(v, Decimal) else v) for v in row] for row in new["inserted"]]
+
+
+def test_hand_checked_values(captured, binlog) -> None:
     schema: TableSchema = captured["schema"]
-    convert = RowConverter(schema)
-    rows = [convert.from_binlog(r["values"], r["none_sources"]) for r in captured["inserted"]]
+    rows = binlog["inserted"]
     names = schema.column_names
     for name, (_, _, expected) in MATRIX.items():
         for row, value in expected.items():
             assert rows[row - 1][names.index(name)] == value, (name, row)
-    assert all(v is None for v in rows[-1][1:] if v != "")  # the NULL row (a NOT NULL SET reads '')
+    nullable = [v for c, v in zip(schema.columns, rows[-1], strict=True) if c.nullable and c.name != "id"]
+    assert all(v is None for v in nullable)  # the NULL row
+    assert rows[-1][names.index("sn")] == "" and rows[-1][names.index("nbu")] == 0  # NOT NULL: '' and defaults
     wkb = rows[0][names.index("ge")]
     assert wkb[:5] == b"\x01\x03\x00\x00\x00"  # little-endian WKB polygon, SRID stripped
 
