@@ -42,20 +42,20 @@ def bench_arguments(
     return parser.parse_args(argv)
 
 
-TABLE = """CREATE TABLE bench.orders (
+TABLE = """CREATE TABLE bench.{table} (
     id BIGINT AUTO_INCREMENT PRIMARY KEY, customer INT NOT NULL, sku VARCHAR(64) NOT NULL,
     amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL, updated TIMESTAMP(6) NOT NULL, note TEXT NULL)"""
-LOAD = """INSERT INTO bench.orders (customer, sku, amount, created, updated, note)
+LOAD = """INSERT INTO bench.{table} (customer, sku, amount, created, updated, note)
     SELECT seq % 50000, CONCAT('SKU-', LPAD(seq % 9973, 8, '0'), '-', MD5(seq)), (seq % 100000) / 100,
            '2024-01-01' + INTERVAL seq SECOND, '2024-01-01' + INTERVAL seq SECOND,
            IF(seq % 3 = 0, NULL, CONCAT('note for order ', seq, ' ', REPEAT('x', seq % 40)))
     FROM seq_1_to_{rows}"""
 
 
-def load_orders(cur: Any, rows: int) -> None:
-    """``bench.orders``: ``rows`` rows of about 160 bytes (the table DESIGN.md's figures were measured on)."""
-    cur.execute(TABLE)
+def load_orders(cur: Any, rows: int, table: str = "orders") -> None:
+    """``bench.<table>``: ``rows`` rows of about 160 bytes (the table DESIGN.md's figures were measured on)."""
+    cur.execute(TABLE.format(table=table))
     cur.execute("USE bench")
-    cur.execute(LOAD.format(rows=rows))
-    cur.execute("ANALYZE TABLE bench.orders")
+    cur.execute(LOAD.format(rows=rows, table=table))
+    cur.execute(f"ANALYZE TABLE bench.{table}")
     cur.fetchall()

@@ -1,0 +1,361 @@
+"""Our pipeline against what a Python/Airflow user would run instead, side by side on this machine,
+with medians over repeated runs and ratios computed per run; writes bench/RESULTS.md.
+
+- snapshot: a table of ``--rows`` rows (~160 B each) read end to end by the example DAG (split +
+  mapped SparkSubmit + Parquet + fix-up, through Airflow) against Spark's JDBC read into Parquet
+  (MariaDB Connector/J) and the ``mariadb --batch --quick`` client to /dev/null (the practical limit);
+  peak memory of the Spark processes while ours runs.
+- binlog: ``--events`` row events (updates in 10,000-row transactions, plus inserts and deletes)
+  captured into the lake by our stream, against raw mysql-replication iteration over the same
+  events and ``mariadb-binlog --base64-output=decode-rows -v`` to /dev/null (the C decoder).
+- latency: commit-to-visible-in-lake of single-row commits, idle and under a steady 1,000 rows/s,
+  through the stream operator's own loop (polling in the worker every second).
+- memory: peak RSS of a stream process capturing one transaction of ``--big-transaction`` rows,
+  with the default batch bounds and with bounds so large that the transaction is held whole.
+
+    .venv/bin/python -m bench.peers [--rows 10000000] [--events 1000000] [--repeat 3] [--only binlog,latency]
+
+Starts a throwaway MariaDB and Airflow home of its own; the full run takes about an hour here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.measure import PeakRss, child_peak_rss_mib, machine, median, quantile, timer
+from bench.server import load_orders, throwaway_server
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSACTION_ROWS = 10_000
+SECTIONS = ("snapshot", "binlog", "latency", "memory")
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the snapshot table")
+    parser.add_argument("--rows-per-batch", type=int, default=4_000_000, help="the split operator's option")
+    parser.add_argument("--events", type=int, default=1_000_000, help="row events for the binlog section")
+    parser.add_argument("--big-transaction", type=int, default=1_000_000, help="rows of the memory section's one txn")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    parser.add_argument("--port", type=int, default=33089)
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
+    return parser.parse_args(argv)
+
+
+# -- snapshot ----------------------------------------------------------------------------------------
+
+
+def client_read(server: Any) -> float:
+    """Seconds for the C client to fetch the whole table and throw it away."""
+    with timer() as took:
+        subprocess.run(["mariadb", "--no-defaults", "--batch", "--quick", "-h", server.host, "-P", str(server.port),
+                        "-u", server.cdc_user, f"-p{server.cdc_password}", "-e", "SELECT * FROM bench.orders"],
+                       stdout=subprocess.DEVNULL, check=True)
+    return took[0]
+
+
+def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[str, Any]:
+    from bench.snapshot_bench import run_example_dag, run_jdbc_baseline
+
+    runs = []
+    for attempt in range(args.repeat):
+        groups = {"spark driver (JVM)": [b"org.apache.spark.deploy.SparkSubmit"],
+                  "python workers": [b"pyspark.daemon", b"pyspark.worker", b"snapshot_job.py"]}
+        with PeakRss(groups) as rss:
+            ours, summary = run_example_dag(f"{home}/lake-{attempt}", args.rows_per_batch)
+        jdbc, _ = run_jdbc_baseline(server.host, server.port, server.cdc_user, server.cdc_password,
+                                    f"{home}/jdbc-{attempt}")
+        client = client_read(server)
+        rows = summary["rows"]
+        runs.append({"rows": rows, "batches": summary["batches"], "ours": rows / ours, "jdbc": rows / jdbc,
+                     "client": rows / client, "vs_jdbc": jdbc / ours, "vs_client": client / ours,
+                     "rss": {**{f"{g}, peak of the sum": v for g, v in rss.peak_total.items()},
+                             **{f"{g}, largest one": v for g, v in rss.peak_single.items()}}})
+        print(f"snapshot run {attempt + 1}: ours {runs[-1]['ours']:,.0f} rows/s, JDBC {runs[-1]['jdbc']:,.0f}, "
+              f"client {runs[-1]['client']:,.0f}", flush=True)
+    return {"runs": runs}
+
+
+# -- binlog ------------------------------------------------------------------------------------------
+
+
+def write_events(server: Any, table: str, rows: int, events: int) -> int:
+    """Row events in 10,000-row transactions: of every ten, eight update rows of ``1..rows``, one
+    inserts new rows and one deletes the rows inserted before. Returns the row events written."""
+    written, transaction, inserted = 0, 0, 0
+    with server.admin_connect("bench").cursor() as cur:
+        while written < events:
+            kind, low = transaction % 10, (transaction * TRANSACTION_ROWS) % rows
+            if kind == 8:
+                inserted = 100_000_000 + transaction * TRANSACTION_ROWS
+                cur.execute(f"INSERT INTO {table} (id, customer, sku, amount, created, updated, note) "
+                            f"SELECT id + %s, customer, sku, amount, created, updated, note FROM {table} "
+                            f"WHERE id BETWEEN 1 AND %s", (inserted, TRANSACTION_ROWS))
+            elif kind == 9 and inserted:
+                cur.execute(f"DELETE FROM {table} WHERE id > %s", (inserted,))
+            else:
+                cur.execute(f"UPDATE {table} SET amount = amount + 1, updated = NOW(6) WHERE id > %s AND id <= %s",
+                            (low, low + TRANSACTION_ROWS))
+            written += cur.rowcount
+            transaction += 1
+    return written
+
+
+def mariadb_binlog_read(server: Any, start: Any) -> float:
+    """Seconds for the C decoder to fetch and print every row of the binlog from ``start``."""
+    with timer() as took:
+        subprocess.run(["mariadb-binlog", "--no-defaults", "--read-from-remote-server", "-h", server.host,
+                        "-P", str(server.port), "-u", server.cdc_user, f"-p{server.cdc_password}",
+                        f"--start-position={start.position}", "--base64-output=decode-rows", "-v",
+                        "--to-last-log", start.file], stdout=subprocess.DEVNULL, check=True)
+    return took[0]
+
+
+def raw_replication_read(config: Any, start: Any) -> int:
+    """Row events mysql-replication decodes from ``start`` to the binlog's end (its rows property)."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    stream = BinLogStreamReader(connection_settings=config.replication_settings(), server_id=5551,
+                                log_file=start.file, log_pos=start.position, resume_stream=True, blocking=False,
+                                only_events=[UpdateRowsEvent, WriteRowsEvent, DeleteRowsEvent])
+    rows = sum(len(event.rows) for event in stream)
+    stream.close()
+    return rows
+
+
+def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
+    """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
+    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.lake.stream_batches import stream_batches
+    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+
+    store = StreamStore(tempfile.mkdtemp(prefix="bench-stream-"))
+    checkpoint = Checkpoint(0, start, {schema.id: schema})
+    store.commit(checkpoint, {})
+    reports = stream_batches(config, 5552, store, checkpoint, control, lambda t: load_table_schema(control, t))
+    return sum(sum(r.rows.values()) for r in reports)
+
+
+def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: Any) -> dict[str, Any]:
+    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+
+    with server.admin_connect("bench").cursor() as cur:
+        load_orders(cur, 200_000, table="events")
+    schema = load_table_schema(control, TableId("bench", "events"))
+    start = read_current_offset(control, ServerInfo.read(control), with_gtid=False)
+    events = write_events(server, "events", 200_000, args.events)
+    print(f"binlog: wrote {events:,} row events", flush=True)
+    runs = []
+    for attempt in range(args.repeat):
+        with timer() as raw_took:
+            raw = raw_replication_read(config, start)
+        with timer() as ours_took:
+            written = stream_into_lake(config, start, schema, control)
+        limit = mariadb_binlog_read(server, start)
+        runs.append({"events": raw, "change_rows": written, "raw": raw / raw_took[0], "ours": raw / ours_took[0],
+                     "c_decoder": raw / limit, "vs_raw": raw_took[0] / ours_took[0], "vs_c": limit / ours_took[0]})
+        print(f"binlog run {attempt + 1}: ours {runs[-1]['ours']:,.0f} row events/s, raw mysql-replication "
+              f"{runs[-1]['raw']:,.0f}, mariadb-binlog {runs[-1]['c_decoder']:,.0f}", flush=True)
+    return {"runs": runs}
+
+
+# -- latency -----------------------------------------------------------------------------------------
+
+
+class SteadyLoad(threading.Thread):
+    """About ``rows_per_second`` row updates a second, in 10-row transactions."""
+
+    def __init__(self, server: Any, table: str, rows: int, rows_per_second: int) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.table, self.rows = server.admin_connect("bench"), table, rows
+        self.pause, self.stop = 10 / rows_per_second, threading.Event()
+
+    def run(self) -> None:
+        rnd, due = random.Random(1), time.monotonic()
+        with self.conn.cursor() as cur:
+            while not self.stop.is_set():
+                low = rnd.randint(1, self.rows - 10)
+                cur.execute(f"UPDATE {self.table} SET amount = amount + 1 WHERE id BETWEEN %s AND %s", (low, low + 9))
+                due += self.pause
+                time.sleep(max(0.0, due - time.monotonic()))
+
+
+def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: int) -> list[float]:
+    """Seconds from each single-row commit until the lake's checkpoint covers it."""
+    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
+    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+    info, store, latencies = ServerInfo.read(control), StreamStore(base_uri), []
+    with server.admin_connect("bench").cursor() as cur:
+        for probe in range(probes):
+            committed = time.perf_counter()
+            cur.execute("UPDATE events SET note = %s WHERE id = %s", (f"probe {probe}", probe + 1))
+            target = read_current_offset(control, info, with_gtid=False)
+            while True:
+                checkpoint = store.read_checkpoint()
+                if checkpoint is not None and not checkpoint.offset < target:
+                    latencies.append(time.perf_counter() - committed)
+                    break
+                time.sleep(0.01)
+            time.sleep(random.uniform(0.3, 1.0))  # commits land anywhere in the stream's poll cycle
+    return latencies
+
+
+def latency_section(server: Any, args: argparse.Namespace, control: Any, home: str) -> dict[str, Any]:
+    """The stream operator's own loop (no deferral: a caught-up stream polls the worker's binlog first)."""
+    from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+
+    results: dict[str, Any] = {}
+    for label, load in (("idle", 0), ("1,000 rows/s", 1000)):
+        samples: list[float] = []
+        for attempt in range(args.repeat):
+            base_uri = f"{home}/latency-{label[:4]}-{attempt}"
+            operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=["bench.events"],
+                                                 startup_mode="latest-offset", deferrable=False,
+                                                 max_duration_seconds=3600)
+            stream = threading.Thread(target=operator.execute, args=({},), daemon=True)
+            stream.start()
+            writer = SteadyLoad(server, "events", 200_000, load) if load else None
+            if writer:
+                writer.start()
+            samples += commit_to_lake_latencies(server, control, base_uri, probes=20)
+            if writer:
+                writer.stop.set()
+                writer.join()
+            operator.max_duration_seconds = 0  # the loop stops at its next check
+            stream.join()
+        results[label] = {"p50": median(samples), "p95": quantile(samples, 0.95), "commits": len(samples)}
+        print(f"latency {label}: p50 {results[label]['p50']:.2f} s, p95 {results[label]['p95']:.2f} s", flush=True)
+    return results
+
+
+# -- memory ------------------------------------------------------------------------------------------
+
+
+def memory_section(server: Any, args: argparse.Namespace, config: Any, control: Any) -> dict[str, Any]:
+    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
+    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+
+    with server.admin_connect("bench").cursor() as cur:
+        load_orders(cur, args.big_transaction, table="big")
+        start = read_current_offset(control, ServerInfo.read(control), with_gtid=False)
+        cur.execute("UPDATE big SET amount = amount + 1")  # one transaction
+    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
+    results = {}
+    for label, limits in (("default batch bounds", {}),
+                          ("bounds above the transaction", {"max_events": 10**12, "max_bytes": 10**15})):
+        command = [sys.executable, "-m", "bench.stream_child", tempfile.mkdtemp(prefix="bench-rss-"),
+                   json.dumps(config.to_dict()), json.dumps(start.to_dict()), json.dumps(limits)]
+        peak, out = child_peak_rss_mib(command, env, ROOT)
+        results[label] = {"peak_rss_mib": peak, "rows": int(out.split("rows=")[1])}
+        print(f"memory, one {args.big_transaction:,}-row transaction, {label}: peak RSS {peak:,.0f} MiB", flush=True)
+    return results
+
+
+# -- the report --------------------------------------------------------------------------------------
+
+
+def report(facts: dict[str, Any], results: dict[str, Any], args: argparse.Namespace) -> str:
+    lines = [f"# Benchmark results, {dt.date.today().isoformat()}", "",
+             "`.venv/bin/python -m bench.peers " + " ".join(sys.argv[1:]) + "`; medians over "
+             f"{args.repeat} runs, ratios computed per run.", "",
+             "Machine: " + ", ".join(f"{k} {v}" for k, v in facts.items()), ""]
+    if "snapshot" in results:
+        runs = results["snapshot"]["runs"]
+        lines += [f"## Snapshot: {runs[0]['rows']:,} rows of ~160 B, {runs[0]['batches']} batch(es) of "
+                  f"{args.rows_per_batch:,} rows", "",
+                  "| reader | rows/s | ours / it |", "|---|---|---|",
+                  f"| our example DAG (split + mapped spark-submit + Parquet + fix-up, via Airflow) | "
+                  f"{median([r['ours'] for r in runs]):,.0f} | |",
+                  "| Spark JDBC (Connector/J) -> Parquet, spark-submit wall | "
+                  f"{median([r['jdbc'] for r in runs]):,.0f} | "
+                  f"{median([r['vs_jdbc'] for r in runs]):.2f}x |",
+                  f"| `mariadb --batch --quick` > /dev/null | {median([r['client'] for r in runs]):,.0f} | "
+                  f"{median([r['vs_client'] for r in runs]):.2f}x |", "",
+                  "Peak resident memory while ours ran (MiB): " + ", ".join(
+                      f"{k} {median([r['rss'][k] for r in runs]) / 1024:,.0f}" for k in runs[0]["rss"]), ""]
+    if "binlog" in results:
+        runs = results["binlog"]["runs"]
+        lines += [f"## Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 an "
+                  f"insert, 1 in 10 a delete)", "",
+                  "| reader | row events/s | ours / it |", "|---|---|---|",
+                  f"| our stream into the lake ({runs[0]['change_rows']:,} change rows) | "
+                  f"{median([r['ours'] for r in runs]):,.0f} | |",
+                  f"| raw mysql-replication iteration | {median([r['raw'] for r in runs]):,.0f} | "
+                  f"{median([r['vs_raw'] for r in runs]):.2f}x |",
+                  f"| `mariadb-binlog --base64-output=decode-rows -v` > /dev/null | "
+                  f"{median([r['c_decoder'] for r in runs]):,.0f} | {median([r['vs_c'] for r in runs]):.2f}x |", ""]
+    if "latency" in results:
+        lines += ["## Commit-to-lake latency (stream operator polling every 1 s in the worker)", "",
+                  "| load | p50 | p95 | commits |", "|---|---|---|---|"]
+        lines += [f"| {k} | {v['p50']:.2f} s | {v['p95']:.2f} s | {v['commits']} |"
+                  for k, v in results["latency"].items()]
+        lines += [""]
+    if "memory" in results:
+        lines += [f"## Stream memory: one transaction of {args.big_transaction:,} rows", "",
+                  "| batch bounds | peak RSS of the stream process | change rows |", "|---|---|---|"]
+        lines += [f"| {k} | {v['peak_rss_mib']:,.0f} MiB | {v['rows']:,} |" for k, v in results["memory"].items()]
+        lines += [""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    sections = [s for s in args.only.split(",") if s]
+    if set(sections) - set(SECTIONS):
+        raise SystemExit(f"--only takes {', '.join(SECTIONS)}")
+    home = tempfile.mkdtemp(prefix="bench-airflow-")  # before anything imports Airflow
+    os.environ.update({"AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                       "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags")})
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+
+    results: dict[str, Any] = {}
+    with throwaway_server(args.port) as server:
+        config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
+        os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[*]"})
+        os.environ["AIRFLOW_CONN_MYSQL_CDC_DEFAULT"] = json.dumps({
+            "conn_type": "mysql_cdc", "host": server.host, "port": server.port, "login": server.cdc_user,
+            "password": server.cdc_password})
+        control = config.connect()
+        with control.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            facts = machine(f"MariaDB {cur.fetchone()[0]}")
+        if "snapshot" in sections:
+            subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True,
+                           capture_output=True)
+            with server.admin_connect("bench").cursor() as cur:
+                load_orders(cur, args.rows)
+            results["snapshot"] = snapshot_section(server, args, home)
+        if {"binlog", "latency"} & set(sections):
+            results["binlog"] = binlog_section(server, args, config, control)
+            if "binlog" not in sections:
+                del results["binlog"]
+        if "latency" in sections:
+            results["latency"] = latency_section(server, args, control, home)
+        if "memory" in sections:
+            results["memory"] = memory_section(server, args, config, control)
+    text = report(facts, results, args)
+    args.results.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
