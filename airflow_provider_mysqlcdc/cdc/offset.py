@@ -24,6 +24,7 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfi
 _FILE_INDEX = re.compile(r"\.(\d+)$")
 
 
+@lru_cache(maxsize=1024)
 def file_index(name: str) -> int:
     """The numeric suffix of a binlog file: ``mysql-bin.000010`` comes after ``mysql-bin.000009``."""
     match = _FILE_INDEX.search(name)

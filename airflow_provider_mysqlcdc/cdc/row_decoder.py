@@ -10,7 +10,7 @@ against the image's NULL bitmap, and only the columns that need a conversion get
 Its values are those of ``RowConverter.from_binlog`` (``test_type_matrix`` checks both decoders
 against SELECT), with every quirk documented in ``types`` (FLOAT as its exact float32, BIT as
 int/bool, BINARY re-padded, SET as 'a,c' and '' for the empty set, zero dates and the zero
-TIMESTAMP as NULL, GEOMETRY without its SRID, YEAR as mysql-replication reads it). TIME(fsp) is
+TIMESTAMP as NULL, GEOMETRY without its SRID, YEAR 0000 as 0). TIME(fsp) is
 decoded right in the first place rather than repaired.
 
 ``RowDecoder.for_table`` returns None for what it does not know (MySQL's binary JSON, the pre-5.6
@@ -271,7 +271,7 @@ def _column_reader(binlog: Any, column: Column) -> _Reader | None:
     if kind == _DOUBLE:
         return _Fixed("d")
     if kind == _YEAR:
-        return _Fixed("B", lambda v: v + 1900)  # as mysql-replication: YEAR 0000 reads 1900
+        return _Fixed("B", lambda v: v + 1900 if v else 0)  # the byte is years since 1900, 0 is YEAR 0000
     if kind == _NEWDECIMAL:
         return _decimal(binlog.precision, binlog.decimals)
     if kind == _DATE:

@@ -14,6 +14,7 @@ stored value, measured on MariaDB 10.11:
 - Zero and invalid dates ('0000-00-00', '2020-00-00'): SELECT gives strings, the binlog None (and
   epoch 0 for a zero TIMESTAMP). They all become NULL: Arrow has no such dates.
 - TIME(fsp) < 0 with a fraction: mysql-replication decodes it wrongly; the value is repaired.
+- YEAR 0000: SELECT gives 0, mysql-replication 1900 (no valid YEAR): it becomes 0.
 - TIMESTAMP: the binlog carries a UTC instant; SELECT gives the wall clock of the session time zone,
   which is converted to UTC. Canonical values are naive UTC datetimes, typed ``timestamp[us, UTC]``.
 - GEOMETRY: both sides give the server's 4-byte SRID followed by WKB; the SRID is dropped.
@@ -169,6 +170,8 @@ def _converters(column: Column, source: str, session_time_zone: str) -> Converte
     if t == "bit":
         as_int = _bits_from_bytes if from_select else _bits_from_text
         return (lambda v: as_int(v) == 1) if _bit_width(column) == 1 else as_int
+    if t == "year" and not from_select:  # mysql-replication adds 1900 to the stored 0 of YEAR 0000
+        return lambda v: 0 if v == 1900 else v
     if t == "time" and not from_select and column.datetime_precision:
         return _negative_time_from_binlog
     if t == "date":
