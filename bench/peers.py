@@ -85,7 +85,7 @@ def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[s
                              **{f"{g}, largest one": v for g, v in rss.peak_single.items()}}})
         print(f"snapshot run {attempt + 1}: ours {runs[-1]['ours']:,.0f} rows/s, JDBC {runs[-1]['jdbc']:,.0f}, "
               f"client {runs[-1]['client']:,.0f}", flush=True)
-    return {"runs": runs}
+    return {"runs": runs, "setup": f"{args.rows:,} rows, batches of {args.rows_per_batch:,} rows"}
 
 
 # -- binlog ------------------------------------------------------------------------------------------
@@ -155,8 +155,6 @@ def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: 
     from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 
-    with server.admin_connect("bench").cursor() as cur:
-        load_orders(cur, 200_000, table="events")
     schema = load_table_schema(control, TableId("bench", "events"))
     start = read_current_offset(control, ServerInfo.read(control), with_gtid=False)
     events = write_events(server, "events", 200_000, args.events)
@@ -206,7 +204,8 @@ def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: i
     with server.admin_connect("bench").cursor() as cur:
         for probe in range(probes):
             committed = time.perf_counter()
-            cur.execute("UPDATE events SET note = %s WHERE id = %s", (f"probe {probe}", probe + 1))
+            # a new value every time: an UPDATE that changes nothing writes no row event
+            cur.execute("UPDATE events SET note = %s WHERE id = %s", (f"probe {probe} at {time.time()}", probe + 1))
             target = read_current_offset(control, info, with_gtid=False)
             while True:
                 checkpoint = store.read_checkpoint()
@@ -241,7 +240,8 @@ def latency_section(server: Any, args: argparse.Namespace, control: Any, home: s
                 writer.join()
             operator.max_duration_seconds = 0  # the loop stops at its next check
             stream.join()
-        results[label] = {"p50": median(samples), "p95": quantile(samples, 0.95), "commits": len(samples)}
+        results[label] = {"p50": median(samples), "p95": quantile(samples, 0.95), "commits": len(samples),
+                          "runs": args.repeat}
         print(f"latency {label}: p50 {results[label]['p50']:.2f} s, p95 {results[label]['p95']:.2f} s", flush=True)
     return results
 
@@ -266,52 +266,58 @@ def memory_section(server: Any, args: argparse.Namespace, config: Any, control: 
         peak, out = child_peak_rss_mib(command, env, ROOT)
         results[label] = {"peak_rss_mib": peak, "rows": int(out.split("rows=")[1])}
         print(f"memory, one {args.big_transaction:,}-row transaction, {label}: peak RSS {peak:,.0f} MiB", flush=True)
-    return results
+    return {"transaction_rows": args.big_transaction, "bounds": results}
 
 
 # -- the report --------------------------------------------------------------------------------------
 
 
-def report(facts: dict[str, Any], results: dict[str, Any], args: argparse.Namespace) -> str:
-    lines = [f"# Benchmark results, {dt.date.today().isoformat()}", "",
-             "`.venv/bin/python -m bench.peers " + " ".join(sys.argv[1:]) + "`; medians over "
-             f"{args.repeat} runs, ratios computed per run.", "",
-             "Machine: " + ", ".join(f"{k} {v}" for k, v in facts.items()), ""]
-    if "snapshot" in results:
-        runs = results["snapshot"]["runs"]
-        lines += [f"## Snapshot: {runs[0]['rows']:,} rows of ~160 B, {runs[0]['batches']} batch(es) of "
-                  f"{args.rows_per_batch:,} rows", "",
-                  "| reader | rows/s | ours / it |", "|---|---|---|",
-                  f"| our example DAG (split + mapped spark-submit + Parquet + fix-up, via Airflow) | "
-                  f"{median([r['ours'] for r in runs]):,.0f} | |",
-                  "| Spark JDBC (Connector/J) -> Parquet, spark-submit wall | "
-                  f"{median([r['jdbc'] for r in runs]):,.0f} | "
-                  f"{median([r['vs_jdbc'] for r in runs]):.2f}x |",
-                  f"| `mariadb --batch --quick` > /dev/null | {median([r['client'] for r in runs]):,.0f} | "
-                  f"{median([r['vs_client'] for r in runs]):.2f}x |", "",
+def _ratio_row(label: str, runs: list[dict[str, Any]], rate: str, ratio: str | None) -> str:
+    rates = f"{median([r[rate] for r in runs]):,.0f}"
+    return f"| {label} | {rates} | {'' if ratio is None else f'{median([r[ratio] for r in runs]):.2f}x'} |"
+
+
+def report(sections: dict[str, Any]) -> str:
+    """RESULTS.md from the stored results: each section with the date, machine and runs it had."""
+    lines = ["# Benchmark results", "", "Written by `.venv/bin/python -m bench.peers` (README: Benchmarks against "
+             "peers). Each section gives the date and machine of its last run; figures are medians over the "
+             "runs, ratios are computed per run, then their median taken.", ""]
+
+    def heading(name: str, title: str) -> None:
+        section = sections[name]
+        facts = ", ".join(f"{k} {v}" for k, v in section["machine"].items())
+        lines.extend([f"## {title}", "", f"{section['date']}, {section['repeat']} run(s); {facts}", ""])
+
+    if "snapshot" in sections:
+        runs = sections["snapshot"]["data"]["runs"]
+        heading("snapshot", f"Snapshot: {sections['snapshot']['data']['setup']}, ~160 B a row")
+        lines += ["| reader | rows/s | ours / it |", "|---|---|---|",
+                  _ratio_row("our example DAG (split + mapped spark-submit + Parquet + fix-up, via Airflow)", runs,
+                             "ours", None),
+                  _ratio_row("Spark JDBC (Connector/J) -> Parquet, spark-submit wall", runs, "jdbc", "vs_jdbc"),
+                  _ratio_row("`mariadb --batch --quick` > /dev/null", runs, "client", "vs_client"), "",
                   "Peak resident memory while ours ran (MiB): " + ", ".join(
                       f"{k} {median([r['rss'][k] for r in runs]) / 1024:,.0f}" for k in runs[0]["rss"]), ""]
-    if "binlog" in results:
-        runs = results["binlog"]["runs"]
-        lines += [f"## Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 an "
-                  f"insert, 1 in 10 a delete)", "",
-                  "| reader | row events/s | ours / it |", "|---|---|---|",
-                  f"| our stream into the lake ({runs[0]['change_rows']:,} change rows) | "
-                  f"{median([r['ours'] for r in runs]):,.0f} | |",
-                  f"| raw mysql-replication iteration | {median([r['raw'] for r in runs]):,.0f} | "
-                  f"{median([r['vs_raw'] for r in runs]):.2f}x |",
-                  f"| `mariadb-binlog --base64-output=decode-rows -v` > /dev/null | "
-                  f"{median([r['c_decoder'] for r in runs]):,.0f} | {median([r['vs_c'] for r in runs]):.2f}x |", ""]
-    if "latency" in results:
-        lines += ["## Commit-to-lake latency (stream operator polling every 1 s in the worker)", "",
-                  "| load | p50 | p95 | commits |", "|---|---|---|---|"]
+    if "binlog" in sections:
+        runs = sections["binlog"]["data"]["runs"]
+        heading("binlog", f"Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 "
+                          "an insert, 1 in 10 a delete)")
+        lines += ["| reader | row events/s | ours / it |", "|---|---|---|",
+                  _ratio_row(f"our stream into the lake ({runs[0]['change_rows']:,} change rows)", runs, "ours", None),
+                  _ratio_row("raw mysql-replication iteration", runs, "raw", "vs_raw"),
+                  _ratio_row("`mariadb-binlog --base64-output=decode-rows -v` > /dev/null", runs, "c_decoder",
+                             "vs_c"), ""]
+    if "latency" in sections:
+        heading("latency", "Commit-to-lake latency (the stream operator polling every 1 s in the worker)")
+        lines += ["| load | p50 | p95 | commits |", "|---|---|---|---|"]
         lines += [f"| {k} | {v['p50']:.2f} s | {v['p95']:.2f} s | {v['commits']} |"
-                  for k, v in results["latency"].items()]
+                  for k, v in sections["latency"]["data"].items()]
         lines += [""]
-    if "memory" in results:
-        lines += [f"## Stream memory: one transaction of {args.big_transaction:,} rows", "",
-                  "| batch bounds | peak RSS of the stream process | change rows |", "|---|---|---|"]
-        lines += [f"| {k} | {v['peak_rss_mib']:,.0f} MiB | {v['rows']:,} |" for k, v in results["memory"].items()]
+    if "memory" in sections:
+        memory = sections["memory"]["data"]
+        heading("memory", f"Stream memory: one transaction of {memory['transaction_rows']:,} rows")
+        lines += ["| batch bounds | peak RSS of the stream process | change rows |", "|---|---|---|"]
+        lines += [f"| {k} | {v['peak_rss_mib']:,.0f} MiB | {v['rows']:,} |" for k, v in memory["bounds"].items()]
         lines += [""]
     return "\n".join(lines)
 
@@ -344,14 +350,21 @@ def main(argv: list[str] | None = None) -> int:
                 load_orders(cur, args.rows)
             results["snapshot"] = snapshot_section(server, args, home)
         if {"binlog", "latency"} & set(sections):
+            with server.admin_connect("bench").cursor() as cur:
+                load_orders(cur, 200_000, table="events")
+        if "binlog" in sections:
             results["binlog"] = binlog_section(server, args, config, control)
-            if "binlog" not in sections:
-                del results["binlog"]
         if "latency" in sections:
             results["latency"] = latency_section(server, args, control, home)
         if "memory" in sections:
             results["memory"] = memory_section(server, args, config, control)
-    text = report(facts, results, args)
+    # sections not run this time keep their last results
+    stored_path = args.results.with_suffix(".json")
+    stored = json.loads(stored_path.read_text()) if stored_path.exists() else {}
+    for name, data in results.items():
+        stored[name] = {"date": dt.date.today().isoformat(), "repeat": args.repeat, "machine": facts, "data": data}
+    stored_path.write_text(json.dumps(stored, indent=1) + "\n")
+    text = report(stored)
     args.results.write_text(text + "\n")
     print(text)
     return 0

@@ -37,14 +37,15 @@ def write_chunks(
     directory = store.attempt_dir(batch, attempt)
     store.lake.fs.create_dir(directory, recursive=True)
     path = f"{directory}/part-{part:05d}.parquet"
-    records = []
+    # each record is yielded as its chunk is written, so that the driver's progress moves per chunk;
+    # the file only counts once the driver has every record and commits the manifest
     with ChunkReader(config, schema, server_id=server_id) as reader, pq.ParquetWriter(
         path, lake_schema(schema), filesystem=store.lake.fs, compression="snappy"
     ) as writer:
         for snapshot in reader.read(chunks):
             started = time.perf_counter()
             writer.write_table(with_snapshot_metadata(snapshot.table, schema, snapshot.high_watermark))
-            records.append({
+            yield {
                 "chunk": snapshot.chunk.to_dict(),
                 "rows": snapshot.table.num_rows,
                 "changed_keys": snapshot.changed_keys,
@@ -52,5 +53,4 @@ def write_chunks(
                 "high_watermark": snapshot.high_watermark.to_dict(),
                 "file": path,
                 "write_seconds": round(time.perf_counter() - started, 4),
-            })
-    yield from records
+            }
