@@ -31,10 +31,10 @@ def _cmdline(pid: str) -> bytes:
 
 
 class PeakRss:
-    """Samples every 0.2 s the resident memory of processes whose command line holds a marker: the
-    peak of their sum and of the largest one, per marker group."""
+    """Samples every 0.2 s the resident memory of processes whose command line holds one of a group's
+    markers (and none of its exclusions): the peak of their sum and of the largest one, per group."""
 
-    def __init__(self, groups: dict[str, Sequence[bytes]]) -> None:
+    def __init__(self, groups: dict[str, tuple[Sequence[bytes], Sequence[bytes]]]) -> None:
         self.groups = groups
         self.peak_total = dict.fromkeys(groups, 0)
         self.peak_single = dict.fromkeys(groups, 0)
@@ -45,8 +45,9 @@ class PeakRss:
         while not self._stop.wait(0.2):
             pids = [p for p in os.listdir("/proc") if p.isdigit()]
             lines = {p: _cmdline(p) for p in pids}
-            for group, markers in self.groups.items():
-                sizes = [_rss_kib(p) for p, line in lines.items() if any(m in line for m in markers)]
+            for group, (markers, exclusions) in self.groups.items():
+                sizes = [_rss_kib(p) for p, line in lines.items()
+                         if any(m in line for m in markers) and not any(x in line for x in exclusions)]
                 self.peak_total[group] = max(self.peak_total[group], sum(sizes))
                 self.peak_single[group] = max(self.peak_single[group], max(sizes, default=0))
 

@@ -71,8 +71,10 @@ def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[s
 
     runs = []
     for attempt in range(args.repeat):
-        groups = {"spark driver (JVM)": [b"org.apache.spark.deploy.SparkSubmit"],
-                  "python workers": [b"pyspark.daemon", b"pyspark.worker", b"snapshot_job.py"]}
+        # the JVM's command line names the application too: the Python processes exclude it
+        groups = {"Spark JVM (driver and local executor)": ([b"org.apache.spark.deploy.SparkSubmit"], []),
+                  "Python (driver and workers)": ([b"pyspark.daemon", b"pyspark.worker", b"snapshot_job.py"],
+                                                  [b"org.apache.spark.deploy.SparkSubmit"])}
         with PeakRss(groups) as rss:
             ours, summary = run_example_dag(f"{home}/lake-{attempt}", args.rows_per_batch)
         jdbc, _ = run_jdbc_baseline(server.host, server.port, server.cdc_user, server.cdc_password,
@@ -362,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     stored_path = args.results.with_suffix(".json")
     stored = json.loads(stored_path.read_text()) if stored_path.exists() else {}
     for name, data in results.items():
-        stored[name] = {"date": dt.date.today().isoformat(), "repeat": args.repeat, "machine": facts, "data": data}
+        stored[name] = {"date": dt.date.today().isoformat(), "repeat": 1 if name == "memory" else args.repeat,
+                        "machine": facts, "data": data}
     stored_path.write_text(json.dumps(stored, indent=1) + "\n")
     text = report(stored)
     args.results.write_text(text + "\n")
