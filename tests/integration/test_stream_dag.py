@@ -6,6 +6,7 @@ second run after more writes skips the snapshot, streams on from the checkpoint,
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -116,6 +117,8 @@ def spark_view_rows(base_uri: str, table: str) -> tuple[int, list[int]]:
 
     from airflow_provider_mysqlcdc.lake import register_views
 
+    # py4j says goodbye from a finalizer at interpreter exit, when pytest has closed its stream
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     try:
         view = register_views(spark, base_uri, [table])[table]
