@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import PeakRss, child_peak_rss_mib, machine, median, quantile, timer
-from bench.server import load_orders, throwaway_server
+from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSACTION_ROWS = 10_000
@@ -125,19 +125,6 @@ def mariadb_binlog_read(server: Any, start: Any) -> float:
     return took[0]
 
 
-def raw_replication_read(config: Any, start: Any) -> int:
-    """Row events mysql-replication decodes from ``start`` to the binlog's end (its rows property)."""
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-    stream = BinLogStreamReader(connection_settings=config.replication_settings(), server_id=5551,
-                                log_file=start.file, log_pos=start.position, resume_stream=True, blocking=False,
-                                only_events=[UpdateRowsEvent, WriteRowsEvent, DeleteRowsEvent])
-    rows = sum(len(event.rows) for event in stream)
-    stream.close()
-    return rows
-
-
 def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
     from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -164,7 +151,7 @@ def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: 
     runs = []
     for attempt in range(args.repeat):
         with timer() as raw_took:
-            raw = raw_replication_read(config, start)
+            raw = raw_replication_rows(config, start, 5551)
         with timer() as ours_took:
             written = stream_into_lake(config, start, schema, control)
         limit = mariadb_binlog_read(server, start)

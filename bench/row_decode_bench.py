@@ -24,22 +24,10 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from bench.server import load_orders, throwaway_server
+from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 TRANSACTION_ROWS = 10_000
 ROW_EVENT_OPS = frozenset({INSERT, UPDATE_AFTER, DELETE})  # one per row event: an update's -U/+U count once
-
-
-def raw_iteration(config: ConnectionConfig, start: BinlogOffset) -> int:
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-    stream = BinLogStreamReader(connection_settings=config.replication_settings(), server_id=5561,
-                                log_file=start.file, log_pos=start.position, resume_stream=True, blocking=False,
-                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
-    rows = sum(len(event.rows) for event in stream)
-    stream.close()
-    return rows
 
 
 def reader_iteration(config: ConnectionConfig, start: BinlogOffset, schema: TableSchema, decode_rows: bool) -> int:
@@ -77,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         schema = load_table_schema(control, TableId("bench", "orders"))
         print(f"wrote {args.rows:,} insert and {updates:,} update row events")
 
-        raw, raw_rate = timed(lambda: raw_iteration(config, start))
+        raw, raw_rate = timed(lambda: raw_replication_rows(config, start, 5561))
         ours, ours_rate = timed(lambda: reader_iteration(config, start, schema, decode_rows=True))
         old, old_rate = timed(lambda: reader_iteration(config, start, schema, decode_rows=False))
         for name, events, rate in (("raw mysql-replication event.rows", raw, raw_rate),

@@ -59,3 +59,17 @@ def load_orders(cur: Any, rows: int, table: str = "orders") -> None:
     cur.execute(LOAD.format(rows=rows, table=table))
     cur.execute(f"ANALYZE TABLE bench.{table}")
     cur.fetchall()
+
+
+def raw_replication_rows(config: Any, start: Any, server_id: int) -> int:
+    """The baseline of the binlog benchmarks: row events mysql-replication decodes (its ``rows``
+    property) from ``start`` to the binlog's end."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    stream = BinLogStreamReader(connection_settings=config.replication_settings(), server_id=server_id,
+                                log_file=start.file, log_pos=start.position, resume_stream=True, blocking=False,
+                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+    rows = sum(len(event.rows) for event in stream)
+    stream.close()
+    return rows
