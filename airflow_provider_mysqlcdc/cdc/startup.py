@@ -12,6 +12,7 @@ during the scan.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, binlog_files, rea
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB, MYSQL, ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
+_log = logging.getLogger(__name__)
 STREAM_STARTUP_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
 _FILE_POSITION = re.compile(r"^(?P<file>[^\s:]+\.\d+):(?P<position>\d+)$")
 _MARIADB_POSITION = re.compile(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$")
@@ -63,17 +65,29 @@ def start_offset(
         return find_first_uncovered(config, server_id, server, binlog_files(control), covered_by_gtids(parsed))
     if mode == "timestamp":
         millis = parse_timestamp_ms(startup_timestamp)
-        return find_first_uncovered(config, server_id, server, binlog_files(control),
-                                    lambda txn: txn.commit_ms < millis)
+        files = binlog_files(control)
+        offset = find_first_uncovered(config, server_id, server, files, lambda txn: txn.commit_ms < millis)
+        if offset.file == files[0] and offset.position <= 4:
+            _log.warning("startup_timestamp %s is not after the oldest binlog's first transaction: the stream starts "
+                         "at the oldest binlog still on the server (%s); older changes may have been purged",
+                         startup_timestamp, files[0])
+        return offset
     raise InvalidOptionError(f"startup_mode must be one of {list(STREAM_STARTUP_MODES)}, not {mode!r}")
+
+
+def parse_file_position(text: str, option: str, flavor: str = MYSQL) -> BinlogOffset:
+    """``binlog-file:position``, as ``startup_offset`` and ``stop_at_offset`` take it."""
+    match = _FILE_POSITION.match(text.strip())
+    if not match:
+        raise InvalidOptionError(f"{option} must be 'binlog-file:position' (e.g. 'mysql-bin.000003:4'), not {text!r}")
+    return BinlogOffset(match.group("file"), int(match.group("position")), flavor=flavor)
 
 
 def parse_specific_offset(text: str | None, flavor: str) -> BinlogOffset | GtidSet | MariaDbGtidPosition:
     """``file:position``, or the GTIDs already captured: a MySQL GTID set or a MariaDB GTID position."""
     value = (text or "").strip()
-    match = _FILE_POSITION.match(value)
-    if match:
-        return BinlogOffset(match.group("file"), int(match.group("position")), flavor=flavor)
+    if _FILE_POSITION.match(value):
+        return parse_file_position(value, "startup_offset", flavor)
     if value and _MARIADB_POSITION.match(value):
         if flavor != MARIADB:
             raise InvalidOptionError(f"startup_offset {value!r} is a MariaDB GTID position, but the server is MySQL")

@@ -83,6 +83,10 @@ class MySqlBinlogStreamOperator(BaseOperator):
         if self.startup_mode == "snapshot":
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
+        if self.stop_at_offset:
+            from airflow_provider_mysqlcdc.cdc.startup import parse_file_position
+
+            parse_file_position(self.stop_at_offset, "stop_at_offset")  # a bad value fails before any work
         now = time.time()
         return self._stream({"started": now, "idle_since": now, "batches": 0, "rows": 0, "deferrals": 0})
 
@@ -173,12 +177,11 @@ class MySqlBinlogStreamOperator(BaseOperator):
         return checkpoint
 
     def _stop_reason(self, state: dict[str, Any], offset: Any) -> str | None:
-        from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+        from airflow_provider_mysqlcdc.cdc.startup import parse_file_position
 
         now = time.time()
         if self.stop_at_offset:
-            file, _, position = self.stop_at_offset.partition(":")
-            if not offset < BinlogOffset(file, int(position), flavor=offset.flavor):
+            if not offset < parse_file_position(self.stop_at_offset, "stop_at_offset", offset.flavor):
                 return f"reached {self.stop_at_offset}"
         if self.max_duration_seconds is not None and now - state["started"] >= float(self.max_duration_seconds):
             return f"ran {self.max_duration_seconds} s"

@@ -73,6 +73,8 @@ def test_startup_modes(admin, cdc_conn, database, tmp_path) -> None:
         stream(str(tmp_path / "bad"), table, startup_mode="sometime")
     with pytest.raises(InvalidOptionError, match="startup_offset must be 'binlog-file:position'"):
         stream(str(tmp_path / "bad"), table, startup_mode="specific-offset", startup_offset="yesterday")
+    with pytest.raises(InvalidOptionError, match="stop_at_offset must be 'binlog-file:position'"):
+        stream(str(tmp_path / "bad"), table, startup_mode="latest-offset", stop_at_offset="soon")
     with pytest.raises(InvalidOptionError, match="needs the finished snapshot"):
         stream(str(tmp_path / "bad"), table, startup_mode="initial")
 
