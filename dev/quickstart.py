@@ -52,6 +52,8 @@ def airflow_environment(server: mariadb.MariaDbServer, env_file: Path) -> dict[s
     }
     for name in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER", "AIRFLOW__CORE__LOAD_EXAMPLES"):
         env[name] = os.environ[name]
+    # `airflow standalone` starts its parts as `airflow ...` from PATH: this environment's first
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
     return env
 
