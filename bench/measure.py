@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import statistics
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
@@ -69,10 +68,6 @@ def child_peak_rss_mib(command: Sequence[str], env: dict[str, str], cwd: Path) -
     if process.returncode:
         raise SystemExit(f"{command[:4]} failed with exit code {process.returncode}")
     return usage.ru_maxrss / 1024, out
-
-
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values)
 
 
 def quantile(values: Sequence[float], q: float) -> float:

@@ -25,6 +25,7 @@ import datetime as dt
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import PeakRss, child_peak_rss_mib, machine, median, quantile, timer
+from bench.measure import PeakRss, child_peak_rss_mib, machine, quantile, timer
 from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +230,7 @@ def latency_section(server: Any, args: argparse.Namespace, control: Any, home: s
                 writer.join()
             operator.max_duration_seconds = 0  # the loop stops at its next check
             stream.join()
-        results[label] = {"p50": median(samples), "p95": quantile(samples, 0.95), "commits": len(samples),
+        results[label] = {"p50": statistics.median(samples), "p95": quantile(samples, 0.95), "commits": len(samples),
                           "runs": args.repeat}
         print(f"latency {label}: p50 {results[label]['p50']:.2f} s, p95 {results[label]['p95']:.2f} s", flush=True)
     return results
@@ -262,8 +263,8 @@ def memory_section(server: Any, args: argparse.Namespace, config: Any, control: 
 
 
 def _ratio_row(label: str, runs: list[dict[str, Any]], rate: str, ratio: str | None) -> str:
-    rates = f"{median([r[rate] for r in runs]):,.0f}"
-    return f"| {label} | {rates} | {'' if ratio is None else f'{median([r[ratio] for r in runs]):.2f}x'} |"
+    rates = f"{statistics.median([r[rate] for r in runs]):,.0f}"
+    return f"| {label} | {rates} | {'' if ratio is None else f'{statistics.median([r[ratio] for r in runs]):.2f}x'} |"
 
 
 def report(sections: dict[str, Any]) -> str:
@@ -286,7 +287,7 @@ def report(sections: dict[str, Any]) -> str:
                   _ratio_row("Spark JDBC (Connector/J) -> Parquet, spark-submit wall", runs, "jdbc", "vs_jdbc"),
                   _ratio_row("`mariadb --batch --quick` > /dev/null", runs, "client", "vs_client"), "",
                   "Peak resident memory while ours ran (MiB): " + ", ".join(
-                      f"{k} {median([r['rss'][k] for r in runs]) / 1024:,.0f}" for k in runs[0]["rss"]), ""]
+                      f"{k} {statistics.median([r['rss'][k] for r in runs]) / 1024:,.0f}" for k in runs[0]["rss"]), ""]
     if "binlog" in sections:
         runs = sections["binlog"]["data"]["runs"]
         heading("binlog", f"Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 "

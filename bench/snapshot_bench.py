@@ -18,20 +18,16 @@ import time
 from pathlib import Path
 
 from bench.server import bench_arguments, load_orders, throwaway_server
+from dev.dag_file import load_dag
 
 ROOT = Path(__file__).resolve().parents[1]
 JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
 
 
 def run_example_dag(base_uri: str, rows_per_batch: int) -> tuple[float, dict]:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("mysql_cdc_example", ROOT / "dags" / "mysql_cdc_example.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    dag = load_dag("mysql_cdc_example")
     started = time.perf_counter()
-    run = module.dag.test(run_conf={"tables": ["bench.orders"], "base_uri": base_uri, "rows_per_batch": rows_per_batch,
+    run = dag.test(run_conf={"tables": ["bench.orders"], "base_uri": base_uri, "rows_per_batch": rows_per_batch,
                                     "stop_after_idle_seconds": 0})
     seconds = time.perf_counter() - started
     if run.state != "success":

@@ -13,14 +13,15 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from dev import mariadb, sample_shop
+from dev.dag_file import load_dag
 
 TABLES = ["shop.customers", "shop.products", "shop.orders"]
 
@@ -58,17 +59,6 @@ def airflow_environment(server: mariadb.MariaDbServer, env_file: Path) -> dict[s
     return env
 
 
-def load_dag(path: Path) -> Any:
-    """The DAG object of a DAG file, as Airflow's DAG processor would find it."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=Path, default=Path(".local/mariadb"), help="the server's data directory")
@@ -80,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
     server = start_server(args.dir, args.port, args.orders, args.reload)
     lake = str(args.lake.resolve())
-    if args.reload and args.lake.exists():
-        subprocess.run(["rm", "-rf", lake], check=True)
+    if args.reload:
+        shutil.rmtree(lake, ignore_errors=True)
     os.environ.update(airflow_environment(server, Path(".local/quickstart.env")))
     print(f"==> Airflow metadata database in {os.environ['AIRFLOW_HOME']} (SQLite)", flush=True)
     subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True,
@@ -90,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_mysqlcdc.lake.read import read_table
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
-    dag = load_dag(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / "mysql_cdc_example.py")
+    dag = load_dag("mysql_cdc_example")
     writer = sample_shop.ShopWriter(server.admin_connect())
     checkpoint = StreamStore(lake).read_checkpoint()
     first_seq = checkpoint.seq if checkpoint is not None else -1
@@ -112,13 +102,13 @@ def main(argv: list[str] | None = None) -> int:
 
     cdc = server.cdc_connect()
     print(f"==> the replica in {lake}")
-    for table in TABLES:
-        replica = read_table(lake, table)
+    replicas = {table: read_table(lake, table) for table in TABLES}
+    for table, replica in replicas.items():
         with cdc.cursor() as cur:
             cur.execute(f"SELECT COUNT(*) FROM {table}")  # noqa: S608 (a constant name)
             (rows,) = cur.fetchone()
         print(f"    {table}: {replica.num_rows:,} rows in the lake, {rows:,} in MariaDB")
-    orders = read_table(lake, "shop.orders")
+    orders = replicas["shop.orders"]
     print("    the last three orders, read back with read_table():")
     for row in orders.slice(orders.num_rows - 3).to_pylist():
         print(f"      {row}")

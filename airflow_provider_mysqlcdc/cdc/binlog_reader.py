@@ -45,10 +45,12 @@ class SchemaChangeError(MySqlCdcError):
 
 @dataclass(frozen=True)
 class Committed:
-    """A transaction boundary: everything before ``offset`` is complete."""
+    """A transaction boundary: everything before ``offset`` is complete. ``gtid`` is the ending
+    transaction's own GTID (None without one), whatever the offsets carry."""
 
     offset: BinlogOffset
     ts_ms: int
+    gtid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ class BinlogReader:
         return self._stop is not None and not position.boundary < self._stop
 
     def _commit(self, position: _Position, end: BinlogOffset, ts_ms: int) -> Iterator[Committed]:
-        gtid = position.boundary.gtid
+        gtid, transaction_gtid = position.boundary.gtid, position.pending_gtid
         if position.pending_gtid and gtid is not None:
             if position.boundary.flavor == MARIADB:
                 gtid = str(MariaDbGtidPosition.parse(gtid).advance(position.pending_gtid))
@@ -237,7 +239,7 @@ class BinlogReader:
                 gtid = str(GtidSet.parse(gtid).add(position.pending_gtid))
         position.boundary = replace(end, gtid=gtid)
         position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
-        yield Committed(position.boundary, ts_ms)
+        yield Committed(position.boundary, ts_ms, transaction_gtid)
 
     def _records(
         self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int

@@ -2,11 +2,11 @@
 
 ``latest-offset`` and ``earliest-offset`` are read off the server. ``specific-offset`` takes a
 ``file:position`` as it is, but a GTID set or position (``uuid:1-5`` on MySQL, ``0-1-100`` on
-MariaDB) and ``timestamp`` name transactions, not bytes: they are found by scanning transactions
-(their GTID and commit time) in the binlog. Binlog files are searched by their first transaction
-(a binary search, one short connection per probe), then the chosen file is scanned to the first
-transaction that is not covered: the stream starts right before it. Row events are not decoded
-during the scan.
+MariaDB) and ``timestamp`` name transactions, not bytes: they are found from the binlog reader's
+commit markers (GTID and commit time of each transaction) with no table captured, so no row is
+decoded. Binlog files are searched by their first transaction (a binary search, one short
+connection per probe), then the chosen file is scanned to the first transaction that is not
+covered: the stream starts right before it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ _log = logging.getLogger(__name__)
 STREAM_STARTUP_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
 _FILE_POSITION = re.compile(r"^(?P<file>[^\s:]+\.\d+):(?P<position>\d+)$")
 _MARIADB_POSITION = re.compile(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$")
-_NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 
 
 @dataclass(frozen=True)
@@ -58,15 +57,19 @@ def start_offset(
         return read_current_offset(control, server, with_gtid=False)
     if mode == "earliest-offset":
         return BinlogOffset(binlog_files(control)[0], 4, flavor=server.flavor)
+
+    def transactions(file: str) -> Iterator[Transaction]:
+        return scan_transactions(config, server_id, server, control, file)
+
     if mode == "specific-offset":
         parsed = parse_specific_offset(startup_offset, server.flavor)
         if isinstance(parsed, BinlogOffset):
             return parsed
-        return find_first_uncovered(config, server_id, server, binlog_files(control), covered_by_gtids(parsed))
+        return find_first_uncovered(binlog_files(control), transactions, covered_by_gtids(parsed), server.flavor)
     if mode == "timestamp":
         millis = parse_timestamp_ms(startup_timestamp)
         files = binlog_files(control)
-        offset = find_first_uncovered(config, server_id, server, files, lambda txn: txn.commit_ms < millis)
+        offset = find_first_uncovered(files, transactions, lambda txn: txn.commit_ms < millis, server.flavor)
         if offset.file == files[0] and offset.position <= 4:
             _log.warning("startup_timestamp %s is not after the oldest binlog's first transaction: the stream starts "
                          "at the oldest binlog still on the server (%s); older changes may have been purged",
@@ -130,8 +133,8 @@ def parse_timestamp_ms(value: Any) -> int:
 def covered_by_gtids(gtids: GtidSet | MariaDbGtidPosition) -> Covered:
     """A transaction is covered when its GTID is in the set (MySQL) or at or before the position (MariaDB).
 
-    A transaction without a GTID (MySQL without gtid_mode) cannot be placed: it counts as covered
-    only while the scan is still among covered ones, which is the best a set without it can say.
+    A transaction without a GTID (MySQL without gtid_mode) is never covered: the set cannot vouch
+    for it, so the stream starts there rather than skip it.
     """
     if isinstance(gtids, GtidSet):
         return lambda txn: txn.gtid is not None and GtidSet.parse(txn.gtid).issubset(gtids)
@@ -139,24 +142,25 @@ def covered_by_gtids(gtids: GtidSet | MariaDbGtidPosition) -> Covered:
 
 
 def find_first_uncovered(
-    config: ConnectionConfig, server_id: int, server: ServerInfo, files: list[str], covered: Covered
+    files: list[str], transactions: Callable[[str], Iterator[Transaction]], covered: Covered, flavor: str
 ) -> BinlogOffset:
     """The start of the first transaction that ``covered`` rejects, or the binlog's end if there is none.
 
-    ``covered`` must hold for a prefix of the binlog (GTIDs and commit times grow with it). Files
-    are bisected by their first transaction; a file without any counts as uncovered, which only
-    moves the scan to an earlier file, never past a transaction it should return.
+    ``transactions(file)`` gives the transactions from the start of ``file`` on. ``covered`` must hold
+    for a prefix of the binlog (GTIDs and commit times grow with it). Files are bisected by their
+    first transaction; a file without any counts as uncovered, which only moves the scan to an
+    earlier file, never past a transaction it should return.
     """
     low, high = 0, len(files) - 1  # invariant: the answer lies in files[low:]
     while low < high:
         middle = (low + high + 1) // 2
-        first = next(scan_transactions(config, server_id, server, files[middle]), None)
+        first = next(transactions(files[middle]), None)
         if first is not None and covered(first):
             low = middle
         else:
             high = middle - 1
-    end = BinlogOffset(files[low], 4, flavor=server.flavor)
-    for txn in scan_transactions(config, server_id, server, files[low]):
+    end = BinlogOffset(files[low], 4, flavor=flavor)
+    for txn in transactions(files[low]):
         if not covered(txn):
             return txn.start
         end = txn.end
@@ -164,31 +168,18 @@ def find_first_uncovered(
 
 
 def scan_transactions(
-    config: ConnectionConfig, server_id: int, server: ServerInfo, file: str
+    config: ConnectionConfig, server_id: int, server: ServerInfo, control: Any, file: str
 ) -> Iterator[Transaction]:
-    """The transactions from the start of ``file`` to the binlog's current end, without row events."""
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+    """The transactions from the start of ``file`` to the binlog's current end: the binlog reader's
+    commit markers, with no table captured (so no row is decoded)."""
+    # imported here: the stream operator imports this module's constants at DAG-parse time
+    from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed
+    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 
-    stream = BinLogStreamReader(
-        connection_settings=config.replication_settings(), server_id=server_id, log_file=file, log_pos=4,
-        resume_stream=True, blocking=False, only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
-                                                         RotateEvent],
-    )
-    boundary, gtid, in_transaction = BinlogOffset(file, 4, flavor=server.flavor), None, False
-    try:
-        for event in stream:
-            if isinstance(event, RotateEvent):
-                if not in_transaction:
-                    boundary = BinlogOffset(event.next_binlog, event.position, flavor=server.flavor)
-            elif isinstance(event, GtidEvent | MariadbGtidEvent):
-                gtid = None if event.gtid.startswith(_NO_SOURCE) else event.gtid
-                in_transaction = True
-            elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
-                in_transaction = True
-            else:  # Xid, COMMIT, or a DDL that commits by itself
-                end = BinlogOffset(stream.log_file, stream.log_pos, flavor=server.flavor)
-                yield Transaction(boundary, end, gtid, int(event.timestamp) * 1000)
-                boundary, gtid, in_transaction = end, None, False
-    finally:
-        stream.close()
+    start = BinlogOffset(file, 4, flavor=server.flavor)
+    reader = BinlogReader(config.replication_settings(), server_id, config.server_id, {}, start,
+                          reload_schema=lambda table: load_table_schema(control, table))
+    for item in reader:
+        if isinstance(item, Committed):
+            yield Transaction(start, item.offset, item.gtid, item.ts_ms)
+            start = item.offset

@@ -7,6 +7,8 @@ current state keeps the last row per primary key and drops keys whose last row i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -20,38 +22,44 @@ from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
 
 
-def current_schema(base_uri: str, table: TableId) -> TableSchema:
-    checkpoint = StreamStore(base_uri).read_checkpoint()
-    if checkpoint is not None and table in checkpoint.schemas:
-        return checkpoint.schemas[table]
-    plan = SnapshotStore(base_uri).read_plan(table)
-    if plan is None:
-        raise ValueError(f"the lake at {base_uri} holds nothing of {table}")
-    return plan.schema
+@dataclass(frozen=True)
+class CommittedTable:
+    """What a reader may take of one table: its current schema and its committed Parquet files (the
+    snapshot batches' and the stream's up to the checkpoint, as paths of the lake's filesystem)."""
+
+    schema: TableSchema
+    files: list[str]
 
 
-def committed_files(base_uri: str, table: TableId) -> list[str]:
-    """The table's Parquet files that are committed: its snapshot batches' and the stream's up to the
-    checkpoint, as paths of the lake's filesystem."""
+def committed_table(base_uri: str, table: TableId) -> CommittedTable:
+    """One read of the plan, the manifests and the checkpoint, so that the schema and the files agree
+    even while the stream commits."""
     snapshots, streams = SnapshotStore(base_uri), StreamStore(base_uri)
+    plan, checkpoint = snapshots.read_plan(table), streams.read_checkpoint()
     files: list[str] = []
-    plan = snapshots.read_plan(table)
     for batch in plan.batches if plan else []:
         manifest = snapshots.read_manifest(batch)
         files += manifest["files"] if manifest else []
-    return files + streams.committed_change_files(table)
+    files += streams.committed_change_files(table, checkpoint)
+    if not files:
+        raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
+    if checkpoint is not None and table in checkpoint.schemas:
+        return CommittedTable(checkpoint.schemas[table], files)
+    assert plan is not None  # files without stream files come from the plan's manifests
+    return CommittedTable(plan.schema, files)
 
 
 def read_changes(base_uri: str, table: str) -> pa.Table:
     """Every committed row of the table's changelog, in order, with its metadata columns."""
-    table_id = TableId.parse(table)
+    return _read_changes(base_uri, committed_table(base_uri, TableId.parse(table)))
+
+
+def _read_changes(base_uri: str, committed: CommittedTable) -> pa.Table:
     fs = Lake.at(base_uri).fs
-    parts = [pq.read_table(f, filesystem=fs) for f in committed_files(base_uri, table_id)]
-    if not parts:
-        raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
+    parts = [pq.read_table(f, filesystem=fs) for f in committed.files]
     changes = pa.concat_tables(parts, promote_options="default").sort_by(ORDER)
     # the current columns first, then columns dropped since, then the metadata
-    current = list(current_schema(base_uri, table_id).column_names)
+    current = list(committed.schema.column_names)
     metadata = [f.name for f in METADATA_FIELDS]
     dropped = [c for c in changes.column_names if c not in current and c not in metadata]
     return changes.select(current + dropped + metadata)
@@ -59,8 +67,8 @@ def read_changes(base_uri: str, table: str) -> pa.Table:
 
 def read_table(base_uri: str, table: str) -> pa.Table:
     """The table as of the last commit: its current columns, one row per key, deletes dropped."""
-    schema = current_schema(base_uri, TableId.parse(table))
-    changes = read_changes(base_uri, table)
+    committed = committed_table(base_uri, TableId.parse(table))
+    schema, changes = committed.schema, _read_changes(base_uri, committed)
     changes = changes.append_column("__order", pa.array(range(changes.num_rows), pa.int64()))
     last = changes.group_by(list(schema.row_key)).aggregate([("__order", "max")])
     latest = changes.take(last.column("__order_max")).sort_by("__order")

@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
-from airflow_provider_mysqlcdc.lake.read import committed_files, current_schema
+from airflow_provider_mysqlcdc.lake.read import committed_table
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
 
@@ -37,10 +37,8 @@ def register_views(spark: Any, base_uri: str, tables: Sequence[str]) -> dict[str
     views: dict[str, str] = {}
     for table in tables:
         table_id = TableId.parse(table)
-        schema = current_schema(base_uri, table_id)
-        files = [spark_uri(base_uri, f) for f in committed_files(base_uri, table_id)]
-        if not files:
-            raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
+        committed = committed_table(base_uri, table_id)
+        schema, files = committed.schema, [spark_uri(base_uri, f) for f in committed.files]
         view = re.sub(r"\W", "_", f"{table_id.database}_{table_id.table}")  # a name Spark needs no quotes for
         metadata = [f.name for f in METADATA_FIELDS]
         changes = spark.read.option("mergeSchema", "true").parquet(*files)

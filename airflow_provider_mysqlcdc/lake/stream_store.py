@@ -85,9 +85,8 @@ class StreamStore:
         checkpoint.updated_at = dt.datetime.now(dt.timezone.utc).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
 
-    def committed_change_files(self, table: TableId) -> list[str]:
-        """The table's change files up to the checkpoint (later ones are a killed run's leftovers)."""
-        checkpoint = self.read_checkpoint()
+    def committed_change_files(self, table: TableId, checkpoint: Checkpoint | None) -> list[str]:
+        """The table's change files up to ``checkpoint`` (later ones are a killed run's leftovers)."""
         if checkpoint is None:
             return []
         return [f for f in self._change_files(table) if _seq_of(f) <= checkpoint.seq]

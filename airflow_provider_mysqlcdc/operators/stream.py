@@ -9,9 +9,10 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.cdc.startup import STREAM_STARTUP_MODES
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
-STARTUP_MODES = ("initial", "snapshot", "latest-offset", "earliest-offset", "specific-offset", "timestamp")
+STARTUP_MODES = ("initial", "snapshot", *STREAM_STARTUP_MODES)
 DEFAULT_WAKE_SECONDS = 300.0
 
 
@@ -29,10 +30,10 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     When caught up it polls the binlog every ``poll_interval`` seconds in the worker; once idle for
     ``defer_after_idle_seconds`` it defers to ``MySqlBinlogTrigger`` (with ``deferrable=False`` it
-    keeps polling) until the binlog moves. It stops after ``stop_after_idle_seconds`` without a captured change, after
-    ``max_duration_seconds``, or at ``stop_at_offset``; with none of them it runs forever (for
-    ``@continuous`` DAGs). Set ``retries``: Airflow 3.3 can fail a task that defers often, and a
-    retry simply continues from the checkpoint.
+    keeps polling) until the binlog moves. It stops after ``stop_after_idle_seconds`` without a
+    captured change, after ``max_duration_seconds``, or at ``stop_at_offset``; with none of them it
+    runs forever (for ``@continuous`` DAGs). Set ``retries``: Airflow 3.3 can fail a task that
+    defers often, and a retry simply continues from the checkpoint.
     """
 
     template_fields: Sequence[str] = (

@@ -32,6 +32,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
 
 ROWS = 200_000
@@ -50,15 +51,8 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server, database) -> Co
 
 
 def example_dag() -> Any:
-    """The example DAG from dags/, as a user would run it (dag.test needs it in the DAG folder)."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "dags" / "mysql_cdc_example.py"
-    spec = importlib.util.spec_from_file_location("mysql_cdc_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
+    """The example DAG from dags/, as a user would run it."""
+    return load_dag("mysql_cdc_example")
 
 
 class SparkKiller(threading.Thread):

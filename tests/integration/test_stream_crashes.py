@@ -66,7 +66,7 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     assert checkpoint is not None and checkpoint.seq > 3
     torn = store.changes_file(table, checkpoint.seq + 1, 0)
     pq.write_table(pa.Table.from_pylist([], schema=lake_schema(schema)), torn, filesystem=store.lake.fs)
-    assert torn not in store.committed_change_files(table)
+    assert torn not in store.committed_change_files(table, store.read_checkpoint())
 
     stream_worker.run(base_uri, config, once=True)  # catch up in this process
     assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from airflow.sdk import DAG
 
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
-
-DAGS = Path(__file__).resolve().parents[2] / "dags"
+from dev.dag_file import load_dag
 
 
 def test_pipeline_wires_split_snapshot_stream() -> None:
@@ -26,10 +23,5 @@ def test_pipeline_wires_split_snapshot_stream() -> None:
 
 @pytest.mark.parametrize("name", ["mysql_cdc_example", "mysql_cdc_many_tables"])
 def test_example_dags_parse(name: str) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, DAGS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.dag.dag_id == name and len(module.dag.task_dict) >= 3
+    dag = load_dag(name)
+    assert dag.dag_id == name and len(dag.task_dict) >= 3
