@@ -146,10 +146,11 @@ def find_first_uncovered(
 ) -> BinlogOffset:
     """The start of the first transaction that ``covered`` rejects, or the binlog's end if there is none.
 
-    ``transactions(file)`` gives the transactions from the start of ``file`` on. ``covered`` must hold
-    for a prefix of the binlog (GTIDs and commit times grow with it). Files are bisected by their
-    first transaction; a file without any counts as uncovered, which only moves the scan to an
-    earlier file, never past a transaction it should return.
+    ``transactions(file)`` gives the transactions from the start of ``file`` on, through the later
+    files. ``covered`` must hold for a prefix of the binlog (GTIDs and commit times grow with it).
+    Files are bisected by the first transaction from them on; when none is left, the probe counts
+    as uncovered, which only moves the scan to an earlier file, never past a transaction it should
+    return.
     """
     low, high = 0, len(files) - 1  # invariant: the answer lies in files[low:]
     while low < high:

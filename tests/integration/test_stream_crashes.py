@@ -75,3 +75,10 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
                      strict=True))
     assert len(order) == len(set(order)), "a change was written twice"
     assert sum(op == "-U" for op in changes.column("_op").to_pylist()) > 2000  # the bulk updates were captured
+    # the transactions larger than a batch were committed in parts: one transaction, several files
+    files_of_transaction: dict[tuple[int, int], set[str]] = {}
+    for path in store.committed_change_files(table, store.read_checkpoint()):
+        starts = pq.read_table(path, columns=["_binlog_file", "_binlog_pos"], filesystem=store.lake.fs)
+        for start in zip(*(starts.column(c).to_pylist() for c in starts.column_names), strict=True):
+            files_of_transaction.setdefault(start, set()).add(path)
+    assert max(len(paths) for paths in files_of_transaction.values()) > 1

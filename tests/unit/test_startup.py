@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -11,6 +12,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.startup import (
     Transaction,
     covered_by_gtids,
+    find_first_uncovered,
     parse_specific_offset,
     parse_timestamp_ms,
 )
@@ -61,3 +63,27 @@ def test_gtid_coverage() -> None:
     assert maria(txn("0-2-100")) and maria(txn("1-1-5")) and not maria(txn("0-1-101")) and not maria(txn("2-1-1"))
     mysql = covered_by_gtids(GtidSet.parse(f"{UUID}:1-5"))
     assert mysql(txn(f"{UUID}:5")) and not mysql(txn(f"{UUID}:6")) and not mysql(txn(None))
+
+
+def test_bisect_finds_the_first_uncovered_transaction_across_files() -> None:
+    """Files of transactions committed at the given seconds; the bisect probes each file's first."""
+    files = {"b.000001": [1, 2], "b.000002": [3, 4, 5], "b.000003": [], "b.000004": [6], "b.000005": [7, 8],
+             "b.000006": []}
+    names, probed = list(files), []
+
+    def transactions(file: str) -> Iterator[Transaction]:
+        probed.append(file)
+        for name in names[names.index(file):]:  # a scan goes on through the later files
+            for position, second in enumerate(files[name]):
+                yield Transaction(BinlogOffset(name, position), BinlogOffset(name, position + 1), None, second)
+
+    def before(second: int) -> Callable[[Transaction], bool]:
+        return lambda txn: txn.commit_ms < second
+
+    assert find_first_uncovered(names, transactions, before(5), "mysql") == BinlogOffset("b.000002", 2)
+    assert probed[-1] == "b.000002"  # the scan started at the file the bisect chose, not at the first
+    assert find_first_uncovered(names, transactions, before(1), "mysql") == BinlogOffset("b.000001", 0)
+    assert find_first_uncovered(names, transactions, before(6), "mysql") == BinlogOffset("b.000004", 0)
+    # everything covered: the end of the last transaction (the empty last file, with no transaction
+    # left to probe, counts as uncovered; as covered, the scan would start there and miss b.000005's)
+    assert find_first_uncovered(names, transactions, before(99), "mysql") == BinlogOffset("b.000005", 2)
