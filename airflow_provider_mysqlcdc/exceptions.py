@@ -1,4 +1,13 @@
-"""Errors a user can act on. Each message names what is wrong and what to set or grant."""
+"""Errors a user can act on. Each message names what is wrong and what to set or grant.
+
+Every error the provider raises on purpose is a ``MySqlCdcError``, so a DAG or a test can catch
+them all at once, or one kind by its class. Plain Python: ``cdc/`` and the Spark job import it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 
 class MySqlCdcError(Exception):
@@ -6,7 +15,8 @@ class MySqlCdcError(Exception):
 
 
 class SourceConfigError(MySqlCdcError):
-    """The MySQL/MariaDB server is not set up for CDC (binlog settings, version, privileges)."""
+    """The MySQL/MariaDB server is not set up for CDC (binlog settings, version, privileges), or
+    cannot be reached with the ``mysql_cdc`` connection, or no longer has the binlog we need."""
 
 
 class TableNotSupportedError(MySqlCdcError):
@@ -15,3 +25,40 @@ class TableNotSupportedError(MySqlCdcError):
 
 class InvalidOptionError(MySqlCdcError, ValueError):
     """An option value given by the user is malformed or out of range."""
+
+
+class SchemaChangeError(MySqlCdcError):
+    """A captured table changed in a way the binlog reader cannot follow at this offset."""
+
+
+class SnapshotStateError(MySqlCdcError):
+    """The snapshot's saved state (plan, chunk batches, manifests with their high watermarks) is
+    missing, incomplete or inconsistent for the step asked, e.g. written by another version."""
+
+
+class SnapshotJobError(MySqlCdcError):
+    """A Spark snapshot job ended without committing its batch to the lake."""
+
+
+# -- errors that cross a process boundary (the triggerer reports, the task raises) ------------------
+
+
+def error_event(exc: BaseException) -> dict[str, str]:
+    """What a trigger event carries about a failure, for :func:`error_from_event` in the task."""
+    kind = type(exc)
+    name = kind.__name__ if kind.__module__ in (__name__, "builtins") else f"{kind.__module__}.{kind.__qualname__}"
+    return {"error_type": name, "error": str(exc)}
+
+
+def error_from_event(event: Mapping[str, Any]) -> MySqlCdcError:
+    """The exception to raise for an ``error_event`` payload: ours again by its class name; any
+    other error (a dropped connection, a missing Airflow connection) as a SourceConfigError that
+    names it."""
+    name, message = str(event.get("error_type", "")), str(event.get("error", "unknown error"))
+    kind = globals().get(name)
+    if isinstance(kind, type) and issubclass(kind, MySqlCdcError):
+        return kind(message)
+    return SourceConfigError(
+        f"waiting for the binlog failed ({name or 'unknown error'}): {message}; check the mysql_cdc "
+        f"connection and that the server is up, then clear the task (it continues from its checkpoint)"
+    )

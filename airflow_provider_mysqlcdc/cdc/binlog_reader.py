@@ -33,14 +33,10 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
 from airflow_provider_mysqlcdc.cdc.types import RowConverter
-from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SourceConfigError
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
-
-
-class SchemaChangeError(MySqlCdcError):
-    """A captured table changed in a way the reader cannot follow at this offset."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_mysqlcdc.exceptions import SourceConfigError
+
 MYSQL = "mysql"
 MARIADB = "mariadb"
 
@@ -32,7 +34,10 @@ class ServerInfo:
         """``10.11.19-MariaDB-0+deb12u1`` or ``8.0.36``; MariaDB also says so in the comment."""
         match = re.match(r"^(\d+)\.(\d+)\.(\d+)", version_string)
         if not match:
-            raise ValueError(f"cannot read the server version from {version_string!r}")
+            raise SourceConfigError(
+                f"cannot read the server version from {version_string!r}: the mysql_cdc connection must "
+                f"point at MySQL (5.7, 8.0, 8.4+) or MariaDB (10.5+)"
+            )
         flavor = MARIADB if "mariadb" in f"{version_string} {version_comment}".lower() else MYSQL
         major, minor, patch = (int(g) for g in match.groups())
         return cls(flavor, (major, minor, patch), version_string)

@@ -13,6 +13,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 import airflow_provider_mysqlcdc
+from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
 
 APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
 
@@ -88,7 +89,11 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         super().execute(context)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
         if manifest is None or manifest["batch"]["batch_id"] != batch.batch_id:
-            raise RuntimeError(f"the Spark job ended but {batch.label} has no committed manifest")
+            raise SnapshotJobError(
+                f"the Spark job for {batch.label} succeeded but no manifest of this batch is committed under "
+                f"{self.base_uri}: the Spark driver must write to the same lake as this task (a local base_uri "
+                f"works with a local master only; use s3:// on a cluster); see the spark-submit log above"
+            )
         self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes", batch.label, manifest["rows"],
                       manifest["seconds"], manifest["rows_per_second"], manifest["bytes"])
         return manifest

@@ -3,7 +3,9 @@
 The wait is cheap: one ``SHOW MASTER STATUS`` (or ``SHOW BINARY LOG STATUS``) every
 ``poll_interval`` seconds, run in a thread so the triggerer's event loop never blocks. It fires when
 the binlog has moved, or at ``wake_at`` (so the task can check its stop conditions). Everything the
-resumed task needs travels in the event payload: ``dag.test()`` does not pass ``defer`` kwargs.
+resumed task needs travels in the event payload: ``dag.test()`` does not pass ``defer`` kwargs. A
+failure is reported as ``reason`` ``error`` with ``error_type`` and ``error``
+(``exceptions.error_event``), from which ``exceptions.error_from_event`` rebuilds the exception.
 """
 
 from __future__ import annotations
@@ -41,13 +43,14 @@ class MySqlBinlogTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+        from airflow_provider_mysqlcdc.exceptions import error_event
 
         checkpoint = BinlogOffset.from_dict(self.offset)
         while True:
             try:
                 current = await asyncio.to_thread(self._current_offset)
-            except Exception as exc:  # the task reports it with the connection's clear message
-                yield TriggerEvent({**self.state, "reason": "error", "error": str(exc)})
+            except Exception as exc:  # the task raises it again: ours by class, others named in the message
+                yield TriggerEvent({**self.state, "reason": "error", **error_event(exc)})
                 return
             if checkpoint.file != current.file or checkpoint.position < current.position:
                 yield TriggerEvent({**self.state, "reason": "moved"})

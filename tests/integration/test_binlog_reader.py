@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged, SchemaChangeError
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -15,7 +15,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.exceptions import SourceConfigError
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
 
 
 @pytest.fixture()

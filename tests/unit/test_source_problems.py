@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.source_checks import SourceFacts, find_problems, parse_grants
+from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 GOOD = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
 MARIA = ServerInfo.from_version("10.11.19-MariaDB-0+deb12u1")
@@ -19,6 +22,8 @@ def test_server_info_flavours() -> None:
     assert MYSQL84.flavor == "mysql" and MYSQL84.binary_log_status_sql == "SHOW BINARY LOG STATUS"
     assert ServerInfo.from_version("8.0.36").binary_log_status_sql == "SHOW MASTER STATUS"
     assert ServerInfo.from_version("10.5.1", "mariadb.org binary distribution").flavor == "mariadb"
+    with pytest.raises(SourceConfigError, match="cannot read the server version from 'banana': .* MariaDB"):
+        ServerInfo.from_version("banana")
 
 
 def test_a_ready_server_has_no_problems() -> None:
