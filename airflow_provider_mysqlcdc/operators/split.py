@@ -78,17 +78,24 @@ class MySqlChunkSplitOperator(BaseOperator):
 
         validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
         if int(self.rows_per_batch) < 1 or self.max_batches < 1:
-            raise InvalidOptionError("rows_per_batch and max_batches must be >= 1")
-        conn = MySqlCdcHook(self.mysql_cdc_conn_id).get_conn()
-        server = check_source(conn)
-        self.log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
+            raise InvalidOptionError(
+                f"rows_per_batch and max_batches must be whole numbers >= 1, not {self.rows_per_batch!r} "
+                f"and {self.max_batches!r}"
+            )
         include_databases, include_tables = self._selection()
-        schemas = discover_tables(conn, include_databases, include_tables, self.exclude_tables, self.chunk_key_columns)
-        check_source(conn, databases=sorted({s.id.database for s in schemas}))
-        store = SnapshotStore(self.base_uri)
-        plans = {s.id: store.read_plan(s.id) for s in schemas}
-        new = {s.id: split_table(conn, s, self.chunk_size, self.distribution_factor_lower,
-                                 self.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+        conn = MySqlCdcHook(self.mysql_cdc_conn_id).get_conn()
+        try:
+            server = check_source(conn)
+            self.log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
+            schemas = discover_tables(conn, include_databases, include_tables, self.exclude_tables,
+                                      self.chunk_key_columns)
+            check_source(conn, databases=sorted({s.id.database for s in schemas}))
+            store = SnapshotStore(self.base_uri)
+            plans = {s.id: store.read_plan(s.id) for s in schemas}
+            new = {s.id: split_table(conn, s, self.chunk_size, self.distribution_factor_lower,
+                                     self.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+        finally:
+            conn.close()
         chunks_per_batch = max(1, int(self.rows_per_batch) // self.chunk_size)
         total = sum(len(c) for c in new.values())
         if total and math.ceil(total / chunks_per_batch) > self.max_batches:
