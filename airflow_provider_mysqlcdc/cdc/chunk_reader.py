@@ -52,7 +52,6 @@ class ChunkSnapshot:
     high_watermark: BinlogOffset
     table: pa.Table
     changed_keys: int
-    selected_rows: int
 
 
 class ChunkReader:
@@ -125,7 +124,7 @@ class ChunkReader:
             # changes are in offset order: the chunk's window (low, high] is one slice of them
             window = changes[bisect_right(offsets, low) : bisect_right(offsets, high)]
             normalized = normalize_chunk(table, window, self.schema, self._in_chunk(chunk, window))
-            yield ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys, table.num_rows)
+            yield ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys)
 
     def _low_watermark(self) -> BinlogOffset:
         """Watermarks carry file and position only: they order chunks and changes on this server,

@@ -15,8 +15,6 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
-# MariaDB stores JSON as LONGTEXT guarded by this check; the binlog then carries plain text
-_JSON_CHECK = re.compile(r"json_valid\(\s*`?(?P<name>(?:[^`]|``)+?)`?\s*\)", re.IGNORECASE)
 
 
 def _pattern(option: str, value: str) -> re.Pattern[str]:
@@ -78,31 +76,11 @@ def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = 
             (table.database, table.table),
         )
         primary_key = tuple(r[0] for r in cur.fetchall())
-        json_columns = _mariadb_json_columns(cur, table)
-    columns = tuple(_column(row, json_columns) for row in rows)
+    columns = tuple(_column(row) for row in rows)
     return TableSchema(table, columns, primary_key, chunk_key_column or "")
 
 
-def _mariadb_json_columns(cur: Any, table: TableId) -> set[str]:
-    """MariaDB reports a JSON column as ``longtext`` with a ``json_valid(col)`` CHECK constraint."""
-    try:
-        cur.execute(
-            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
-            (table.database, table.table),
-        )
-    except Exception as exc:  # MySQL 5.7 has no CHECK_CONSTRAINTS (and no JSON alias)
-        if getattr(exc, "args", (None,))[0] == 1109:  # ER_UNKNOWN_TABLE
-            return set()
-        raise
-    names = set()
-    for (clause,) in cur.fetchall():
-        for match in _JSON_CHECK.finditer(clause or ""):
-            names.add(match.group("name").replace("``", "`"))
-    return names
-
-
-def _column(row: Sequence[Any], json_columns: set[str]) -> Column:
+def _column(row: Sequence[Any]) -> Column:
     name, data_type, column_type, nullable, precision, scale, dt_precision, max_length, charset, collation = row
     data_type = data_type.lower()
     return Column(
@@ -118,7 +96,6 @@ def _column(row: Sequence[Any], json_columns: set[str]) -> Column:
         charset=charset,
         collation=collation,
         members=parse_members(column_type) if data_type in ("enum", "set") else (),
-        is_json=data_type == "json" or (data_type == "longtext" and name in json_columns),
     )
 
 

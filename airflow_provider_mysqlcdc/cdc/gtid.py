@@ -88,12 +88,6 @@ class GtidSet:
     def _map(self) -> dict[str, tuple[Interval, ...]]:
         return dict(self.sources)
 
-    def contains(self, source: str, number: int) -> bool:
-        """Whether transaction ``number`` of ``source`` (``uuid`` or ``uuid:tag``) is in the set."""
-        uuid, _, tag = source.partition(":")
-        key = _canonical_uuid(uuid) + (f":{tag.lower()}" if tag else "")
-        return any(a <= number <= b for a, b in self._map().get(key, ()))
-
     def issubset(self, other: GtidSet) -> bool:
         theirs = other._map()
         return all(

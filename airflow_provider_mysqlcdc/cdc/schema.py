@@ -6,11 +6,11 @@ round-trips through plain JSON (``to_dict`` / ``from_dict``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.sql import quote_identifier, quote_table
-from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 
 @dataclass(frozen=True, order=True)
@@ -30,7 +30,7 @@ class TableId:
         """Parse ``db.table``; the first dot separates, so table names may contain dots."""
         database, sep, table = name.partition(".")
         if not sep or not database or not table:
-            raise ValueError(f"table name {name!r} must be written as 'database.table'")
+            raise InvalidOptionError(f"table name {name!r} must be written as 'database.table', e.g. 'shop.orders'")
         return cls(database, table)
 
 
@@ -41,7 +41,6 @@ class Column:
     ``data_type`` is information_schema's ``DATA_TYPE`` in lower case (``int``, ``varchar``,
     ``decimal``...); ``column_type`` is the full ``COLUMN_TYPE`` (``int(10) unsigned``).
     ``members`` holds ENUM/SET members in definition order (the binlog carries indexes/bitmasks).
-    ``is_json`` is set for MariaDB's JSON alias, which information_schema reports as ``longtext``.
     """
 
     name: str
@@ -56,7 +55,6 @@ class Column:
     charset: str | None = None
     collation: str | None = None
     members: tuple[str, ...] = ()
-    is_json: bool = False
 
     @property
     def quoted(self) -> str:
@@ -69,7 +67,9 @@ class Column:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Column:
-        return cls(**{**d, "members": tuple(d.get("members", ()))})
+        """Keys of fields since removed (``is_json``), found in plans written by older versions, are dropped."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in d.items() if k in known}, "members": tuple(d.get("members", ()))})
 
 
 @dataclass(frozen=True)
