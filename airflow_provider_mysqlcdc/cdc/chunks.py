@@ -22,8 +22,12 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, collated_parameter
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 
+_WRITTEN_ELSEWHERE = (
+    "the snapshot plan or chunk batch was written by another version of the provider; run the "
+    "split task again with the same version the snapshot and stream tasks use"
+)
 INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint"})
 # keys the server and Python order alike (numbers, temporal, bytes), plus strings via collation
 SPLITTABLE_TYPES = INTEGER_TYPES | STRING_TYPES | frozenset(
@@ -47,10 +51,6 @@ class Chunk:
     index: int
     start: Any
     end: Any
-
-    @property
-    def chunk_id(self) -> str:
-        return f"{self.table}:{self.index}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"t": str(self.table), "i": self.index, "s": encode_key(self.start), "e": encode_key(self.end)}
@@ -76,12 +76,17 @@ def encode_key(value: Any) -> Any:
         return {"da": value.isoformat()}
     if isinstance(value, dt.timedelta):
         return {"td": (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds}
-    raise TypeError(f"cannot encode a chunk key of type {type(value).__name__}: {value!r}")
+    raise TableNotSupportedError(
+        f"cannot save a chunk key of type {type(value).__name__} ({value!r}): set chunk_key_column to a "
+        f"column of numbers, strings, binary strings or dates/times"
+    )
 
 
 def decode_key(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
+    if len(data) != 1:
+        raise SnapshotStateError(f"{data!r} is not a saved chunk key: {_WRITTEN_ELSEWHERE}")
     ((tag, raw),) = data.items()
     if tag == "f":
         return float.fromhex(raw)
@@ -95,7 +100,7 @@ def decode_key(data: Any) -> Any:
         return dt.date.fromisoformat(raw)
     if tag == "td":
         return dt.timedelta(microseconds=raw)
-    raise ValueError(f"unknown chunk key tag {tag!r}")
+    raise SnapshotStateError(f"unknown chunk key tag {tag!r} in {data!r}: {_WRITTEN_ELSEWHERE}")
 
 
 def key_parameter(column: Column, placeholder: str = "%s") -> str:

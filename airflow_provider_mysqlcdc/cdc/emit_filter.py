@@ -18,6 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+
+_RESNAPSHOT = "its snapshot manifests are incomplete or inconsistent: re-run the table's snapshot tasks"
+
 
 class Ordered(Protocol):
     def __lt__(self, other: Any, /) -> bool: ...
@@ -36,22 +40,24 @@ class FinishedChunk(Generic[OffsetT]):
 
 
 class TableFilter(Generic[OffsetT]):
-    """The emit decision for one table, built once from its finished chunks."""
+    """The emit decision for one table (``table`` names it in errors), built once from its finished chunks."""
 
-    def __init__(self, chunks: Iterable[FinishedChunk[OffsetT]]) -> None:
+    def __init__(self, chunks: Iterable[FinishedChunk[OffsetT]], table: Any = "the table") -> None:
         ordered = sorted(chunks, key=lambda c: (c.start is not None, c.start))
         if not ordered:
-            raise ValueError("a table filter needs at least one finished chunk")
+            raise SnapshotStateError(f"{table} has no finished snapshot chunk: {_RESNAPSHOT}")
         if ordered[0].start is not None or ordered[-1].end is not None:
-            raise ValueError("the chunks of a table must start and end unbounded")
+            raise SnapshotStateError(f"the chunks of {table} do not start and end unbounded: {_RESNAPSHOT}")
         for before, after in zip(ordered, ordered[1:], strict=False):
             if before.end is None or before.end != after.start:
-                raise ValueError(f"chunks must tile the key space: {before.end!r} is followed by {after.start!r}")
+                raise SnapshotStateError(
+                    f"the chunks of {table} do not tile the key space ({before.end!r} is followed by "
+                    f"{after.start!r}): {_RESNAPSHOT}"
+                )
         # bisect over the bounded starts; chunk 0 holds everything below the first of them
         self._starts = [c.start for c in ordered[1:]]
         self._high_watermarks = [c.high_watermark for c in ordered]
         self.max_high_watermark: OffsetT = max(self._high_watermarks)
-        self.min_high_watermark: OffsetT = min(self._high_watermarks)
 
     def in_binlog_phase(self, offset: OffsetT) -> bool:
         """True once ``offset`` is after every chunk's HW: emit without looking at the key."""
@@ -74,15 +80,8 @@ class EmitFilter(Generic[OffsetT]):
 
     def __init__(self, chunks_by_table: Mapping[Any, Iterable[FinishedChunk[OffsetT]]]) -> None:
         self.tables: dict[Any, TableFilter[OffsetT]] = {
-            table: TableFilter(chunks) for table, chunks in chunks_by_table.items()
+            table: TableFilter(chunks, table) for table, chunks in chunks_by_table.items()
         }
-
-    @property
-    def start_offset(self) -> OffsetT:
-        """Where the stream starts: the lowest HW of any chunk, so no chunk misses an event."""
-        if not self.tables:
-            raise ValueError("no finished chunks: nothing to stream from")
-        return min(f.min_high_watermark for f in self.tables.values())
 
     def needs_key(self, table: Any, offset: OffsetT) -> bool:
         """Whether deciding needs the event's sort key (callers batch those server-side lookups)."""

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
 
 def quote_identifier(name: str) -> str:
     """Backtick-quote one identifier; embedded backticks are doubled, so any name is safe."""
     if not name:
-        raise ValueError("an SQL identifier cannot be empty")
+        raise InvalidOptionError(
+            "a database, table or column name is empty: check the names given in tables and chunk_key_columns"
+        )
     if "\x00" in name:
-        raise ValueError(f"an SQL identifier cannot contain NUL: {name!r}")
+        raise InvalidOptionError(f"the name {name!r} contains a NUL character, which MySQL names cannot hold")
     return "`" + name.replace("`", "``") + "`"
 
 
 def quote_table(database: str, table: str) -> str:
     return f"{quote_identifier(database)}.{quote_identifier(table)}"
-
-
-def quote_string_literal(value: str) -> str:
-    """Quote a string literal for statements that take no parameters (e.g. ``SHOW ... LIKE``).
-
-    Assumes the server's default ``sql_mode`` (backslash is an escape); callers use parameters
-    wherever the statement allows them.
-    """
-    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"

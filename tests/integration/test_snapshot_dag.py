@@ -115,7 +115,8 @@ def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConf
             finished.append(FinishedChunk(start, end, BinlogOffset.from_dict(record["high_watermark"])))
     emit = EmitFilter({schema.id: finished})
     stream = BinlogReader(config.replication_settings(), 5490, config.server_id, {schema.id: schema},
-                          emit.start_offset, reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=until)
+                          min(c.high_watermark for c in finished),  # the lowest HW: no chunk misses an event
+                          reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=until)
     index = schema.column_names.index(schema.chunk_key)
     apply_changes(state, (r for r in stream if isinstance(r, ChangeRecord)
                           and emit.should_emit(r.table, order.sort_key(r.values[index]), r.offset)), key)

@@ -29,7 +29,6 @@ def test_key_json_round_trip_is_exact(value: object) -> None:
 
 def test_chunk_json_is_compact_and_exact() -> None:
     chunk = Chunk(TABLE, 17, 2**64 - 10, None)
-    assert chunk.chunk_id == "shop.or.ders:17"
     compact = '{"t":"shop.or.ders","i":17,"s":18446744073709551606,"e":null}'
     assert json.dumps(chunk.to_dict(), separators=(",", ":")) == compact
     assert Chunk.from_dict(json.loads(json.dumps(chunk.to_dict()))) == chunk
@@ -56,3 +55,22 @@ def test_inline_literals_need_no_escaping() -> None:
     assert literal(-dt.timedelta(hours=838, minutes=59, seconds=58, microseconds=999999)) == "'-838:59:58.999999'"
     where, params = chunk_where(Chunk(TABLE, 1, "a'b", None), TEXT_KEY, inline=literal)
     assert (where, params) == ("`k``ey` >= CONVERT(X'612762' USING utf8mb4) COLLATE utf8mb4_general_ci", [])
+
+
+def test_bad_names_and_keys_are_named_errors() -> None:
+    from airflow_provider_mysqlcdc.cdc.sql import quote_identifier
+    from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableNotSupportedError
+
+    for name in ("orders", ".orders", "shop."):
+        with pytest.raises(InvalidOptionError, match=f"table name '{name}' must be written as 'database.table'"):
+            TableId.parse(name)
+    assert TableId.parse("shop.or.ders") == TABLE
+    with pytest.raises(InvalidOptionError, match="name is empty: check the names given in tables"):
+        quote_identifier("")
+    with pytest.raises(InvalidOptionError, match="NUL character"):
+        quote_identifier("a\x00b")
+    with pytest.raises(TableNotSupportedError, match="chunk key of type list .*set chunk_key_column"):
+        encode_key([1])
+    for saved in ({"zz": 1}, {"d": "1", "f": "0x1p+0"}):
+        with pytest.raises(SnapshotStateError, match="another version of the provider; run the split task again"):
+            decode_key(saved)

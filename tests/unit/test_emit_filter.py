@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk, TableFilter
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 
 # chunks (-inf,10) HW 100, [10,20) HW 300, [20,+inf) HW 200: offsets are plain ints here
 CHUNKS = [FinishedChunk(20, None, 200), FinishedChunk(None, 10, 100), FinishedChunk(10, 20, 300)]
@@ -32,12 +33,11 @@ def test_emit_by_chunk_high_watermark(key: int | None, offset: int, emit: bool) 
     assert TableFilter(CHUNKS).should_emit(key, offset) is emit
 
 
-def test_binlog_phase_and_start_offset() -> None:
+def test_binlog_phase() -> None:
     table_filter = TableFilter(CHUNKS)
     assert not table_filter.in_binlog_phase(300)
     assert table_filter.in_binlog_phase(301)
     emit = EmitFilter({"a": CHUNKS, "b": [FinishedChunk(None, None, 50)]})
-    assert emit.start_offset == 50
     assert emit.needs_key("a", 300) and not emit.needs_key("a", 301)
     assert not emit.needs_key("b", 51)
     assert emit.should_emit("b", "anything", 51) and not emit.should_emit("b", "anything", 50)
@@ -66,5 +66,5 @@ def test_many_chunks_bisect_agrees_with_a_scan() -> None:
     ],
 )
 def test_chunks_must_tile_the_key_space(chunks: list[FinishedChunk[int]]) -> None:
-    with pytest.raises(ValueError):
-        TableFilter(chunks)
+    with pytest.raises(SnapshotStateError, match="shop.orders .*re-run the table's snapshot tasks"):
+        EmitFilter({"shop.orders": chunks})
