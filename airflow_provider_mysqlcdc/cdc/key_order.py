@@ -38,7 +38,8 @@ def collated_parameter(column: Column, placeholder: str = "%s") -> str:
     charset, collation = column.charset, column.collation
     if not charset or not collation or not _NAME.match(charset) or not _NAME.match(collation):
         raise TableNotSupportedError(
-            f"column {column.name!r} has no usable charset/collation ({charset!r}, {collation!r})"
+            f"string column {column.name!r} has no usable charset/collation ({charset!r}, {collation!r}), so its "
+            f"keys cannot be compared as the server does: set chunk_key_column to another column of the table"
         )
     return f"CONVERT({placeholder} USING {charset}) COLLATE {collation}"
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where, decode_key, encode_key
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where, decode_key, encode_key, key_parameter
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
 
 TABLE = TableId("shop", "or.ders")
@@ -71,6 +71,8 @@ def test_bad_names_and_keys_are_named_errors() -> None:
         quote_identifier("a\x00b")
     with pytest.raises(TableNotSupportedError, match="chunk key of type list .*set chunk_key_column"):
         encode_key([1])
+    with pytest.raises(TableNotSupportedError, match="no usable charset/collation .*set chunk_key_column"):
+        key_parameter(Column("k", "varchar", "varchar(3)"))
     for saved in ({"zz": 1}, {"d": "1", "f": "0x1p+0"}):
         with pytest.raises(SnapshotStateError, match="another version of the provider; run the split task again"):
             decode_key(saved)
