@@ -4,7 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dev.pyspark_install import pyspark_problem
+
+pytestmark = pytest.mark.checks
 
 
 def test_full_pyspark_is_in_place() -> None:

@@ -4,7 +4,11 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import airflow_provider_mysqlcdc.cdc as cdc
+
+pytestmark = pytest.mark.checks
 
 
 def test_cdc_core_imports_neither_airflow_nor_pyspark() -> None:
