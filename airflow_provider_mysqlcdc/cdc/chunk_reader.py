@@ -81,22 +81,29 @@ class ChunkReader:
         self.fetch_size = fetch_size
         self.group_size = group_size
         self._key_column = check_chunk_key(schema)
-        self._control = config.connect()
         native = not config.ssl if use_connectorx is None else use_connectorx
-        self._reader = None if native else config.connect(cursorclass=pymysql.cursors.SSCursor)
         self._arrow = ArrowSelect(config, schema) if native else None
-        self.server = ServerInfo.read(self._control)
         self._convert = RowConverter(schema, config.server_time_zone)
         self._arrow_schema = arrow_schema(schema)
         self._key_index = schema.column_names.index(schema.chunk_key)
-        self._key_order = KeyOrder.for_column(self._control, self._key_column)
         columns = ", ".join(select_expression(c) for c in schema.columns)
         self._select = f"SELECT {columns} FROM {schema.id.quoted} WHERE "  # noqa: S608 (quoted names)
+        self._reader = None
+        self._control = config.connect()
+        try:  # a failure from here on must not leak the connections
+            self._reader = None if native else config.connect(cursorclass=pymysql.cursors.SSCursor)
+            self.server = ServerInfo.read(self._control)
+            self._key_order = KeyOrder.for_column(self._control, self._key_column)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        self._control.close()
-        if self._reader is not None:
-            self._reader.close()
+        try:
+            self._control.close()
+        finally:
+            if self._reader is not None:
+                self._reader.close()
 
     def __enter__(self) -> ChunkReader:
         return self
