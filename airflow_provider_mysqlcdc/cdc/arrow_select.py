@@ -4,9 +4,10 @@ connectorx reads MySQL rows in native code into Arrow (763k rows/s measured here
 pymysql), but it panics on some values (DECIMAL wider than 28 digits, zero dates, negative or long
 TIME) and refuses GEOMETRY. So every column is selected through an SQL expression chosen from its
 type, producing something connectorx reads exactly (integers, strings, bytes), and the Arrow
-column is then cast to the canonical type of ``types``. Temporal values travel as integers
-(days or microseconds since the epoch), which also makes the result independent of the session
-time zone. The type-matrix test checks this path against the binlog too.
+column is then cast to the canonical type. Temporal values travel as integers (days or
+microseconds since the epoch), which also makes the result independent of the session time zone.
+Each type's expression and cast are in its row of ``type_registry``, with the reason next to it.
+The type-matrix test checks this path against the binlog too.
 
 connectorx takes no query parameters, so chunk bounds are written as literals: strings and bytes
 as hex literals, which need no escaping whatever the server's sql_mode.
@@ -15,24 +16,17 @@ as hex literals, which need no escaping whatever the server's sql_mode.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+from airflow_provider_mysqlcdc.cdc.type_registry import selected, type_of
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
-
-_EPOCH = "'1970-01-01 00:00:00'"
-_GEOMETRIES = {
-    "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-    "geometrycollection", "geomcollection",
-}
 
 
 def literal(value: Any) -> str:
@@ -59,43 +53,11 @@ def literal(value: Any) -> str:
 
 def select_expression(column: Column) -> str:
     """What connectorx reads for a column (named as the column)."""
-    q, t = column.quoted, column.data_type
-    if t == "decimal":
-        expr = f"CAST({q} AS CHAR)"
-    elif t == "float":
-        expr = f"({q} + 0e0)"
-    elif t == "bit":
-        expr = f"CAST({q} AS UNSIGNED)"
-    elif t == "date":
-        expr = f"DATEDIFF({q}, '1970-01-01')"  # NULL for zero and invalid dates
-    elif t == "datetime":
-        expr = f"TIMESTAMPDIFF(MICROSECOND, {_EPOCH}, {q})"
-    elif t == "timestamp":
-        expr = f"NULLIF(CAST(UNIX_TIMESTAMP({q}) * 1000000 AS SIGNED), 0)"  # the zero TIMESTAMP is epoch 0
-    elif t == "time":
-        expr = f"CAST(TIME_TO_SEC({q}) * 1000000 AS SIGNED)"
-    elif t in _GEOMETRIES:
-        expr = f"ST_AsWKB({q})"
-    else:
-        return q
-    return f"{expr} AS {q}"
+    return selected(column, type_of(column).connectorx_sql)
 
 
 def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:
-    target = arrow_type(column)
-    if column.data_type == "bit" and target == pa.bool_():
-        return pc.not_equal(values, 0)
-    if column.data_type == "date":
-        return values.cast(pa.int32()).cast(target)
-    if column.data_type == "json":  # MySQL's JSON text, re-serialised as the binlog side is
-        return pa.chunked_array(
-            [pa.array([None if v is None else _json_text(v) for v in values.to_pylist()], pa.string())]
-        )
-    return values.cast(target)
-
-
-def _json_text(text: str) -> str:
-    return json.dumps(json.loads(text), ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
+    return type_of(column).from_connectorx(values, arrow_type(column))
 
 
 def connectorx_url(config: ConnectionConfig, database: str) -> str:

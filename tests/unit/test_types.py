@@ -1,4 +1,4 @@
-"""The type mapping as a table, and the conversions the MariaDB server cannot exercise (MySQL JSON)."""
+"""The type registry and mapping as a table, and the conversions the MariaDB server cannot exercise (MySQL JSON)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.arrow_select import select_expression as connectorx_expression
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.type_registry import TYPES, UNSUPPORTED, type_of
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_type, select_expression
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
@@ -60,3 +62,30 @@ def test_negative_fractional_time_repair() -> None:
     assert RowConverter(schema).from_binlog({"t": decoded_by_library}, {}) == (
         -dt.timedelta(seconds=45296, microseconds=1),
     )
+
+
+def test_each_type_name_has_one_row_of_the_registry() -> None:
+    names = [name for spec in TYPES for name in spec.names]
+    assert len(names) == len(set(names))
+    assert all(type_of(col(name)).names == spec.names for spec in TYPES for name in spec.names)
+
+
+def test_an_unsupported_type_is_read_as_it_is() -> None:
+    vector = col("vector", "vector(3)")
+    assert type_of(vector) is UNSUPPORTED
+    assert select_expression(vector) == connectorx_expression(vector) == "`c`"
+    schema = TableSchema(TableId("d", "t"), (Column("id", "int", "int"), vector), ("id",))
+    assert RowConverter(schema).from_binlog({"id": 1, "c": b"\x00"}, {}) == (1, b"\x00")
+
+
+def test_connectorx_reads_what_it_would_panic_on_through_sql() -> None:
+    assert connectorx_expression(col("decimal", precision=65, scale=30)) == "CAST(`c` AS CHAR) AS `c`"
+    assert connectorx_expression(col("date")) == "DATEDIFF(`c`, '1970-01-01') AS `c`"
+    assert connectorx_expression(col("point")) == "ST_AsWKB(`c`) AS `c`"
+    assert connectorx_expression(col("varchar")) == "`c`"
+
+
+def test_empty_binary_strings_from_mysql_replication_are_bytes() -> None:
+    schema = TableSchema(TableId("d", "t"), (Column("b", "binary", "binary(2)", char_max_length=2),
+                                             Column("v", "varbinary", "varbinary(2)")), ("b",))
+    assert RowConverter(schema).from_binlog({"b": "", "v": ""}, {}) == (b"\x00\x00", b"")
