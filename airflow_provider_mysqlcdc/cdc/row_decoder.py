@@ -1,4 +1,4 @@
-"""Decoding the rows of binlog row events straight into the canonical values of ``types``.
+"""Decoding the rows of binlog row events straight into the canonical values of ``type_registry``.
 
 mysql-replication reads every value through a chain of Python calls that dispatch on the column
 type, builds two dicts per row image (values and "none sources"), and ``RowConverter.from_binlog``
@@ -8,10 +8,11 @@ is unpacked by one ``struct`` call, variable-length columns are sliced, nullable
 against the image's NULL bitmap, and only the columns that need a conversion get a call.
 
 Its values are those of ``RowConverter.from_binlog`` (``test_type_matrix`` checks both decoders
-against SELECT), with every quirk documented in ``types`` (FLOAT as its exact float32, BIT as
-int/bool, BINARY re-padded, SET as 'a,c' and '' for the empty set, zero dates and the zero
-TIMESTAMP as NULL, GEOMETRY without its SRID, YEAR 0000 as 0). TIME(fsp) is
-decoded right in the first place rather than repaired.
+against SELECT), with every quirk documented at the types' rows in ``type_registry`` (FLOAT as its
+exact float32, BIT as int/bool, BINARY re-padded, SET as 'a,c' and '' for the empty set, zero dates
+and the zero TIMESTAMP as NULL, GEOMETRY without its SRID, YEAR 0000 as 0). TIME(fsp) is
+decoded right in the first place rather than repaired. A type's registry row lists the binlog column
+types it may arrive as; how each binlog column type is read is here (``_WIRE_READERS``).
 
 ``RowDecoder.for_table`` returns None for what it does not know (MySQL's binary JSON, the pre-5.6
 temporal formats, a table map without FULL metadata, a column whose binlog type does not match the
@@ -32,32 +33,11 @@ from decimal import Decimal
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+from airflow_provider_mysqlcdc.cdc.type_registry import BinlogType, Converter, MySqlType, type_of
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 
-Converter = Callable[[Any], Any]
 ImagesReader = Callable[[bytes, int, int], list[tuple[Any, ...]]]
 
-# binlog column types (MySQL's enum_field_types), as the table map gives them
-_TINY, _SHORT, _LONG, _FLOAT, _DOUBLE, _LONGLONG, _INT24 = 1, 2, 3, 4, 5, 8, 9
-_DATE, _YEAR, _VARCHAR, _BIT, _TIMESTAMP2, _DATETIME2, _TIME2 = 10, 13, 15, 16, 17, 18, 19
-_NEWDECIMAL, _ENUM, _SET, _BLOB, _STRING, _GEOMETRY = 246, 247, 248, 252, 254, 255
-
-# schema types each binlog type may carry: anything else (a schema gone stale) keeps the old path
-_SCHEMA_TYPES: dict[int, frozenset[str]] = {
-    _TINY: frozenset({"tinyint"}), _SHORT: frozenset({"smallint"}), _INT24: frozenset({"mediumint"}),
-    _LONG: frozenset({"int", "integer"}), _LONGLONG: frozenset({"bigint"}), _FLOAT: frozenset({"float"}),
-    _DOUBLE: frozenset({"double", "real"}), _NEWDECIMAL: frozenset({"decimal"}), _BIT: frozenset({"bit"}),
-    _YEAR: frozenset({"year"}), _DATE: frozenset({"date"}), _DATETIME2: frozenset({"datetime"}),
-    _TIMESTAMP2: frozenset({"timestamp"}), _TIME2: frozenset({"time"}), _ENUM: frozenset({"enum"}),
-    _SET: frozenset({"set"}), _VARCHAR: frozenset({"varchar", "varbinary"}), _STRING: frozenset({"char", "binary"}),
-    _BLOB: frozenset({"tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob"}),
-    _GEOMETRY: frozenset({
-        "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-        "geometrycollection", "geomcollection",
-    }),
-}
-_TEXTS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"})
-_INT_CODES = {_TINY: "b", _SHORT: "h", _LONG: "i", _LONGLONG: "q"}
 _ROWS_EVENTS = frozenset({23, 24, 25, 30, 31, 32})  # WRITE/UPDATE/DELETE_ROWS v1 and v2, not PARTIAL_UPDATE
 _HEADER = 20  # the packet's OK byte and the 19-byte event header
 _FRACTION_BYTES = (0, 1, 1, 2, 2, 3, 3)  # by fsp
@@ -90,6 +70,8 @@ class _Sized:
 
 
 _Reader = _Fixed | _Sized
+WireReader = Callable[[Any, Column, MySqlType], _Reader | None]
+"""How to read a binlog column type, given the table map's column, the schema's, and its registry row."""
 
 
 # -- the conversions of single values ---------------------------------------------------------------
@@ -228,15 +210,6 @@ def _int24(signed: bool) -> _Fixed:
     return _Fixed("3s", lambda raw: int.from_bytes(raw, "little", signed=signed))
 
 
-def _padded(width: int) -> Converter:
-    """The binlog strips BINARY(n)'s trailing zero bytes; SELECT keeps them."""
-    return lambda value: value.ljust(width, b"\x00")
-
-
-def _without_srid(value: bytes) -> bytes:
-    return value[4:]
-
-
 # -- one reader per column ----------------------------------------------------------------------------
 
 
@@ -256,50 +229,73 @@ def _encoding(binlog: Any) -> str | None:
     return str(encoding)
 
 
-def _column_reader(binlog: Any, column: Column) -> _Reader | None:
-    """How to read one column, from its binlog type and metadata and its schema; None if unknown."""
+def _integer(code: str) -> WireReader:
+    """A little-endian integer: ``code`` is its signed ``struct`` code."""
+    return lambda binlog, column, spec: _Fixed(code.upper() if binlog.unsigned else code)
+
+
+def _bit_reader(binlog: Any, column: Column, spec: MySqlType) -> _Reader | None:
+    width = column.precision or binlog.bits
+    return _bit(binlog.bits, width) if width == binlog.bits else None
+
+
+def _enum_reader(binlog: Any, column: Column, spec: MySqlType) -> _Reader | None:
+    return _unsigned(binlog.size, tuple(binlog.enum_values).__getitem__) if binlog.enum_values else None
+
+
+def _set_reader(binlog: Any, column: Column, spec: MySqlType) -> _Reader | None:
+    return _set(binlog.size, tuple(binlog.set_values)) if binlog.set_values else None
+
+
+def _string_reader(binlog: Any, column: Column, spec: MySqlType) -> _Reader | None:
+    """A length-prefixed value: characters are decoded with the column's character set, and the
+    type's binlog conversion applied (BINARY re-padded, GEOMETRY without its SRID)."""
     kind = binlog.type
-    if column.data_type not in _SCHEMA_TYPES.get(kind, ()):
-        return None
-    if kind in _INT_CODES:
-        code = _INT_CODES[kind]
-        return _Fixed(code.upper() if binlog.unsigned else code)
-    if kind == _INT24:
-        return _int24(not binlog.unsigned)
-    if kind == _FLOAT:
-        return _Fixed("f")  # a float32 widened to a double is already its exact value
-    if kind == _DOUBLE:
-        return _Fixed("d")
-    if kind == _YEAR:
-        return _Fixed("B", lambda v: v + 1900 if v else 0)  # the byte is years since 1900, 0 is YEAR 0000
-    if kind == _NEWDECIMAL:
-        return _decimal(binlog.precision, binlog.decimals)
-    if kind == _DATE:
-        return _Fixed("3s", _date)
-    if kind == _DATETIME2:
-        return _datetime2(binlog.fsp)
-    if kind == _TIMESTAMP2:
-        return _timestamp2(binlog.fsp)
-    if kind == _TIME2:
-        return _time2(binlog.fsp)
-    if kind == _BIT:
-        width = column.precision or binlog.bits
-        return _bit(binlog.bits, width) if width == binlog.bits else None
-    if kind == _ENUM:
-        if not binlog.enum_values:
-            return None
-        return _unsigned(binlog.size, tuple(binlog.enum_values).__getitem__)
-    if kind == _SET:
-        return _set(binlog.size, tuple(binlog.set_values)) if binlog.set_values else None
-    if kind == _GEOMETRY:
-        return _Sized(binlog.length_size, convert=_without_srid)
-    length_size = binlog.length_size if kind == _BLOB else (2 if binlog.max_length > 255 else 1)
-    if column.data_type in _TEXTS:
+    if kind in (BinlogType.BLOB, BinlogType.GEOMETRY):
+        length_size = binlog.length_size
+    else:
+        length_size = 2 if binlog.max_length > 255 else 1
+    encoding = None
+    if spec.text:
         encoding = _encoding(binlog)
-        return _Sized(length_size, encoding) if encoding else None
-    if column.data_type == "binary":
-        return _Sized(length_size, convert=_padded(column.char_max_length or 0))
-    return _Sized(length_size)
+        if encoding is None:
+            return None
+    return _Sized(length_size, encoding, spec.from_binlog(column))
+
+
+# how each binlog column type is read: the registry's rows say which schema types may arrive as which
+_WIRE_READERS: dict[int, WireReader] = {
+    BinlogType.TINY: _integer("b"),
+    BinlogType.SHORT: _integer("h"),
+    BinlogType.LONG: _integer("i"),
+    BinlogType.LONGLONG: _integer("q"),
+    BinlogType.INT24: lambda binlog, column, spec: _int24(not binlog.unsigned),
+    BinlogType.FLOAT: lambda binlog, column, spec: _Fixed("f"),  # a float32 widened to a double is exact
+    BinlogType.DOUBLE: lambda binlog, column, spec: _Fixed("d"),
+    # the byte is years since 1900, 0 is YEAR 0000
+    BinlogType.YEAR: lambda binlog, column, spec: _Fixed("B", lambda v: v + 1900 if v else 0),
+    BinlogType.NEWDECIMAL: lambda binlog, column, spec: _decimal(binlog.precision, binlog.decimals),
+    BinlogType.DATE: lambda binlog, column, spec: _Fixed("3s", _date),
+    BinlogType.DATETIME2: lambda binlog, column, spec: _datetime2(binlog.fsp),
+    BinlogType.TIMESTAMP2: lambda binlog, column, spec: _timestamp2(binlog.fsp),
+    BinlogType.TIME2: lambda binlog, column, spec: _time2(binlog.fsp),
+    BinlogType.BIT: _bit_reader,
+    BinlogType.ENUM: _enum_reader,
+    BinlogType.SET: _set_reader,
+    BinlogType.VARCHAR: _string_reader,
+    BinlogType.STRING: _string_reader,
+    BinlogType.BLOB: _string_reader,
+    BinlogType.GEOMETRY: _string_reader,
+}
+
+
+def _column_reader(binlog: Any, column: Column) -> _Reader | None:
+    """How to read one column, from its binlog type and metadata and its schema; None if unknown
+    (a binlog type the column's registry row does not list: a schema gone stale, a format not decoded)."""
+    spec = type_of(column)
+    if binlog.type not in spec.binlog_types:
+        return None
+    return _WIRE_READERS[binlog.type](binlog, column, spec)
 
 
 # -- the generated reader of an event's images ------------------------------------------------------------

@@ -12,8 +12,9 @@ from typing import Any
 
 from pymysqlreplication.column import Column as BinlogColumn
 
-from airflow_provider_mysqlcdc.cdc.row_decoder import RowDecoder, RowDecoders, _decimal, _time2
+from airflow_provider_mysqlcdc.cdc.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.type_registry import TYPES
 
 WRITE_ROWS_V1 = 23
 
@@ -75,3 +76,7 @@ def test_what_is_left_to_mysql_replication() -> None:
     assert RowDecoder.for_table(schema(ID, Column("note", "datetime", "datetime")), old_datetime) is None
     stale = schema(ID, Column("note", "int", "int"))  # the schema no longer describes the table map
     assert RowDecoder.for_table(stale, BINLOG) is None
+
+
+def test_every_binlog_type_of_the_registry_has_a_reader_and_every_reader_a_type() -> None:
+    assert {kind for spec in TYPES for kind in spec.binlog_types} == set(_WIRE_READERS)
