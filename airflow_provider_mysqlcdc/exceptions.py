@@ -31,6 +31,14 @@ class SchemaChangeError(MySqlCdcError):
     """A captured table changed in a way the binlog reader cannot follow at this offset."""
 
 
+class RowDecodeError(MySqlCdcError):
+    """A binlog rows event could not be decoded with its table map (a bug to report, not a setting)."""
+
+
+class NoSuchTableError(MySqlCdcError, ValueError):
+    """The lake holds no committed rows of the table asked for (not snapshotted or streamed yet)."""
+
+
 class SnapshotStateError(MySqlCdcError):
     """The snapshot's saved state (plan, chunk batches, manifests with their high watermarks) is
     missing, incomplete or inconsistent for the step asked, e.g. written by another version."""
