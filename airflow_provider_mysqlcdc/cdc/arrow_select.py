@@ -25,7 +25,7 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
-from airflow_provider_mysqlcdc.cdc.type_registry import selected, type_of
+from airflow_provider_mysqlcdc.cdc.type_registry import select_item, type_of
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
 
 
@@ -53,7 +53,7 @@ def literal(value: Any) -> str:
 
 def select_expression(column: Column) -> str:
     """What connectorx reads for a column (named as the column)."""
-    return selected(column, type_of(column).connectorx_sql)
+    return select_item(column, type_of(column).connectorx_sql)
 
 
 def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -352,6 +352,6 @@ def type_of(column: Column) -> MySqlType:
     return _BY_NAME.get(column.data_type, UNSUPPORTED)
 
 
-def selected(column: Column, sql: Sql | None) -> str:
+def select_item(column: Column, sql: Sql | None) -> str:
     """An item of a SELECT list: the column, or ``sql`` of it named as the column."""
     return column.quoted if sql is None else f"{sql(column.quoted)} AS {column.quoted}"

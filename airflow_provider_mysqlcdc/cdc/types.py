@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
-from airflow_provider_mysqlcdc.cdc.type_registry import Converter, selected, type_of
+from airflow_provider_mysqlcdc.cdc.type_registry import Converter, select_item, type_of
 
 
 def arrow_type(column: Column) -> pa.DataType:
@@ -29,7 +29,7 @@ def arrow_schema(schema: TableSchema) -> pa.Schema:
 
 def select_expression(column: Column) -> str:
     """What the chunk reader selects for a column through pymysql (FLOAT through a DOUBLE)."""
-    return selected(column, type_of(column).select_sql)
+    return select_item(column, type_of(column).select_sql)
 
 
 def _binlog_bytes(value: bytes | str) -> bytes:
