@@ -129,7 +129,7 @@ def mariadb_binlog_read(server: Any, start: Any) -> float:
 def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
     from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-    from airflow_provider_mysqlcdc.lake.stream_batches import stream_batches
+    from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
     from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
     store = StreamStore(tempfile.mkdtemp(prefix="bench-stream-"))

@@ -15,7 +15,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.stream_batches import BatchLimits, stream_batches
+from airflow_provider_mysqlcdc.engine.stream_batches import BatchLimits, stream_batches
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.storage import Lake
@@ -42,11 +43,15 @@ def committed_table(base_uri: str, table: TableId) -> CommittedTable:
         files += manifest["files"] if manifest else []
     files += streams.committed_change_files(table, checkpoint)
     if not files:
-        raise ValueError(f"the lake at {base_uri} has no committed rows of {table}")
-    if checkpoint is not None and table in checkpoint.schemas:
-        return CommittedTable(checkpoint.schemas[table], files)
-    assert plan is not None  # files without stream files come from the plan's manifests
-    return CommittedTable(plan.schema, files)
+        raise NoSuchTableError(f"the lake at {base_uri} has no committed rows of {table}: run its split and "
+                               f"snapshot tasks (or the stream) first, or check base_uri and the table name")
+    schema = checkpoint.schema_of(table) if checkpoint is not None else None
+    if schema is None and plan is not None:  # a table the stream does not know of yet: its snapshot's schema
+        schema = plan.schema
+    if schema is None:
+        raise NoSuchTableError(f"the lake at {base_uri} has change files of {table} but neither its snapshot plan "
+                               f"nor the stream's checkpoint knows the table: its lake folder is from elsewhere")
+    return CommittedTable(schema, files)
 
 
 def read_changes(base_uri: str, table: str) -> pa.Table:

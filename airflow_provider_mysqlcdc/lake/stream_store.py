@@ -25,16 +25,42 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
 
+@dataclass(frozen=True)
+class StoppedTable:
+    """A table taken out of ``tables``: its schema, the offset up to which its changes are in the lake,
+    and its chunks with HWs raised to that offset (the form of ``Checkpoint.chunks``), so that its
+    replica stays readable and capturing it again resumes exactly there."""
+
+    schema: TableSchema
+    offset: BinlogOffset
+    chunks: list[list[Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": self.schema.to_dict(), "offset": self.offset.to_dict(), "chunks": self.chunks}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StoppedTable:
+        return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]), d["chunks"])
+
+
 @dataclass
 class Checkpoint:
-    """Where the stream is. ``chunks`` holds, per table still in its snapshot phase, the finished
-    chunks as ``[start, end, high watermark]`` (JSON forms); a table past its highest HW drops them."""
+    """Where the stream is. ``schemas`` are the captured tables; ``chunks`` holds, per table still in
+    its snapshot phase, the finished chunks as ``[start, end, high watermark]`` (JSON forms); a table
+    past its highest HW drops them. ``stopped`` remembers the tables no longer captured."""
 
     seq: int
     offset: BinlogOffset
     schemas: dict[TableId, TableSchema]
     chunks: dict[TableId, list[list[Any]]] = field(default_factory=dict)
     updated_at: str = ""
+    stopped: dict[TableId, StoppedTable] = field(default_factory=dict)
+
+    def schema_of(self, table: TableId) -> TableSchema | None:
+        """The table's latest schema known to the stream, captured or stopped."""
+        if table in self.schemas:
+            return self.schemas[table]
+        return self.stopped[table].schema if table in self.stopped else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +69,7 @@ class Checkpoint:
             "schemas": {str(t): s.to_dict() for t, s in self.schemas.items()},
             "chunks": {str(t): c for t, c in self.chunks.items()},
             "updated_at": self.updated_at,
+            "stopped": {str(t): s.to_dict() for t, s in self.stopped.items()},
         }
 
     @classmethod
@@ -53,6 +80,7 @@ class Checkpoint:
             schemas={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["schemas"].items()},
             chunks={TableId.parse(t): c for t, c in d["chunks"].items()},
             updated_at=d.get("updated_at", ""),
+            stopped={TableId.parse(t): StoppedTable.from_dict(s) for t, s in d.get("stopped", {}).items()},
         )
 
 
@@ -84,6 +112,19 @@ class StreamStore:
                                compression="snappy")
         checkpoint.updated_at = dt.datetime.now(dt.timezone.utc).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
+
+    def discard_uncommitted(self, checkpoint: Checkpoint) -> int:
+        """Delete the change files a killed run wrote past ``checkpoint``; returns how many.
+
+        A restarted run writes the same sequence numbers again, but not necessarily the same files:
+        its batch may close earlier (on time) or before a schema change, so a part or a table the
+        killed run wrote may not be written again, and it would count once a later checkpoint covers
+        its number. The stream calls this before its first commit.
+        """
+        stale = [f for t in checkpoint.schemas for f in self._change_files(t) if _seq_of(f) > checkpoint.seq]
+        for path in stale:
+            self.lake.fs.delete_file(path)
+        return len(stale)
 
     def committed_change_files(self, table: TableId, checkpoint: Checkpoint | None) -> list[str]:
         """The table's change files up to ``checkpoint`` (later ones are a killed run's leftovers)."""

@@ -7,7 +7,7 @@ by itself is committed in parts, each checkpointed at its last row (the binlog o
 exactly there), so memory stays bounded whatever the transaction size; readers may then see the
 first parts of that transaction before the rest. Changes are emitted through the emit filter built
 from the finished chunks' high watermarks; a table past its highest HW drops its chunks from the
-checkpoint. No Airflow here: the stream operator calls this between deferrals.
+checkpoint. The stream runner calls this between its waits.
 """
 
 from __future__ import annotations
@@ -21,21 +21,29 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import UPDATE_BEFORE, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, decode_key
+from airflow_provider_mysqlcdc.cdc.chunks import decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 
 @dataclass(frozen=True)
 class BatchLimits:
+    """When a stream batch is committed: at the first transaction boundary past any of these."""
+
     max_events: int = 100_000
     max_seconds: float = 10.0
     max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_events", "max_seconds", "max_bytes"):
+            if not getattr(self, name) > 0:
+                raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
 
 
 @dataclass
@@ -45,21 +53,6 @@ class BatchReport:
     rows: dict[str, int]
     events_read: int
     last_ts_ms: int
-
-
-def checkpoint_from_manifests(manifests: list[dict[str, Any]], schemas: dict[TableId, TableSchema]) -> Checkpoint:
-    """The stream's first checkpoint after a snapshot: start at the lowest high watermark."""
-    chunks: dict[TableId, list[list[Any]]] = {}
-    for manifest in manifests:
-        for record in manifest["chunks"]:
-            chunk = Chunk.from_dict(record["chunk"])
-            chunks.setdefault(chunk.table, []).append(
-                [record["chunk"]["s"], record["chunk"]["e"], record["high_watermark"]]
-            )
-    offsets = [BinlogOffset.from_dict(c[2]) for table_chunks in chunks.values() for c in table_chunks]
-    if not offsets:
-        raise ValueError("no snapshot chunks to start the stream from")
-    return Checkpoint(seq=0, offset=min(offsets), schemas=schemas, chunks=chunks)
 
 
 @dataclass
