@@ -27,6 +27,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.cdc.type_registry import select_item, type_of
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
 
 def literal(value: Any) -> str:
@@ -48,7 +49,10 @@ def literal(value: Any) -> str:
         sign, micros = ("-" if micros < 0 else ""), abs(micros)
         seconds, fraction = divmod(micros, 1_000_000)
         return f"'{sign}{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}'"
-    raise TypeError(f"no SQL literal for a chunk bound of type {type(value).__name__}")
+    raise TableNotSupportedError(
+        f"no SQL literal for a chunk bound of type {type(value).__name__}: set chunk_key_column to a column of "
+        f"numbers, strings, binary strings or dates/times"
+    )
 
 
 def select_expression(column: Column) -> str:

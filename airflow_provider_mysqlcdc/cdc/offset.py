@@ -111,9 +111,6 @@ class BinlogOffset:
     def __ge__(self, other: BinlogOffset) -> bool:
         return self.compare(other) >= 0
 
-    def is_after(self, other: BinlogOffset) -> bool:
-        return self.compare(other) > 0
-
     def at_transaction_start(self) -> BinlogOffset:
         return replace(self, events_to_skip=0, rows_to_skip=0)
 

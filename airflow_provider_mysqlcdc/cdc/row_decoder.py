@@ -34,7 +34,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.cdc.type_registry import BinlogType, Converter, MySqlType, type_of
-from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
+from airflow_provider_mysqlcdc.exceptions import RowDecodeError
 
 ImagesReader = Callable[[bytes, int, int], list[tuple[Any, ...]]]
 
@@ -383,8 +383,8 @@ def _sized_lines(i: int, reader: _Sized, env: dict[str, Any]) -> list[str]:
     return [f"n = {length}", f"pos += {reader.length_size}", f"v{i} = {value}", "pos += n"]
 
 
-def _misaligned(pos: int, end: int) -> MySqlCdcError:
-    return MySqlCdcError(f"a row event's images end at byte {pos}, not at its end {end}: the table map does "
+def _misaligned(pos: int, end: int) -> RowDecodeError:
+    return RowDecodeError(f"a row event's images end at byte {pos}, not at its end {end}: the table map does "
                          f"not describe the rows (a bug in the row decoder)")
 
 
