@@ -1,9 +1,9 @@
-"""A stream worker for the crash tests: streams one table into the lake until killed.
+"""A stream worker for the crash tests: streams the checkpoint's tables into the lake until killed.
 
     python -m tests.stream_worker <base_uri> <connection json>   (password in MYSQL_CDC_PASSWORD)
 
-It is what the stream operator does between deferrals, without Airflow, so that a test can kill -9
-it at any moment.
+It runs the same stream runner as the stream operator, without Airflow, with small batches (40
+events), so that a test can kill -9 it at any moment, also in the middle of a transaction.
 """
 
 from __future__ import annotations
@@ -11,26 +11,27 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.engine.stream_batches import BatchLimits, stream_batches
+from airflow_provider_mysqlcdc.engine.stream_batches import BatchLimits
+from airflow_provider_mysqlcdc.engine.stream_runner import StreamOptions, StreamProgress, StreamRunner
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 
 def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
-    store = StreamStore(base_uri)
-    control = config.connect()
-    while True:
-        checkpoint = store.read_checkpoint()
-        assert checkpoint is not None
-        for _ in stream_batches(config, 5530, store, checkpoint, control,
-                                lambda table: load_table_schema(control, table), BatchLimits(max_events=40)):
-            pass
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    if checkpoint is None:
+        raise SystemExit(f"no stream checkpoint in {base_uri}: the test commits the first one")
+    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=40), poll_interval=0.05)
+    runner, control = StreamRunner(options, config), config.connect()
+    try:
+        checkpoint, progress = runner.open(control), StreamProgress.start()
         if once:
-            return
-        time.sleep(0.05)
+            runner.catch_up(control, checkpoint, progress)
+        else:
+            runner.run(control, checkpoint, progress, may_wait=False)  # no stop condition: until killed
+    finally:
+        control.close()
 
 
 if __name__ == "__main__":
