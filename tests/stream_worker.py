@@ -13,8 +13,8 @@ import os
 import sys
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.engine.stream_batches import BatchLimits
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamOptions, StreamProgress, StreamRunner
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 

@@ -27,23 +27,9 @@ from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
-
-
-@dataclass(frozen=True)
-class BatchLimits:
-    """When a stream batch is committed: at the first transaction boundary past any of these."""
-
-    max_events: int = 100_000
-    max_seconds: float = 10.0
-    max_bytes: int = 64 * 1024 * 1024
-
-    def __post_init__(self) -> None:
-        for name in ("max_events", "max_seconds", "max_bytes"):
-            if not getattr(self, name) > 0:
-                raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
 
 
 @dataclass

@@ -8,25 +8,43 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StartupMode, StreamOptions, StreamProgress
+
 
 class MySqlBinlogStreamOperator(BaseOperator):
     """Streams the binlog of ``tables`` into the lake, continuing from the lake's checkpoint.
 
-    The first run starts according to ``startup_mode`` (like Flink CDC's ``scan.startup.mode``):
-    ``initial`` from the snapshot's lowest high watermark with the per-chunk emit filter (the
-    snapshot of every table must be committed), ``snapshot`` not at all, ``latest-offset`` at the
-    server's current offset, ``earliest-offset`` at its first binlog, ``specific-offset`` at
-    ``startup_offset`` (``"mysql-bin.000003:4"``, or the GTIDs already captured: a MySQL GTID set,
-    a MariaDB GTID position), ``timestamp`` at the first transaction committed at or after
-    ``startup_timestamp`` (epoch ms or ISO 8601). Later runs, retries and cleared tasks continue from
-    the checkpoint, which is committed with each batch: nothing is lost or written twice.
+    The first run starts according to ``startup_mode``; later runs, retries and cleared tasks
+    continue from the checkpoint, which is committed with each batch: nothing is lost or written
+    twice. A table added to ``tables`` in a later run is streamed from its snapshot's high watermarks
+    (the split and snapshot tasks of that run take it first); a table removed stops being captured
+    (logged), and resumes where it stopped when added back. When caught up the stream polls in the
+    worker; once idle for ``defer_after_idle_seconds`` it defers to ``MySqlBinlogTrigger`` until the
+    binlog moves. Set ``retries``: Airflow 3.3 can fail a task that defers often, and a retry simply
+    continues from the checkpoint. The work is done by ``engine.stream_runner.StreamRunner``.
 
-    When caught up it polls the binlog every ``poll_interval`` seconds in the worker; once idle for
-    ``defer_after_idle_seconds`` it defers to ``MySqlBinlogTrigger`` (with ``deferrable=False`` it
-    keeps polling) until the binlog moves. It stops after ``stop_after_idle_seconds`` without a
-    captured change, after ``max_duration_seconds``, or at ``stop_at_offset``; with none of them it
-    runs forever (for ``@continuous`` DAGs). Set ``retries``: Airflow 3.3 can fail a task that
-    defers often, and a retry simply continues from the checkpoint.
+    :param base_uri: the lake: a local path or ``s3://bucket/prefix`` (templated)
+    :param tables: the tables to capture, as ``database.table`` (templated)
+    :param startup_mode: where a new stream starts, like Flink CDC's ``scan.startup.mode``: ``initial``
+        from the snapshot's high watermarks (every table's snapshot must be committed), ``snapshot``
+        no stream at all, ``latest-offset``, ``earliest-offset``, ``specific-offset``
+        (``startup_offset``), ``timestamp`` (``startup_timestamp``) (templated)
+    :param startup_offset: for ``specific-offset``: ``"mysql-bin.000003:4"``, a MySQL GTID set or a
+        MariaDB GTID position of what was already captured (templated)
+    :param startup_timestamp: for ``timestamp``: epoch milliseconds or ISO 8601 (naive = UTC) (templated)
+    :param stop_after_idle_seconds: stop once caught up and without a captured change this long;
+        None: never (templated)
+    :param max_duration_seconds: stop after running this long; None: never (templated)
+    :param stop_at_offset: stop at this ``binlog-file:position`` (templated)
+    :param max_batch_events: commit a batch after this many change rows
+    :param max_batch_seconds: commit a batch after this many seconds
+    :param max_batch_bytes: commit a batch after about this many bytes of values; a transaction
+        larger than a batch is committed in parts
+    :param poll_interval: seconds between polls of the binlog when caught up
+    :param defer_after_idle_seconds: how long a caught-up stream polls in the worker before it hands
+        the wait to the triggerer (templated)
+    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC (templated)
+    :param deferrable: False keeps polling in the worker instead of deferring
     """
 
     template_fields: Sequence[str] = (
@@ -39,17 +57,17 @@ class MySqlBinlogStreamOperator(BaseOperator):
         *,
         base_uri: str,
         tables: Sequence[str],
-        startup_mode: str = "initial",
+        startup_mode: str = StreamOptions.startup_mode.value,
         startup_offset: str | None = None,
         startup_timestamp: Any = None,
         stop_after_idle_seconds: float | None = None,
         max_duration_seconds: float | None = None,
         stop_at_offset: str | None = None,
-        max_batch_events: int = 100_000,
-        max_batch_seconds: float = 10.0,
-        max_batch_bytes: int = 64 * 1024 * 1024,
-        poll_interval: float = 1.0,
-        defer_after_idle_seconds: float = 60.0,
+        max_batch_events: int = BatchLimits.max_events,
+        max_batch_seconds: float = BatchLimits.max_seconds,
+        max_batch_bytes: int = BatchLimits.max_bytes,
+        poll_interval: float = StreamOptions.poll_interval,
+        defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = True,
         **kwargs: Any,
@@ -72,24 +90,20 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.deferrable = deferrable
 
     def execute(self, context: Any) -> dict[str, Any] | None:
-        from airflow_provider_mysqlcdc.engine.stream_runner import StartupMode, StreamProgress
-
-        if self._options().startup_mode is StartupMode.SNAPSHOT:
+        options = self._options()
+        if options.startup_mode is StartupMode.SNAPSHOT:
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
-        return self._stream(StreamProgress.start())
+        return self._stream(options, StreamProgress.start())
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any] | None:
-        from airflow_provider_mysqlcdc.engine.stream_runner import StreamProgress
         from airflow_provider_mysqlcdc.exceptions import error_from_event
 
         if event.get("reason") == "error":
             raise error_from_event(event)
-        return self._stream(StreamProgress.from_dict(event))
+        return self._stream(self._options(), StreamProgress.from_dict(event))
 
-    def _options(self) -> Any:
-        from airflow_provider_mysqlcdc.engine.stream_runner import StreamOptions
-
+    def _options(self) -> StreamOptions:
         return StreamOptions.from_values(
             base_uri=self.base_uri, tables=self.tables, startup_mode=self.startup_mode,
             startup_offset=self.startup_offset, startup_timestamp=self.startup_timestamp,
@@ -99,13 +113,13 @@ class MySqlBinlogStreamOperator(BaseOperator):
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
         )
 
-    def _stream(self, progress: Any) -> dict[str, Any] | None:
+    def _stream(self, options: StreamOptions, progress: StreamProgress) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        runner = StreamRunner(self._options(), config)
+        runner = StreamRunner(options, config)
         control = config.connect()
         try:
             checkpoint = runner.open(control)
@@ -119,6 +133,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         progress.deferrals += 1
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wake_at(progress),
-                                       runner.options.poll_interval, progress.to_dict()),
+                                       options.poll_interval, progress.to_dict()),
             method_name="execute_complete",
         )
+        return None  # not reached: defer raises

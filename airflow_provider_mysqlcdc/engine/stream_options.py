@@ -1,0 +1,160 @@
+"""The stream's options, validated once, with their defaults in one place, and its progress.
+
+Light on purpose (no pyarrow, no driver): the stream operator takes its argument defaults from
+here at DAG-parse time. Templated values arrive as text or as native objects (with
+``render_template_as_native_obj``); ``StreamOptions.from_values`` takes either and says what is
+wrong with a value and what to set.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.startup import parse_file_position
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """When a stream batch is committed: at the first transaction boundary past any of these."""
+
+    max_events: int = 100_000
+    max_seconds: float = 10.0
+    max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_events", "max_seconds", "max_bytes"):
+            if not getattr(self, name) > 0:
+                raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
+
+
+class StartupMode(str, enum.Enum):
+    """Where a new stream starts (Flink CDC's ``scan.startup.mode``)."""
+
+    INITIAL = "initial"  # from the snapshot's high watermarks
+    SNAPSHOT = "snapshot"  # no stream at all
+    LATEST = "latest-offset"
+    EARLIEST = "earliest-offset"
+    SPECIFIC = "specific-offset"
+    TIMESTAMP = "timestamp"
+
+    @classmethod
+    def parse(cls, value: Any) -> StartupMode:
+        try:
+            return cls(value)
+        except ValueError:
+            raise InvalidOptionError(
+                f"startup_mode must be one of {[m.value for m in cls]}, not {value!r}"
+            ) from None
+
+
+def _optional_seconds(value: Any, name: str) -> float | None:
+    """A templated number of seconds: ``None``, a number, or its text (``"None"``/``""`` mean none)."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "null")):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"{name} must be a number of seconds or None, not {value!r}") from None
+    if math.isnan(seconds) or seconds < 0:
+        raise InvalidOptionError(f"{name} must be >= 0, not {value!r}")
+    return seconds
+
+
+def _number(value: Any, name: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"{name} must be a number, not {value!r}") from None
+
+
+def parse_tables(value: Any) -> tuple[TableId, ...]:
+    """``tables`` as given or rendered: a list of ``database.table``, its text, or a comma-separated string."""
+    if isinstance(value, str):
+        text = value.strip()
+        value = ast.literal_eval(text) if text.startswith(("[", "(")) else [t for t in text.split(",") if t.strip()]
+    if not isinstance(value, Sequence) or not value:
+        raise InvalidOptionError(f"tables must be a non-empty list of 'database.table', not {value!r}")
+    tables = tuple(TableId.parse(str(t).strip()) for t in value)
+    if len(set(tables)) != len(tables):
+        raise InvalidOptionError(f"tables names a table twice: {[str(t) for t in tables]}")
+    return tables
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """Everything that decides what the stream does, validated once (see the stream operator for each)."""
+
+    base_uri: str
+    tables: tuple[TableId, ...]
+    startup_mode: StartupMode = StartupMode.INITIAL
+    startup_offset: str | None = None
+    startup_timestamp: Any = None
+    stop_after_idle_seconds: float | None = None
+    max_duration_seconds: float | None = None
+    stop_at_offset: str | None = None
+    limits: BatchLimits = field(default_factory=BatchLimits)
+    poll_interval: float = 1.0
+    defer_after_idle_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.base_uri:
+            raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
+        if self.stop_at_offset:
+            parse_file_position(self.stop_at_offset, "stop_at_offset")  # a bad value fails before any work
+        if not self.poll_interval > 0:
+            raise InvalidOptionError(f"poll_interval must be > 0, not {self.poll_interval!r}")
+
+    @classmethod
+    def from_values(
+        cls, *, base_uri: Any, tables: Any, startup_mode: Any, startup_offset: Any, startup_timestamp: Any,
+        stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
+        max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
+    ) -> StreamOptions:
+        """The options from rendered template values (text or native), each checked with a clear error."""
+        defer_after = _optional_seconds(defer_after_idle_seconds, "defer_after_idle_seconds")
+        return cls(
+            base_uri=str(base_uri),
+            tables=parse_tables(tables),
+            startup_mode=StartupMode.parse(startup_mode),
+            startup_offset=startup_offset or None,
+            startup_timestamp=startup_timestamp,
+            stop_after_idle_seconds=_optional_seconds(stop_after_idle_seconds, "stop_after_idle_seconds"),
+            max_duration_seconds=_optional_seconds(max_duration_seconds, "max_duration_seconds"),
+            stop_at_offset=stop_at_offset or None,
+            limits=BatchLimits(_number(max_batch_events, "max_batch_events", int),
+                               _number(max_batch_seconds, "max_batch_seconds", float),
+                               _number(max_batch_bytes, "max_batch_bytes", int)),
+            poll_interval=_number(poll_interval, "poll_interval", float),
+            defer_after_idle_seconds=0.0 if defer_after is None else defer_after,
+        )
+
+
+@dataclass
+class StreamProgress:
+    """What one stream task has done so far; it travels through deferrals in the trigger's event."""
+
+    started: float
+    idle_since: float
+    batches: int = 0
+    rows: int = 0
+    deferrals: int = 0
+
+    @classmethod
+    def start(cls) -> StreamProgress:
+        now = time.time()
+        return cls(started=now, idle_since=now)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StreamProgress:
+        return cls(**{k: d[k] for k in ("started", "idle_since", "batches", "rows", "deferrals")})

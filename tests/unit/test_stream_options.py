@@ -1,0 +1,54 @@
+"""The stream's options from rendered template values: text or native, each bad value named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StartupMode, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+
+
+def options(**given: Any) -> StreamOptions:
+    """The options as the operator builds them, from its defaults and ``given``."""
+    operator = MySqlBinlogStreamOperator(task_id="s", **{"base_uri": "/lake", "tables": ["shop.a"], **given})
+    return operator._options()
+
+
+def test_operator_defaults_are_the_options_defaults() -> None:
+    assert options() == StreamOptions("/lake", (TableId("shop", "a"),))
+    assert options().limits == BatchLimits()
+
+
+def test_rendered_text_becomes_typed_values() -> None:
+    got = options(tables="['shop.a', 'shop.b']", stop_after_idle_seconds="4", max_duration_seconds="None",
+                  defer_after_idle_seconds="0", startup_mode="latest-offset")
+    assert got.tables == (TableId("shop", "a"), TableId("shop", "b"))
+    assert (got.stop_after_idle_seconds, got.max_duration_seconds, got.defer_after_idle_seconds) == (4.0, None, 0.0)
+    assert got.startup_mode is StartupMode.LATEST
+    assert options(tables="shop.a, shop.b").tables == got.tables
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"startup_mode": "sometime"}, "startup_mode must be one of"),
+    ({"tables": []}, "tables must be a non-empty list"),
+    ({"tables": ["shop.a", "shop.a"]}, "tables names a table twice"),
+    ({"tables": ["orders"]}, "must be written as 'database.table'"),
+    ({"stop_after_idle_seconds": "soon"}, "stop_after_idle_seconds must be a number of seconds"),
+    ({"max_duration_seconds": -1}, "max_duration_seconds must be >= 0"),
+    ({"max_batch_events": 0}, "max_batch_events must be > 0"),
+    ({"max_batch_bytes": "lots"}, "max_batch_bytes must be a number"),
+    ({"poll_interval": 0}, "poll_interval must be > 0"),
+    ({"stop_at_offset": "later"}, "stop_at_offset must be 'binlog-file:position'"),
+])
+def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=message):
+        options(**given)
+
+
+def test_progress_travels_through_an_event() -> None:
+    progress = StreamProgress(started=1.0, idle_since=2.0, batches=3, rows=4, deferrals=5)
+    assert StreamProgress.from_dict({**progress.to_dict(), "reason": "moved"}) == progress
