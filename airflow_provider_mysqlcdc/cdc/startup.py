@@ -12,6 +12,7 @@ covered: the stream starts right before it.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -25,7 +26,27 @@ from airflow_provider_mysqlcdc.cdc.server_info import MARIADB, MYSQL, ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 _log = logging.getLogger(__name__)
-STREAM_STARTUP_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
+
+
+class StartupMode(str, enum.Enum):
+    """Where a new stream starts (Flink CDC's ``scan.startup.mode``)."""
+
+    INITIAL = "initial"  # from the snapshot's high watermarks
+    SNAPSHOT = "snapshot"  # no stream at all
+    LATEST = "latest-offset"
+    EARLIEST = "earliest-offset"
+    SPECIFIC = "specific-offset"
+    TIMESTAMP = "timestamp"
+
+    @classmethod
+    def parse(cls, value: Any) -> StartupMode:
+        try:
+            return cls(value)
+        except ValueError:
+            raise InvalidOptionError(
+                f"startup_mode must be one of {[m.value for m in cls]}, not {value!r}"
+            ) from None
+
 _FILE_POSITION = re.compile(r"^(?P<file>[^\s:]+\.\d+):(?P<position>\d+)$")
 _MARIADB_POSITION = re.compile(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$")
 
@@ -44,7 +65,7 @@ Covered = Callable[[Transaction], bool]
 
 
 def start_offset(
-    mode: str,
+    mode: StartupMode,
     control: Any,
     server: ServerInfo,
     config: ConnectionConfig,
@@ -52,21 +73,21 @@ def start_offset(
     startup_offset: str | None = None,
     startup_timestamp: Any = None,
 ) -> BinlogOffset:
-    """The first offset of a stream started in ``mode`` (one of ``STREAM_STARTUP_MODES``)."""
-    if mode == "latest-offset":
+    """The first offset of a stream started in ``mode`` (one that starts from the binlog alone)."""
+    if mode is StartupMode.LATEST:
         return read_current_offset(control, server, with_gtid=False)
-    if mode == "earliest-offset":
+    if mode is StartupMode.EARLIEST:
         return BinlogOffset(binlog_files(control)[0], 4, flavor=server.flavor)
 
     def transactions(file: str) -> Iterator[Transaction]:
         return scan_transactions(config, server_id, server, control, file)
 
-    if mode == "specific-offset":
+    if mode is StartupMode.SPECIFIC:
         parsed = parse_specific_offset(startup_offset, server.flavor)
         if isinstance(parsed, BinlogOffset):
             return parsed
         return find_first_uncovered(binlog_files(control), transactions, covered_by_gtids(parsed), server.flavor)
-    if mode == "timestamp":
+    if mode is StartupMode.TIMESTAMP:
         millis = parse_timestamp_ms(startup_timestamp)
         files = binlog_files(control)
         offset = find_first_uncovered(files, transactions, lambda txn: txn.commit_ms < millis, server.flavor)
@@ -75,7 +96,7 @@ def start_offset(
                          "at the oldest binlog still on the server (%s); older changes may have been purged",
                          startup_timestamp, files[0])
         return offset
-    raise InvalidOptionError(f"startup_mode must be one of {list(STREAM_STARTUP_MODES)}, not {mode!r}")
+    raise InvalidOptionError(f"startup_mode {mode.value!r} does not start from the binlog alone")
 
 
 def parse_file_position(text: str, option: str, flavor: str = MYSQL) -> BinlogOffset:

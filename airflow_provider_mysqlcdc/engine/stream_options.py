@@ -9,7 +9,6 @@ wrong with a value and what to set.
 from __future__ import annotations
 
 import ast
-import enum
 import math
 import time
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import parse_file_position
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 
@@ -33,26 +32,6 @@ class BatchLimits:
         for name in ("max_events", "max_seconds", "max_bytes"):
             if not getattr(self, name) > 0:
                 raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
-
-
-class StartupMode(str, enum.Enum):
-    """Where a new stream starts (Flink CDC's ``scan.startup.mode``)."""
-
-    INITIAL = "initial"  # from the snapshot's high watermarks
-    SNAPSHOT = "snapshot"  # no stream at all
-    LATEST = "latest-offset"
-    EARLIEST = "earliest-offset"
-    SPECIFIC = "specific-offset"
-    TIMESTAMP = "timestamp"
-
-    @classmethod
-    def parse(cls, value: Any) -> StartupMode:
-        try:
-            return cls(value)
-        except ValueError:
-            raise InvalidOptionError(
-                f"startup_mode must be one of {[m.value for m in cls]}, not {value!r}"
-            ) from None
 
 
 def _optional_seconds(value: Any, name: str) -> float | None:

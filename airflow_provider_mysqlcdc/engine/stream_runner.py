@@ -17,10 +17,10 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.startup import parse_file_position, start_offset
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
 from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
-from airflow_provider_mysqlcdc.engine.stream_options import StartupMode, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
@@ -118,7 +118,7 @@ class StreamRunner:
             return Checkpoint(0, min(offsets), {t: s.schema for t, s in starts.items() if s is not None},
                               {t: s.chunks for t, s in starts.items() if s is not None})
         server = ServerInfo.read(control)
-        offset = start_offset(options.startup_mode.value, control, server, self.config, self.server_id,
+        offset = start_offset(options.startup_mode, control, server, self.config, self.server_id,
                               options.startup_offset, options.startup_timestamp)
         return Checkpoint(0, offset, {t: load_table_schema(control, t) for t in options.tables})
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StartupMode, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 
 
 class MySqlBinlogStreamOperator(BaseOperator):

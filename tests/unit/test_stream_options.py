@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StartupMode, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
