@@ -44,6 +44,10 @@ class SnapshotStateError(MySqlCdcError):
     missing, incomplete or inconsistent for the step asked, e.g. written by another version."""
 
 
+class LakeLeaseError(MySqlCdcError):
+    """Another stream holds the lake's lease (one writer per lake), or this one lost it to another."""
+
+
 class SnapshotJobError(MySqlCdcError):
     """A Spark snapshot job ended without committing its batch to the lake."""
 

@@ -32,6 +32,7 @@ with DAG(
     dag_id="mysql_cdc_example",
     schedule=None,
     catchup=False,
+    max_active_runs=1,  # one stream writes a lake at a time (a second one fails on the lake's lease)
     render_template_as_native_obj=True,
     params={
         "mysql_conn_id": Param("mysql_cdc_default", type="string"),

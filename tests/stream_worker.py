@@ -22,7 +22,9 @@ def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
     checkpoint = StreamStore(base_uri).read_checkpoint()
     if checkpoint is None:
         raise SystemExit(f"no stream checkpoint in {base_uri}: the test commits the first one")
-    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=40), poll_interval=0.05)
+    # one writer name for all the workers, so that each restart takes over the killed one's lease
+    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=40), poll_interval=0.05,
+                            writer="crash-test stream worker")
     runner, control = StreamRunner(options, config), config.connect()
     try:
         checkpoint, progress = runner.open(control), StreamProgress.start()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -82,12 +84,18 @@ class StreamOptions:
     limits: BatchLimits = field(default_factory=BatchLimits)
     poll_interval: float = 1.0
     defer_after_idle_seconds: float = 60.0
+    writer: str = field(default_factory=lambda: f"{socket.gethostname()} pid {os.getpid()}")
+    """Who holds the lake's lease: a name that stays the same across retries of one task."""
+    lease_seconds: float = 120.0
+    """How long the lease outlives a writer that stops renewing it (a crash): then another may take over."""
 
     def __post_init__(self) -> None:
         if not self.base_uri:
             raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
         if self.stop_at_offset:
             parse_file_position(self.stop_at_offset, "stop_at_offset")  # a bad value fails before any work
+        if not self.lease_seconds > 0:
+            raise InvalidOptionError(f"lease_seconds must be > 0, not {self.lease_seconds!r}")
         if not self.poll_interval > 0:
             raise InvalidOptionError(f"poll_interval must be > 0, not {self.poll_interval!r}")
 
@@ -96,6 +104,7 @@ class StreamOptions:
         cls, *, base_uri: Any, tables: Any, startup_mode: Any, startup_offset: Any, startup_timestamp: Any,
         stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
+        writer: str,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = _optional_seconds(defer_after_idle_seconds, "defer_after_idle_seconds")
@@ -113,6 +122,7 @@ class StreamOptions:
                                _number(max_batch_bytes, "max_batch_bytes", int)),
             poll_interval=_number(poll_interval, "poll_interval", float),
             defer_after_idle_seconds=0.0 if defer_after is None else defer_after,
+            writer=writer,
         )
 
 

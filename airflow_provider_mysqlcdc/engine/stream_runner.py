@@ -22,7 +22,9 @@ from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconci
 from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
@@ -36,12 +38,14 @@ class StreamRunner:
     def __init__(self, options: StreamOptions, config: ConnectionConfig) -> None:
         self.options = options
         self.config = config
-        self.store = StreamStore(options.base_uri)
+        self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
+        self.store = StreamStore(options.base_uri, fence=self.lease.check)
         # chunk readers take server ids from the start of the range, the stream the last one
         self.server_id = config.server_id.allocate(len(config.server_id) - 1)
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
+        self.lease.acquire()  # before anything is written or discarded
         checkpoint = self.store.read_checkpoint()
         if checkpoint is not None and (stale := self.store.discard_uncommitted(checkpoint)):
             _log.info("discarded %d change files of an interrupted run past batch %d", stale, checkpoint.seq)
@@ -66,9 +70,11 @@ class StreamRunner:
             stopped = self.stop_reason(progress, checkpoint.offset)
             if stopped:
                 _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
+                self.lease.release()
                 return stopped
             if may_wait and time.time() - progress.idle_since >= self.options.defer_after_idle_seconds:
                 return None
+            self.lease.check()  # renews the lease while idle
             time.sleep(self.options.poll_interval)
 
     def catch_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
@@ -97,14 +103,17 @@ class StreamRunner:
             return f"idle for {idle:g} s"
         return None
 
-    def wake_at(self, progress: StreamProgress) -> float:
-        """When a wait must end at the latest, so that the stop conditions are checked in time."""
+    def wait_until(self, progress: StreamProgress) -> float:
+        """When a wait elsewhere must end at the latest, so that the stop conditions are checked in
+        time; the lease is held until then."""
         deadlines = [time.time() + DEFAULT_WAKE_SECONDS]
         if self.options.stop_after_idle_seconds is not None:
             deadlines.append(progress.idle_since + self.options.stop_after_idle_seconds)
         if self.options.max_duration_seconds is not None:
             deadlines.append(progress.started + self.options.max_duration_seconds)
-        return min(deadlines)
+        wake_at = min(deadlines)
+        self.lease.check(until=wake_at + self.options.lease_seconds)
+        return wake_at
 
     @staticmethod
     def summary(progress: StreamProgress, checkpoint: Checkpoint, stopped: str) -> dict[str, Any]:

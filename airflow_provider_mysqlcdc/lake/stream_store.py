@@ -14,6 +14,7 @@ replacing any file the killed run left, so nothing is lost or doubled.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,9 +86,13 @@ class Checkpoint:
 
 
 class StreamStore:
-    def __init__(self, base_uri: str) -> None:
+    """The stream's files under ``base_uri``; a writer passes its lease's check as ``fence``, which
+    every commit calls right before the checkpoint that makes the batch visible."""
+
+    def __init__(self, base_uri: str, fence: Callable[[], None] | None = None) -> None:
         self.base_uri = base_uri
         self.lake = Lake.at(base_uri)
+        self.fence = fence
 
     @property
     def checkpoint_path(self) -> str:
@@ -110,6 +115,8 @@ class StreamStore:
             for part, rows in enumerate(parts):
                 pq.write_table(rows, self.changes_file(table, checkpoint.seq, part), filesystem=self.lake.fs,
                                compression="snappy")
+        if self.fence is not None:
+            self.fence()
         checkpoint.updated_at = dt.datetime.now(dt.timezone.utc).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
 

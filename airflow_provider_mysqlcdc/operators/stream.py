@@ -3,6 +3,7 @@ while there are none, and stop when the configured condition says so."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,20 +92,28 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.deferrable = deferrable
 
     def execute(self, context: Any) -> dict[str, Any] | None:
-        options = self._options()
+        options = self._options(context)
         if options.startup_mode is StartupMode.SNAPSHOT:
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
         return self._stream(options, StreamProgress.start())
+
+    @staticmethod
+    def _writer(context: Any) -> str:
+        """The lake lease's holder: the same for every try and resume of this task in this DAG run."""
+        ti = context.get("ti") if context else None
+        if ti is None:
+            return f"stream outside a DAG run, pid {os.getpid()}"
+        return f"{ti.dag_id}.{ti.task_id} in run {ti.run_id}"
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.exceptions import error_from_event
 
         if event.get("reason") == "error":
             raise error_from_event(event)
-        return self._stream(self._options(), StreamProgress.from_dict(event))
+        return self._stream(self._options(context), StreamProgress.from_dict(event))
 
-    def _options(self) -> StreamOptions:
+    def _options(self, context: Any) -> StreamOptions:
         return StreamOptions.from_values(
             base_uri=self.base_uri, tables=self.tables, startup_mode=self.startup_mode,
             startup_offset=self.startup_offset, startup_timestamp=self.startup_timestamp,
@@ -112,6 +121,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             stop_at_offset=self.stop_at_offset, max_batch_events=self.max_batch_events,
             max_batch_seconds=self.max_batch_seconds, max_batch_bytes=self.max_batch_bytes,
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
+            writer=self._writer(context),
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress) -> dict[str, Any] | None:
@@ -133,7 +143,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             return runner.summary(progress, checkpoint, stopped)
         progress.deferrals += 1
         self.defer(
-            trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wake_at(progress),
+            trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),
                                        options.poll_interval, progress.to_dict()),
             method_name="execute_complete",
         )

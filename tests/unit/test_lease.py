@@ -1,0 +1,56 @@
+"""The lake's stream lease: one holder at a time, takeover after expiry with a new token, fencing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.lake.lease import StreamLease
+from airflow_provider_mysqlcdc.lake.storage import Lake
+
+
+def test_one_holder_at_a_time_and_the_same_holder_again(tmp_path) -> None:
+    lake = Lake.at(str(tmp_path))
+    first = StreamLease(lake, "dag.stream in run 1", 60)
+    first.acquire()
+    with pytest.raises(LakeLeaseError, match="held by 'dag.stream in run 1'.*Set max_active_runs=1"):
+        StreamLease(lake, "dag.stream in run 2", 60).acquire()
+    retry = StreamLease(lake, "dag.stream in run 1", 60)  # a retry or resume of the same task
+    retry.acquire()
+    assert retry.token == first.token == 1
+
+
+def test_takeover_after_expiry_fences_the_stalled_holder(tmp_path) -> None:
+    lake = Lake.at(str(tmp_path))
+    stalled = StreamLease(lake, "a", 0.2)
+    stalled.acquire()
+    time.sleep(0.3)
+    taker = StreamLease(lake, "b", 60)
+    taker.acquire()
+    assert taker.token == 2
+    with pytest.raises(LakeLeaseError, match="'a' lost its lease .*now held by 'b' \\(token 2"):
+        stalled.check()
+    taker.check()
+
+
+def test_release_lets_the_next_writer_in_and_renewal_keeps_the_lease(tmp_path) -> None:
+    lake = Lake.at(str(tmp_path))
+    holder = StreamLease(lake, "a", 0.4)
+    holder.acquire()
+    for _ in range(4):  # renewed at each check once half of it is gone: never expires while checked
+        time.sleep(0.15)
+        holder.check()
+    with pytest.raises(LakeLeaseError):
+        StreamLease(lake, "b", 60).acquire()
+    holder.check(until=time.time() + 60)  # held through a wait elsewhere
+    holder.release()
+    StreamLease(lake, "b", 60).acquire()
+    with pytest.raises(LakeLeaseError, match="lost its lease"):
+        holder.check()
+
+
+def test_a_holder_that_never_acquired_cannot_commit(tmp_path) -> None:
+    with pytest.raises(LakeLeaseError, match="lost its lease .* held by nobody"):
+        StreamLease(Lake.at(str(tmp_path)), "a", 60).check()
