@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
-from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
@@ -27,13 +27,14 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 TRANSACTION_ROWS = 10_000
-ROW_EVENT_OPS = frozenset({INSERT, UPDATE_AFTER, DELETE})  # one per row event: an update's -U/+U count once
+# one per row event: an update's -U/+U count once
+ROW_EVENT_KINDS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.DELETE})
 
 
 def reader_iteration(config: ConnectionConfig, start: BinlogOffset, schema: TableSchema, decode_rows: bool) -> int:
     reader = BinlogReader(config.replication_settings(), 5562, config.server_id, {schema.id: schema}, start,
                           reload_schema=lambda t: schema, decode_rows=decode_rows)
-    return sum(1 for item in reader if isinstance(item, ChangeRecord) and item.op in ROW_EVENT_OPS)
+    return sum(1 for item in reader if isinstance(item, ChangeRecord) and item.op in ROW_EVENT_KINDS)
 
 
 def timed(run: Callable[[], int]) -> tuple[int, float]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.row_decoder import RowDecoders
@@ -37,6 +37,10 @@ from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfig
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
+# the kinds of a rows event's images, row by row: an update row has its before and after image
+_UPDATE_KINDS = (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER)
+_INSERT_KINDS = (ChangeKind.INSERT,)
+_DELETE_KINDS = (ChangeKind.DELETE,)
 
 
 @dataclass(frozen=True)
@@ -247,12 +251,12 @@ class BinlogReader:
             yield self._follow_schema(table, names, base)
         images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
         if isinstance(event, UpdateRowsEvent):
-            ops: tuple[str, ...] = (UPDATE_BEFORE, UPDATE_AFTER)
+            ops: tuple[ChangeKind, ...] = _UPDATE_KINDS
             keys: tuple[tuple[str, str], ...] = (
                 ("before_values", "before_none_sources"), ("after_values", "after_none_sources")
             )
         else:
-            ops = (INSERT,) if isinstance(event, WriteRowsEvent) else (DELETE,)
+            ops = _INSERT_KINDS if isinstance(event, WriteRowsEvent) else _DELETE_KINDS
             keys = (("values", "none_sources"),)
         if images is None:
             convert = self._converters[table]

@@ -7,17 +7,46 @@ consumer that only keeps the last record per key gets deletes and key changes ri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 
-INSERT = "+I"
-UPDATE_BEFORE = "-U"
-UPDATE_AFTER = "+U"
-DELETE = "-D"
-# ops whose values are the row as it is afterwards; the other two remove the row they carry
-UPSERT_OPS = frozenset({INSERT, UPDATE_AFTER})
+
+class ChangeKind(str, Enum):
+    """The kind of a changelog row, Flink's ``RowKind``; the value is its short string, which the lake
+    stores in ``_op``.
+
+    A member is a ``str`` equal to its value (``ChangeKind.INSERT == "+I"``, ``str()`` and f-strings
+    give the value), so Arrow and Parquet store the same bytes as for the plain string, and ``_op``
+    values read back from the lake compare equal to the members.
+    """
+
+    INSERT = "+I"
+    UPDATE_BEFORE = "-U"
+    UPDATE_AFTER = "+U"
+    DELETE = "-D"
+
+    is_retraction: bool
+    """Whether the record removes the row it carries (``-U``, ``-D``) rather than being the row as it
+    is afterwards (``+I``, ``+U``): a key whose last record is a retraction is not in the table."""
+
+    def __init__(self, value: str) -> None:
+        # a plain attribute of each member, as cheap to read in a loop as a module constant
+        self.is_retraction = value.startswith("-")
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
+
+    @classmethod
+    def accumulations(cls) -> tuple[ChangeKind, ...]:
+        """The kinds that are the row as it is afterwards (``+I``, ``+U``), in declaration order: a key
+        whose last record has one of these is present, with that record's values."""
+        return tuple(kind for kind in cls if not kind.is_retraction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +54,7 @@ class ChangeRecord:
     """One row image. ``offset`` is where to resume *after* this record, which is also its position
     in the changelog's total order; ``values`` are canonical (``types``) in the table's column order."""
 
-    op: str
+    op: ChangeKind
     table: TableId
     values: tuple[Any, ...]
     offset: BinlogOffset

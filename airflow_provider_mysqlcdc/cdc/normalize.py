@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_mysqlcdc.cdc.changes import UPSERT_OPS, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 
 Row = tuple[Any, ...]
@@ -45,10 +45,10 @@ def apply_changes(
     for change in changes:
         key = row_key(change.values)
         touched.add(key)
-        if change.op in UPSERT_OPS:
-            state[key] = change.values
-        else:
+        if change.op.is_retraction:
             state.pop(key, None)
+        else:
+            state[key] = change.values
     return touched
 
 

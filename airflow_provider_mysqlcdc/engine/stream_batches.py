@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.changes import UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
@@ -107,6 +107,7 @@ def stream_batches(
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
+    update_before = ChangeKind.UPDATE_BEFORE
     for item in reader:
         if isinstance(item, ChangeRecord):
             events += 1
@@ -114,7 +115,7 @@ def stream_batches(
                 uncommitted.add(schemas[item.table], item)
                 last_ts = item.ts_ms
             # a transaction too big for one batch is cut after a whole row (never between -U and +U)
-            if item.op != UPDATE_BEFORE and uncommitted.over(limits):
+            if item.op is not update_before and uncommitted.over(limits):
                 committed.absorb(uncommitted)
                 uncommitted = _Pending()
                 yield _commit(store, checkpoint, committed, item.offset, schemas, events, last_ts)

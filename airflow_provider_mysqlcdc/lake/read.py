@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
@@ -77,6 +78,6 @@ def read_table(base_uri: str, table: str) -> pa.Table:
     changes = changes.append_column("__order", pa.array(range(changes.num_rows), pa.int64()))
     last = changes.group_by(list(schema.row_key)).aggregate([("__order", "max")])
     latest = changes.take(last.column("__order_max")).sort_by("__order")
-    present = latest.filter(pc.is_in(latest.column("_op"), pa.array(["+I", "+U"])))
+    present = latest.filter(pc.is_in(latest.column("_op"), pa.array(ChangeKind.accumulations(), pa.string())))
     return present.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
 

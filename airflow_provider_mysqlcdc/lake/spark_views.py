@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.read import committed_table
@@ -49,7 +50,7 @@ def register_views(spark: Any, base_uri: str, tables: Sequence[str]) -> dict[str
         )
         current = (
             changes.withColumn("__rank", F.row_number().over(latest_first))
-            .where((F.col("__rank") == 1) & F.col("_op").isin("+I", "+U"))
+            .where((F.col("__rank") == 1) & F.col("_op").isin(*[k.value for k in ChangeKind.accumulations()]))
             .select(*[F.col(f"`{c}`") for c in schema.column_names])
         )
         current.createOrReplaceTempView(view)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
@@ -54,7 +54,8 @@ def test_ops_values_offsets_and_commits(admin, cdc_conn, config, database) -> No
     items = list(reader(config, cdc_conn, [TableId(database, "r1")], start))
     records = [i for i in items if isinstance(i, ChangeRecord)]
     assert [(r.op, r.values) for r in records] == [
-        ("+I", (1, "a")), ("+I", (2, "b")), ("-U", (1, "a")), ("+U", (1, "c")), ("-D", (2, "b"))
+        (ChangeKind.INSERT, (1, "a")), (ChangeKind.INSERT, (2, "b")),
+        (ChangeKind.UPDATE_BEFORE, (1, "a")), (ChangeKind.UPDATE_AFTER, (1, "c")), (ChangeKind.DELETE, (2, "b"))
     ]
     assert all(r.table == TableId(database, "r1") and r.ts_ms > 0 for r in records)
     offsets = [r.offset for r in records]
@@ -92,7 +93,8 @@ def test_restart_from_any_record_neither_loses_nor_repeats(admin, cdc_conn, conf
     for k in (0, 5, 29, 30, 31, 49, 52, 55):
         resumed = [i for i in reader(config, cdc_conn, tables, full[k].offset) if isinstance(i, ChangeRecord)]
         expected = full[k + 1:]
-        if full[k].op == "-U":  # a resume after a before image continues after its row, like the after image
+        # a resume after a before image continues after its row, like the after image
+        if full[k].op is ChangeKind.UPDATE_BEFORE:
             expected = full[k + 2:]
         assert [(r.op, r.values) for r in resumed] == [(r.op, r.values) for r in expected], k
 

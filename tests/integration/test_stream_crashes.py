@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
@@ -74,7 +75,8 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
                      strict=True))
     assert len(order) == len(set(order)), "a change was written twice"
-    assert sum(op == "-U" for op in changes.column("_op").to_pylist()) > 2000  # the bulk updates were captured
+    updates = sum(op == ChangeKind.UPDATE_BEFORE for op in changes.column("_op").to_pylist())
+    assert updates > 2000  # the bulk updates were captured
     # the transactions larger than a batch were committed in parts: one transaction, several files
     files_of_transaction: dict[tuple[int, int], set[str]] = {}
     for path in store.committed_change_files(table, store.read_checkpoint()):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
@@ -41,7 +42,7 @@ def stream(base_uri: str, table: str, **kwargs: Any) -> Any:
 def inserted_ids(base_uri: str, table: str) -> list[int]:
     changes = read_changes(base_uri, table)
     return [i for i, op in zip(changes.column("id").to_pylist(), changes.column("_op").to_pylist(), strict=True)
-            if op == "+I"]
+            if op == ChangeKind.INSERT]
 
 
 def test_startup_modes(admin, cdc_conn, database, tmp_path) -> None:

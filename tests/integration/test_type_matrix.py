@@ -16,7 +16,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
-from airflow_provider_mysqlcdc.cdc.changes import INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -169,9 +169,10 @@ def read_binlog(captured: dict[str, Any], decoder: str) -> dict[str, list[Any]]:
     reader = BinlogReader(captured["settings"], server_id, ServerIdRange(server_id, server_id), {schema.id: schema},
                           captured["start"], reload_schema=lambda t: schema, decode_rows=decoder == "row_decoder")
     records = [r for r in reader if isinstance(r, ChangeRecord)]
-    before = [r.values for r in records if r.op == UPDATE_BEFORE]
-    after = [r.values for r in records if r.op == UPDATE_AFTER]
-    return {"inserted": [r.values for r in records if r.op == INSERT], "updates": list(zip(before, after, strict=True))}
+    before = [r.values for r in records if r.op is ChangeKind.UPDATE_BEFORE]
+    after = [r.values for r in records if r.op is ChangeKind.UPDATE_AFTER]
+    inserted = [r.values for r in records if r.op is ChangeKind.INSERT]
+    return {"inserted": inserted, "updates": list(zip(before, after, strict=True))}
 
 
 @pytest.fixture(scope="module", params=DECODERS)

@@ -15,7 +15,7 @@ from typing import Any, cast
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -42,20 +42,30 @@ def off(file: int, pos: int, events: int = 0, rows: int = 0) -> BinlogOffset:
     return BinlogOffset(f"mysql-bin.{file:06d}", pos, events_to_skip=events, rows_to_skip=rows)
 
 
-def transaction(file: int, pos: int, *changes: tuple[str, tuple[Any, ...]], ts_ms: int = 1_000) -> list[ChangeRecord]:
+def transaction(
+    file: int, pos: int, *changes: tuple[ChangeKind, tuple[Any, ...]], ts_ms: int = 1_000
+) -> list[ChangeRecord]:
     """The records of one transaction starting at ``file:pos``, one row event per change, as the binlog
     reader numbers them (an update is a ``-U`` and a ``+U`` of the same row)."""
     records: list[ChangeRecord] = []
     event = 0
     for op, values in changes:
         records.append(ChangeRecord(op, ORDERS, values, off(file, pos, event, 1), ts_ms))
-        if op != UPDATE_BEFORE:
+        if op is not ChangeKind.UPDATE_BEFORE:
             event += 1
     return records
 
 
-def update(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
-    return [(UPDATE_BEFORE, before), (UPDATE_AFTER, after)]
+def insert(values: tuple[Any, ...]) -> tuple[ChangeKind, tuple[Any, ...]]:
+    return ChangeKind.INSERT, values
+
+
+def update(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[tuple[ChangeKind, tuple[Any, ...]]]:
+    return [(ChangeKind.UPDATE_BEFORE, before), (ChangeKind.UPDATE_AFTER, after)]
+
+
+def delete(values: tuple[Any, ...]) -> tuple[ChangeKind, tuple[Any, ...]]:
+    return ChangeKind.DELETE, values
 
 
 # -- building a lake -----------------------------------------------------------------------------
@@ -164,7 +174,7 @@ def test_read_table_keeps_the_last_change_per_key(lake: Lakes) -> None:
     plan = lake.plan(TWO_CHUNKS, chunks_per_batch=2)
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1), (2, "b", 2)], 1: [(10, "j", 10)]}, off(1, 500))
     lake.commit_stream(1, off(1, 900),
-                       (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 5)), (INSERT, (4, "d", 4)))),
+                       (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 5)), insert((4, "d", 4)))),
                        (SCHEMA, transaction(1, 700, *update((1, "a", 5), (1, "A", 6)))))
     twice = [*update((4, "d", 4), (4, "D", 40)), *update((4, "D", 40), (4, "DD", 41))]
     lake.commit_stream(2, off(1, 1200), (SCHEMA, transaction(1, 900, *twice)))
@@ -178,10 +188,10 @@ def test_read_table_drops_a_key_whose_last_change_is_a_delete(lake: Lakes) -> No
     plan = lake.plan(TWO_CHUNKS, chunks_per_batch=2)
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1), (2, "b", 2)], 1: [(10, "j", 10)]}, off(1, 500))
     lake.commit_stream(1, off(1, 900),
-                       (SCHEMA, transaction(1, 600, (DELETE, (2, "b", 2)), (INSERT, (5, "e", 5)))),
-                       (SCHEMA, transaction(1, 700, (DELETE, (5, "e", 5)), (INSERT, (6, "f", 6)))),
-                       (SCHEMA, transaction(1, 800, (DELETE, (6, "f", 6)), (INSERT, (6, "F", 60)))))
-    lake.commit_stream(2, off(2, 300), (SCHEMA, transaction(2, 4, (DELETE, (10, "j", 10)))))
+                       (SCHEMA, transaction(1, 600, delete((2, "b", 2)), insert((5, "e", 5)))),
+                       (SCHEMA, transaction(1, 700, delete((5, "e", 5)), insert((6, "f", 6)))),
+                       (SCHEMA, transaction(1, 800, delete((6, "f", 6)), insert((6, "F", 60)))))
+    lake.commit_stream(2, off(2, 300), (SCHEMA, transaction(2, 4, delete((10, "j", 10)))))
 
     table = read_table(lake.base_uri, "shop.orders")
     # 2 (snapshot row, then deleted), 5 (inserted, then deleted) and 10 (deleted in a later batch) are
@@ -196,7 +206,7 @@ def test_update_before_images_never_survive(lake: Lakes) -> None:
     updates = [*update((3, "c", 3), (30, "c", 3)), *update((1, "a", 1), (1, "a", 2))]
     lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, *updates)))
     changes = read_changes(lake.base_uri, "shop.orders")
-    assert changes.column("_op").to_pylist().count(UPDATE_BEFORE) == 2
+    assert changes.column("_op").to_pylist().count(ChangeKind.UPDATE_BEFORE) == 2
 
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 2), (30, "c", 3)]
 
@@ -205,9 +215,9 @@ def test_composite_primary_key_dedups_on_every_key_column(lake: Lakes) -> None:
     lines = TableSchema(TableId("shop", "lines"), (ID, QTY, NAME), ("id", "qty"))
     plan = lake.plan([Chunk(lines.id, 0, None, None)], schema=lines)
     lake.snapshot(plan, plan.batches[0], {0: [(1, 1, "x"), (1, 2, "y"), (2, 1, "z")]}, off(1, 500))
-    records = [ChangeRecord(UPDATE_BEFORE, lines.id, (1, 2, "y"), off(1, 600, 0, 1), 1),
-               ChangeRecord(UPDATE_AFTER, lines.id, (1, 2, "Y"), off(1, 600, 0, 1), 1),
-               ChangeRecord(DELETE, lines.id, (2, 1, "z"), off(1, 600, 1, 1), 1)]
+    records = [ChangeRecord(ChangeKind.UPDATE_BEFORE, lines.id, (1, 2, "y"), off(1, 600, 0, 1), 1),
+               ChangeRecord(ChangeKind.UPDATE_AFTER, lines.id, (1, 2, "Y"), off(1, 600, 0, 1), 1),
+               ChangeRecord(ChangeKind.DELETE, lines.id, (2, 1, "z"), off(1, 600, 1, 1), 1)]
     lake.commit_stream(1, off(1, 900), (lines, records), schema=lines)
 
     assert rows_of(read_table(lake.base_uri, "shop.lines")) == [(1, 1, "x"), (1, 2, "Y")]
@@ -221,15 +231,27 @@ def test_an_empty_committed_snapshot_reads_as_an_empty_table(lake: Lakes) -> Non
     assert table.num_rows == 0 and table.column_names == ["id", "name", "qty"]
 
 
+def test_op_holds_flinks_short_strings_and_only_retractions_remove_a_row() -> None:
+    # the stored format: _op is a plain string column with Flink's RowKind short strings
+    records = transaction(1, 600, insert((2, "b", 2)), *update((2, "b", 2), (2, "B", 2)), delete((1, "a", 1)))
+    ops = changes_table(records, SCHEMA).column("_op")
+    assert ops.type == pa.string() and ops.to_pylist() == ["+I", "-U", "+U", "-D"]
+    assert all(type(op) is str for op in ops.to_pylist())
+    assert [ChangeKind(op) for op in ops.to_pylist()] == [r.op for r in records]
+    assert [k for k in ChangeKind if k.is_retraction] == [ChangeKind.UPDATE_BEFORE, ChangeKind.DELETE]
+    assert ChangeKind.accumulations() == (ChangeKind.INSERT, ChangeKind.UPDATE_AFTER)
+    assert f"{ChangeKind.DELETE}" == str(ChangeKind.DELETE) == ChangeKind.DELETE.value == "-D"
+
+
 # -- the changelog's order -------------------------------------------------------------------------
 
 
 def test_row_seq_orders_the_rows_of_a_transaction() -> None:
-    records = transaction(3, 100, (INSERT, (1, "a", 1)), *update((1, "a", 1), (1, "b", 1)), (DELETE, (1, "b", 1)))
+    records = transaction(3, 100, insert((1, "a", 1)), *update((1, "a", 1), (1, "b", 1)), delete((1, "b", 1)))
     # a second row of one event, and an event with a high index: rows never overflow into events
-    records.insert(1, ChangeRecord(INSERT, ORDERS, (2, "x", 2), off(3, 100, 0, 2), 1))
-    records.append(ChangeRecord(INSERT, ORDERS, (3, "y", 3), off(3, 100, 7, 1), 1))
-    records.insert(-1, ChangeRecord(INSERT, ORDERS, (4, "z", 4), off(3, 100, 2, 1_000_000), 1))
+    records.insert(1, ChangeRecord(ChangeKind.INSERT, ORDERS, (2, "x", 2), off(3, 100, 0, 2), 1))
+    records.append(ChangeRecord(ChangeKind.INSERT, ORDERS, (3, "y", 3), off(3, 100, 7, 1), 1))
+    records.insert(-1, ChangeRecord(ChangeKind.INSERT, ORDERS, (4, "z", 4), off(3, 100, 2, 1_000_000), 1))
     table = changes_table(records, SCHEMA)
 
     seqs = table.column("_row_seq").to_pylist()
@@ -248,17 +270,17 @@ def test_changelog_is_ordered_across_snapshot_batches_stream_files_and_binlog_ro
     # (the emit filter would not emit it; it is here to show where it sorts)
     lake.commit_stream(1, off(10, 200), (SCHEMA, transaction(9, 6_000, *update((10, "j", 10), (10, "J", 11)))),
                        (SCHEMA, transaction(10, 150, *update((1, "x", 0), (1, "a", 1)))))
-    lake.commit_stream(2, off(10, 900), (SCHEMA, transaction(10, 400, (DELETE, (1, "a", 1)), (INSERT, (2, "b", 2)))))
+    lake.commit_stream(2, off(10, 900), (SCHEMA, transaction(10, 400, delete((1, "a", 1)), insert((2, "b", 2)))))
 
     changes = read_changes(lake.base_uri, "shop.orders")
     order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_op", "id")),
                      strict=True))
     assert order == [
-        (9, 5_000, INSERT, 10),  # batch 1's snapshot
-        (9, 6_000, UPDATE_BEFORE, 10), (9, 6_000, UPDATE_AFTER, 10),
-        (10, 150, UPDATE_BEFORE, 1), (10, 150, UPDATE_AFTER, 1),
-        (10, 300, INSERT, 1),  # batch 0's snapshot, after the change it contains
-        (10, 400, DELETE, 1), (10, 400, INSERT, 2),
+        (9, 5_000, ChangeKind.INSERT, 10),  # batch 1's snapshot
+        (9, 6_000, ChangeKind.UPDATE_BEFORE, 10), (9, 6_000, ChangeKind.UPDATE_AFTER, 10),
+        (10, 150, ChangeKind.UPDATE_BEFORE, 1), (10, 150, ChangeKind.UPDATE_AFTER, 1),
+        (10, 300, ChangeKind.INSERT, 1),  # batch 0's snapshot, after the change it contains
+        (10, 400, ChangeKind.DELETE, 1), (10, 400, ChangeKind.INSERT, 2),
     ]
     keys = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
                     strict=True))
@@ -271,15 +293,16 @@ def test_read_changes_puts_current_columns_then_dropped_columns_then_metadata(la
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
     # ALTER TABLE orders DROP COLUMN qty, ADD COLUMN note ... AFTER id
     altered = TableSchema(ORDERS, (ID, NOTE, NAME), ("id",))
-    records = [ChangeRecord(INSERT, ORDERS, (2, "new", "b"), off(1, 700, 0, 1), 5)]
+    records = [ChangeRecord(ChangeKind.INSERT, ORDERS, (2, "new", "b"), off(1, 700, 0, 1), 5)]
     lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 2)))),
                        (altered, records), schema=altered)
 
     changes = read_changes(lake.base_uri, "shop.orders")
     assert changes.column_names == ["id", "note", "name", "qty", *META]
     assert rows_of(changes.select(["id", "note", "name", "qty", "_op"])) == [
-        (1, None, "a", 1, INSERT), (1, None, "a", 1, UPDATE_BEFORE), (1, None, "a", 2, UPDATE_AFTER),
-        (2, "new", "b", None, INSERT),
+        (1, None, "a", 1, ChangeKind.INSERT),
+        (1, None, "a", 1, ChangeKind.UPDATE_BEFORE), (1, None, "a", 2, ChangeKind.UPDATE_AFTER),
+        (2, "new", "b", None, ChangeKind.INSERT),
     ]
     table = read_table(lake.base_uri, "shop.orders")
     assert table.column_names == ["id", "note", "name"]
@@ -348,9 +371,9 @@ def test_commit_keeps_its_attempt_and_removes_only_the_other_attempts_of_its_bat
 def test_change_files_beyond_the_checkpoint_are_not_read(lake: Lakes) -> None:
     plan = lake.plan([Chunk(ORDERS, 0, None, None)])
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
-    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, (INSERT, (2, "b", 2)))))
-    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, (INSERT, (3, "leftover", 3)),
-                                                            (DELETE, (1, "a", 1)))))
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
+    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "leftover", 3)),
+                                                            delete((1, "a", 1)))))
 
     checkpoint = lake.stream.read_checkpoint()
     assert checkpoint is not None and checkpoint.seq == 1 and checkpoint.offset == off(1, 700)
@@ -362,14 +385,14 @@ def test_change_files_beyond_the_checkpoint_are_not_read(lake: Lakes) -> None:
 def test_a_recommit_of_the_same_seq_replaces_the_killed_runs_file(lake: Lakes) -> None:
     plan = lake.plan([Chunk(ORDERS, 0, None, None)])
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
-    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, (INSERT, (2, "b", 2)))))
-    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, (INSERT, (3, "c", 3)), (INSERT, (4, "d", 4)))))
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
+    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "c", 3)), insert((4, "d", 4)))))
     # the restarted run reads from seq 1's offset and commits a smaller batch 2, then batch 3
-    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, (INSERT, (3, "c", 3)))))
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))))
     assert read_changes(lake.base_uri, "shop.orders").column("id").to_pylist() == [1, 2, 3]
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
 
-    lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, (INSERT, (4, "d", 4)))))
+    lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((4, "d", 4)))))
     changes = read_changes(lake.base_uri, "shop.orders")
     assert changes.column("id").to_pylist() == [1, 2, 3, 4]  # nothing doubled
 
@@ -377,18 +400,17 @@ def test_a_recommit_of_the_same_seq_replaces_the_killed_runs_file(lake: Lakes) -
 def test_a_recommit_with_fewer_parts_leaves_no_leftover_of_the_killed_run(lake: Lakes) -> None:
     plan = lake.plan([Chunk(ORDERS, 0, None, None)])
     lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
-    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, (INSERT, (2, "b", 2)))))
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
     # the killed run's batch 2 went past an ALTER TABLE: two parts, one per schema
     altered = TableSchema(ORDERS, (ID, NAME), ("id",))
-    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, (INSERT, (3, "c", 3)))),
-                       (altered, [ChangeRecord(INSERT, ORDERS, (4, "d"), off(1, 800, 0, 1), 1)]))
+    after_alter = [ChangeRecord(ChangeKind.INSERT, ORDERS, (4, "d"), off(1, 800, 0, 1), 1)]
+    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))), (altered, after_alter))
     # the restarted run (which first discards what the killed run left past the checkpoint) cuts batch 2
     # before the ALTER: its batches close on time as well as size
     checkpoint = lake.stream.read_checkpoint()
     assert checkpoint is not None and lake.stream.discard_uncommitted(checkpoint) == 2
-    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, (INSERT, (3, "c", 3)))))
-    lake.commit_stream(3, off(1, 900), (altered, [ChangeRecord(INSERT, ORDERS, (4, "d"), off(1, 800, 0, 1), 1)]),
-                       schema=altered)
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))))
+    lake.commit_stream(3, off(1, 900), (altered, after_alter), schema=altered)
 
     assert read_changes(lake.base_uri, "shop.orders").column("id").to_pylist() == [1, 2, 3, 4]
 
@@ -427,7 +449,7 @@ def test_a_table_with_no_committed_rows_is_a_clear_error(lake: Lakes) -> None:
     plan = lake.plan([Chunk(ORDERS, 0, None, None)])
     lake.attempt(plan, plan.batches[0], "killed", {0: [(1, "a", 1)]}, {0: off(1, 100)})
     lake.commit_stream(0, off(1, 100))
-    lake.killed_stream(1, off(1, 300), (SCHEMA, transaction(1, 200, (INSERT, (2, "b", 2)))))
+    lake.killed_stream(1, off(1, 300), (SCHEMA, transaction(1, 200, insert((2, "b", 2)))))
     for read in (read_table, read_changes):
         with pytest.raises(ValueError, match=r"no committed rows of shop\.orders"):
             read(lake.base_uri, "shop.orders")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.changes import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.normalize import normalize_chunk
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
@@ -17,7 +17,7 @@ PAIR = TableSchema(TABLE, (Column("a", "int", "int"), Column("b", "int", "int"),
                    ("a", "b"))
 
 
-def change(op: str, values: tuple[Any, ...], position: int) -> ChangeRecord:
+def change(op: ChangeKind, values: tuple[Any, ...], position: int) -> ChangeRecord:
     return ChangeRecord(op, TABLE, values, offset=position, ts_ms=0)  # type: ignore[arg-type]
 
 
@@ -36,20 +36,21 @@ def rows(t: pa.Table) -> list[tuple[Any, ...]]:
 
 def test_no_changes_in_the_chunk_returns_the_select_as_is() -> None:
     selected = table(SCHEMA, [(10, "a"), (11, "b")])
-    result = normalize_chunk(selected, [change(INSERT, (5, "x"), 1), change(DELETE, (20, "y"), 2)], SCHEMA,
-                             in_range(10, 20))
+    changes = [change(ChangeKind.INSERT, (5, "x"), 1), change(ChangeKind.DELETE, (20, "y"), 2)]
+    result = normalize_chunk(selected, changes, SCHEMA, in_range(10, 20))
     assert result.table is selected and result.changed_keys == 0
 
 
 def test_last_image_wins_and_deletes_remove() -> None:
     changes = [
-        change(UPDATE_BEFORE, (10, "a"), 1), change(UPDATE_AFTER, (10, "a2"), 1),  # seen or not by the SELECT
-        change(DELETE, (11, "b"), 2),
-        change(INSERT, (13, "d"), 3),
-        change(DELETE, (13, "d"), 4), change(INSERT, (13, "d2"), 5),  # delete then re-insert of one key
-        change(INSERT, (11, "b2"), 6),  # re-insert of a deleted key
-        change(DELETE, (14, "never there"), 7),
-        change(INSERT, (25, "outside"), 8),  # another chunk's row
+        # an update seen or not by the SELECT
+        change(ChangeKind.UPDATE_BEFORE, (10, "a"), 1), change(ChangeKind.UPDATE_AFTER, (10, "a2"), 1),
+        change(ChangeKind.DELETE, (11, "b"), 2),
+        change(ChangeKind.INSERT, (13, "d"), 3),
+        change(ChangeKind.DELETE, (13, "d"), 4), change(ChangeKind.INSERT, (13, "d2"), 5),  # deleted, re-inserted
+        change(ChangeKind.INSERT, (11, "b2"), 6),  # re-insert of a deleted key
+        change(ChangeKind.DELETE, (14, "never there"), 7),
+        change(ChangeKind.INSERT, (25, "outside"), 8),  # another chunk's row
     ]
     result = normalize_chunk(table(SCHEMA, [(10, "a"), (11, "b"), (12, "c")]), changes, SCHEMA, in_range(10, 20))
     assert rows(result.table) == [(10, "a2"), (11, "b2"), (12, "c"), (13, "d2")]
@@ -58,16 +59,17 @@ def test_last_image_wins_and_deletes_remove() -> None:
 
 def test_key_moving_out_of_and_into_the_chunk() -> None:
     changes = [
-        change(UPDATE_BEFORE, (10, "a"), 1), change(UPDATE_AFTER, (30, "a"), 1),  # leaves the chunk
-        change(UPDATE_BEFORE, (40, "z"), 2), change(UPDATE_AFTER, (15, "z"), 2),  # arrives from outside
+        # a key leaving the chunk, then one arriving from outside
+        change(ChangeKind.UPDATE_BEFORE, (10, "a"), 1), change(ChangeKind.UPDATE_AFTER, (30, "a"), 1),
+        change(ChangeKind.UPDATE_BEFORE, (40, "z"), 2), change(ChangeKind.UPDATE_AFTER, (15, "z"), 2),
     ]
     result = normalize_chunk(table(SCHEMA, [(10, "a")]), changes, SCHEMA, in_range(10, 20))
     assert rows(result.table) == [(15, "z")]
 
 
 def test_unbounded_chunk_and_composite_keys() -> None:
-    changes = [change(INSERT, (-(10**6), 1, "low"), 1), change(INSERT, (10**6, 1, "high"), 2),
-               change(DELETE, (1, 2, "b"), 3), change(UPDATE_AFTER, (1, 1, "a2"), 4)]
+    changes = [change(ChangeKind.INSERT, (-(10**6), 1, "low"), 1), change(ChangeKind.INSERT, (10**6, 1, "high"), 2),
+               change(ChangeKind.DELETE, (1, 2, "b"), 3), change(ChangeKind.UPDATE_AFTER, (1, 1, "a2"), 4)]
     result = normalize_chunk(table(PAIR, [(1, 1, "a"), (1, 2, "b"), (2, 1, "c")]), changes, PAIR,
                              in_range(None, None))
     assert rows(result.table) == [(-(10**6), 1, "low"), (1, 1, "a2"), (2, 1, "c"), (10**6, 1, "high")]
