@@ -3,16 +3,29 @@
 A binlog reader registers with the server as a replica under a server id. Two readers with the same
 id make the server drop the older one, and an id that clashes with a real replica breaks that
 replica, so every concurrent reader takes its own id from a range the user reserves for CDC.
+
+Who takes which id of the range (``len(range)`` ids, indexes ``0 .. len - 1``):
+
+- the stream takes the last id (index ``len - 1``);
+- the split task of a DAG run gives each snapshot batch it returns its own run of consecutive indexes
+  from 0 upward (:func:`assign_snapshot_readers`): as many as the batch's Spark job runs tasks at once
+  (``readers_per_batch``, at most one per chunk). Spark task ``i`` of the batch reads with index
+  ``first_reader + i`` (:func:`snapshot_server_id`).
+
+So every binlog reader of one DAG run has its own id by construction, whatever runs in parallel, and
+the split fails before any work when the range has fewer ids than that takes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 DEFAULT_SERVER_ID_RANGE = "5400-5408"
+STREAM_READERS = 1  # the stream's one binlog reader, on the range's last id
 _MAX = 2**32 - 1
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -67,3 +80,54 @@ def explain_server_id_clash(message: str, server_id: int, configured: ServerIdRa
             f"in the connection's server_id extra, one that no replica or other CDC tool uses"
         )
     return None
+
+
+def assign_snapshot_readers(
+    ids: ServerIdRange, reader_counts: Sequence[int], readers_per_batch: int, connection: str | None = None
+) -> list[int]:
+    """The first reader index of each snapshot batch of a DAG run, in the order given.
+
+    ``reader_counts[i]`` is how many binlog readers batch ``i`` runs at once (its Spark tasks:
+    ``readers_per_batch``, fewer for a batch with fewer chunks). Batch ``i`` takes the indexes
+    ``first[i] .. first[i] + reader_counts[i] - 1``: no two batches share one, and none is the
+    stream's (the last). Raises InvalidOptionError, naming the connection's ``server_id`` extra and a
+    range that fits, when the range has fewer ids than these readers and the stream need.
+    """
+    firsts, taken = [], 0
+    for count in reader_counts:
+        if count < 1:
+            raise ValueError(f"a snapshot batch runs at least one reader, not {count}")
+        firsts.append(taken)
+        taken += count
+    needed = taken + STREAM_READERS
+    if needed > len(ids):
+        start = min(ids.start, _MAX - needed + 1)
+        extra = f"the server_id extra of the connection{f' {connection!r}' if connection else ''}"
+        plural = "es" if len(reader_counts) != 1 else ""
+        raise InvalidOptionError(
+            f"{extra} gives {len(ids)} server id{'s' if len(ids) != 1 else ''} ({ids}), but this DAG run can have "
+            f"{needed} binlog readers at once, each needing its own id: {taken} for its {len(reader_counts)} "
+            f"snapshot batch{plural} (up to readers_per_batch={readers_per_batch} Spark tasks each, at most one per "
+            f"chunk) + {STREAM_READERS} for the stream. Set a range of at least {needed} ids that no replica or "
+            f"other CDC tool uses in the connection's extra, e.g. \"server_id\": \"{start}-{start + needed - 1}\", "
+            f"or lower readers_per_batch"
+        )
+    return firsts
+
+
+def snapshot_server_id(ids: ServerIdRange, first_reader: int, readers: int, index: int) -> int:
+    """The server id of Spark task ``index`` of a snapshot batch given ``first_reader`` and ``readers``
+    by :func:`assign_snapshot_readers`; refuses ids outside the batch's own or the stream's id."""
+    if not 0 <= index < readers:
+        raise InvalidOptionError(
+            f"snapshot task {index} of a batch with {readers} binlog reader(s): a batch's Spark job runs at most "
+            f"readers_per_batch tasks (set on the split task)"
+        )
+    if first_reader < 0 or first_reader + readers > len(ids) - STREAM_READERS:
+        raise InvalidOptionError(
+            f"this snapshot batch was given server id indexes {first_reader}-{first_reader + readers - 1} of the "
+            f"connection's server_id range, which is now {ids} ({len(ids)} ids, the last one the stream's): the "
+            f"server_id extra changed after the split task planned this run; clear the split task of this run "
+            f"with its downstream tasks so that it assigns the ids again"
+        )
+    return ids.allocate(first_reader + index)

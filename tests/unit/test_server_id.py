@@ -1,11 +1,15 @@
-"""Server-id ranges: parsing, validation, distinct ids per reader, and the clash message."""
+"""Server-id ranges: parsing, validation, the clash message, and distinct ids for every binlog reader of
+a DAG run (all tables, all batches, every Spark task, the stream), or a clear error naming the range to set."""
 
 from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapshot_readers, explain_server_id_clash
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
 
 
 def test_parse_and_allocate() -> None:
@@ -43,3 +47,92 @@ def test_clash_message(text: str) -> None:
 
 def test_other_errors_are_not_clashes() -> None:
     assert explain_server_id_clash("Could not find first log file name", 5401, ServerIdRange(1, 1)) is None
+
+
+# -- every binlog reader of a DAG run gets its own id ---------------------------------------------
+
+
+def _run_of(tables: dict[str, int], chunks_per_batch: int, readers_per_batch: int, ids: ServerIdRange) -> list[Batch]:
+    """The batches a split task returns for tables of ``tables[name]`` chunks, as it assigns them."""
+    pending = [b for name, n in tables.items() for b in group_batches(
+        TableId.parse(name), [Chunk(TableId.parse(name), i, None, None) for i in range(n)], chunks_per_batch)]
+    counts = [min(readers_per_batch, b.chunk_count) for b in pending]
+    firsts = assign_snapshot_readers(ids, counts, readers_per_batch)
+    # through XCom and back, as the mapped snapshot tasks get them
+    return [Batch.from_dict(b.with_readers(f, c).to_dict()) for b, f, c in zip(pending, firsts, counts, strict=True)]
+
+
+@pytest.mark.parametrize(("tables", "chunks_per_batch", "readers_per_batch"), [
+    ({"shop.orders": 25, "shop.customers": 9, "shop.products": 1, "crm.accounts": 4}, 7, 2),
+    ({"shop.orders": 25, "shop.customers": 9, "shop.products": 1, "crm.accounts": 4}, 3, 4),
+    ({f"db.t{i}": 3 for i in range(12)}, 1, 3),  # batch numbers restart per table: 0, 1, 2 in every table
+])
+def test_readers_of_all_tables_and_batches_of_a_run_are_distinct(
+    tables: dict[str, int], chunks_per_batch: int, readers_per_batch: int
+) -> None:
+    ids = ServerIdRange.parse("5400-5500")
+    batches = _run_of(tables, chunks_per_batch, readers_per_batch, ids)
+    assert len({b.table for b in batches}) == len(tables) and max(b.number for b in batches) > 0
+    readers = [b.server_id(ids, task) for b in batches for task in range(b.spark_tasks())]
+    stream = ids.allocate(len(ids) - 1)  # what the stream runner takes
+    assert len(readers) == len(set(readers)) and stream not in readers
+    assert readers == list(range(5400, 5400 + len(readers)))  # packed from the first id, in the order returned
+    # at most readers_per_batch tasks a batch, one per chunk at most
+    assert all(b.spark_tasks() == min(readers_per_batch, b.chunk_count) for b in batches)
+
+
+def test_a_range_that_fits_exactly_is_enough() -> None:
+    ids = ServerIdRange.parse("5400-5408")  # the default: 8 snapshot readers + the stream
+    batches = _run_of({"shop.orders": 8}, 2, 2, ids)
+    assert [b.server_id(ids, t) for b in batches for t in range(b.spark_tasks())] == list(range(5400, 5408))
+
+
+def test_a_range_too_small_for_the_run_names_the_extra_and_a_range_that_fits() -> None:
+    ids = ServerIdRange.parse("5400-5408")
+    with pytest.raises(InvalidOptionError) as error:
+        _run_of({"shop.orders": 25, "shop.customers": 3}, 7, 2, ids)  # 4 + 1 batches
+    message = str(error.value)
+    assert "the server_id extra of the connection gives 9 server ids (5400-5408)" in message
+    assert "11 binlog readers at once" in message  # 10 for 5 batches x 2 readers, + 1 for the stream
+    assert "10 for its 5 snapshot batches (up to readers_per_batch=2 Spark tasks each" in message
+    assert "+ 1 for the stream" in message and "lower readers_per_batch" in message
+    assert '"server_id": "5400-5410"' in message
+    ServerIdRange.parse("5400-5410")  # and the range it suggests is valid and enough
+    assert _run_of({"shop.orders": 25, "shop.customers": 3}, 7, 2, ServerIdRange.parse("5400-5410"))
+
+
+def test_the_suggested_range_stays_within_the_id_space() -> None:
+    top = ServerIdRange(2**32 - 3, 2**32 - 1)
+    with pytest.raises(InvalidOptionError, match=f'"server_id": "{2**32 - 5}-{2**32 - 1}"'):
+        assign_snapshot_readers(top, [2, 2], 2)
+    with pytest.raises(InvalidOptionError, match="extra of the connection 'mysql_cdc_default' gives 3 server ids"):
+        assign_snapshot_readers(top, [2, 2], 2, "mysql_cdc_default")
+
+
+def test_a_batch_from_an_older_split_is_read_but_not_run() -> None:
+    old = {"table": "shop.orders", "number": 1, "first_chunk": 7, "last_chunk": 13, "batch_id": "shop.orders:1",
+           "label": "shop.orders chunks 7-13"}
+    batch = Batch.from_dict(old)  # manifests of older versions keep such dicts
+    assert batch == Batch(TableId("shop", "orders"), 1, 7, 13) and batch.first_reader is None
+    with pytest.raises(SnapshotStateError, match="no binlog server ids assigned.*clear the split task"):
+        batch.spark_tasks()
+    with pytest.raises(SnapshotStateError):
+        batch.server_id(ServerIdRange.parse("5400-5408"), 0)
+
+
+def test_a_batch_runs_no_more_tasks_than_it_has_ids() -> None:
+    batch = Batch(TableId("shop", "orders"), 0, 0, 9, first_reader=4, readers=3)
+    assert (batch.spark_tasks(), batch.spark_tasks(2)) == (3, 2)
+    with pytest.raises(InvalidOptionError, match="partitions=4 .* at most 3 tasks.*readers_per_batch"):
+        batch.spark_tasks(4)
+    ids = ServerIdRange.parse("5400-5408")
+    assert [batch.server_id(ids, t) for t in range(3)] == [5404, 5405, 5406]
+    with pytest.raises(InvalidOptionError, match="readers_per_batch"):
+        batch.server_id(ids, 3)
+
+
+def test_a_range_narrowed_after_the_split_is_refused_not_shared_with_the_stream() -> None:
+    batch = Batch(TableId("shop", "orders"), 0, 0, 9, first_reader=6, readers=2)
+    assert batch.server_id(ServerIdRange.parse("5400-5408"), 1) == 5407
+    with pytest.raises(InvalidOptionError, match="server_id extra changed after the split task.*clear the split"):
+        batch.server_id(ServerIdRange.parse("5400-5407"), 1)  # 5407 is now the stream's
