@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_mysqlcdc import __version__
+from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
 
 _STRING = {"type": ["string", "null"]}
 
@@ -47,14 +48,17 @@ def get_provider_info() -> dict[str, Any]:
                 "ui-field-behaviour": {
                     "hidden-fields": [],
                     "relabeling": {"login": "CDC user", "schema": "Default database"},
-                    "placeholders": {"port": "3306", "extra": '{"server_id": "5400-5408"}'},
+                    "placeholders": {"port": "3306", "extra": f'{{"server_id": "{DEFAULT_SERVER_ID_RANGE}"}}'},
                 },
                 "conn-fields": {
                     "server_id": {
                         "label": "Server id range",
-                        "description": "Server ids for binlog readers, one per concurrent reader, e.g. 5400-5408. "
+                        "description": "Server ids for binlog readers, one per concurrent reader, e.g. "
+                        f"{DEFAULT_SERVER_ID_RANGE}. "
+                        "A DAG run needs (snapshot batches x readers_per_batch of the split task) + 1 for the "
+                        "stream; the split task fails naming the range to set when it is too small. "
                         "Must not clash with any replica or other CDC tool.",
-                        "schema": {**_STRING, "default": "5400-5408"},
+                        "schema": {**_STRING, "default": DEFAULT_SERVER_ID_RANGE},
                     },
                     "server_time_zone": {
                         "label": "Server time zone",

@@ -27,6 +27,22 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     watermarks, rows, files), which the stream needs. Re-running a batch replaces its output only.
     The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable. On a
     cluster master the package and its pure-Python drivers are shipped as ``--py-files``.
+
+    Binlog server ids: the job runs as many Spark tasks as the batch has readers (``readers`` in its
+    dict, set by the split task from its ``readers_per_batch``, at most one per chunk), and task ``i``
+    reads with the id at index ``first_reader + i`` of the connection's ``server_id`` range; the split
+    gave every batch of the run its own indexes, so parallel batches never share an id. A batch dict
+    from an older split without them is refused (clear the split task). Spark speculation is refused
+    too: a speculative copy of a task would read with the same id.
+
+    :param batch: one item of the split task's XCom (a ``Batch.to_dict``)
+    :param base_uri: the same lake as the split task's
+    :param mysql_cdc_conn_id: the source connection; the same as the split task's, whose
+        ``server_id`` range the split checked
+    :param partitions: Spark tasks of the job; 0 (default): the batch's readers. More than those
+        is refused (raise ``readers_per_batch`` on the split task instead)
+    :param conn_id: the Spark connection
+    :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks 0-123``
     """
 
     template_fields: Sequence[str] = (
@@ -62,7 +78,10 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
 
         self._conn_id = self.conn_id
+        batch = Batch.from_dict(self.batch)
+        tasks = batch.spark_tasks(self.partitions)  # refuses a batch without server ids, or too many tasks
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        ids = [batch.server_id(config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
         if config.password:
             mask_secret(config.password)
         self.application_args = [
@@ -84,8 +103,8 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
             # executors outside this machine get the password through Spark's executor environment
             self.conf = {**(self.conf or {}), f"spark.executorEnv.{PASSWORD_ENV}": config.password}
-        batch = Batch.from_dict(self.batch)
-        self.log.info("snapshot %s through Spark (master %s)", batch.label, master)
+        self.log.info("snapshot %s through Spark (master %s): %d tasks, binlog server ids %d-%d", batch.label,
+                      master, tasks, ids[0], ids[-1])
         super().execute(context)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
         if manifest is None or manifest["batch"]["batch_id"] != batch.batch_id:

@@ -19,6 +19,7 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 DEFAULT_ROWS_PER_BATCH = 4_000_000
 DEFAULT_MAX_BATCHES = 64
+DEFAULT_READERS_PER_BATCH = 2
 
 
 class MySqlChunkSplitOperator(BaseOperator):
@@ -31,11 +32,36 @@ class MySqlChunkSplitOperator(BaseOperator):
     without a committed manifest; a table whose snapshot is finished gets none, and an empty list lets the DAG go on to
     the stream. A batch is about ``rows_per_batch`` rows (one Spark job has to pay for Spark's start),
     fewer rows per batch when the tables would need more than ``max_batches`` mapped tasks.
+
+    Binlog server ids: the mapped snapshot tasks run in parallel, and every binlog reader needs an id
+    of its own from the connection's ``server_id`` extra (a range like ``5400-5408``). Each batch
+    returned gets its own consecutive ids of that range, from the first id upward over all tables
+    (``first_reader`` and ``readers`` in its dict): one per Spark task of its job, which runs
+    ``readers_per_batch`` tasks (fewer for a batch with fewer chunks). The stream takes the range's last
+    id. The task fails before planning anything when the range is smaller than that: it must hold at
+    least (batches x readers_per_batch) + 1 ids.
+
+    :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``
+    :param tables: tables as ``database.table``; or select them with the next three
+    :param include_databases: regular expression matching whole database names
+    :param include_tables: regular expression matching whole ``database.table`` names
+    :param exclude_tables: regular expressions of ``database.table`` names to leave out
+    :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the first
+        primary-key column (needed for a table without primary key)
+    :param chunk_size: rows per chunk
+    :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split
+    :param distribution_factor_upper: upper bound of it
+    :param rows_per_batch: about how many rows one Spark job (one mapped task) reads
+    :param max_batches: at most this many batches per plan; batches grow instead
+    :param readers_per_batch: how many Spark tasks (chunk readers, each with its own binlog server id)
+        one batch's job runs at once; the connection's ``server_id`` range must hold
+        (batches of the run x readers_per_batch) + 1 ids
+    :param mysql_cdc_conn_id: the source connection (type MySQL CDC)
     """
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "rows_per_batch", "mysql_cdc_conn_id",
+        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id",
     )
 
     def __init__(
@@ -52,6 +78,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER,
         rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
         max_batches: int = DEFAULT_MAX_BATCHES,
+        readers_per_batch: int = DEFAULT_READERS_PER_BATCH,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         **kwargs: Any,
     ) -> None:
@@ -67,14 +94,16 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.distribution_factor_upper = distribution_factor_upper
         self.rows_per_batch = rows_per_batch
         self.max_batches = max_batches
+        self.readers_per_batch = readers_per_batch
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
+        from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
         from airflow_provider_mysqlcdc.cdc.source_checks import check_source
         from airflow_provider_mysqlcdc.cdc.splitter import split_table, validate_split_options
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-        from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
+        from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan, SnapshotStore, group_batches
 
         validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
         if int(self.rows_per_batch) < 1 or self.max_batches < 1:
@@ -82,8 +111,11 @@ class MySqlChunkSplitOperator(BaseOperator):
                 f"rows_per_batch and max_batches must be whole numbers >= 1, not {self.rows_per_batch!r} "
                 f"and {self.max_batches!r}"
             )
+        readers_per_batch = _positive_int("readers_per_batch", self.readers_per_batch)
         include_databases, include_tables = self._selection()
-        conn = MySqlCdcHook(self.mysql_cdc_conn_id).get_conn()
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        server_ids = config.server_id
+        conn = config.connect()
         try:
             server = check_source(conn)
             self.log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
@@ -100,18 +132,28 @@ class MySqlChunkSplitOperator(BaseOperator):
         total = sum(len(c) for c in new.values())
         if total and math.ceil(total / chunks_per_batch) > self.max_batches:
             chunks_per_batch = math.ceil(total / self.max_batches)
-        batches: list[dict[str, Any]] = []
+        new_plans: list[Plan] = []
+        pending: list[Batch] = []
         for schema in schemas:
             plan = plans[schema.id]
             if plan is None:
                 chunks = new[schema.id]
                 plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
-                store.write_plan(plan)
-            pending = store.pending_batches(plan)
+                new_plans.append(plan)
+            todo = store.pending_batches(plan)
             self.log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks),
-                          len(plan.batches), len(pending))
-            batches += [b.to_dict() for b in pending]
-        return batches
+                          len(plan.batches), len(todo))
+            pending += todo
+        # distinct binlog server ids for every reader that can run at once; checked before any plan is written
+        counts = [min(readers_per_batch, b.chunk_count) for b in pending]
+        firsts = assign_snapshot_readers(server_ids, counts, readers_per_batch, self.mysql_cdc_conn_id)
+        for plan in new_plans:
+            store.write_plan(plan)
+        if pending:
+            self.log.info("%d batches with %d binlog readers at most, server ids %d-%d of the range %s (the stream "
+                          "takes %d)", len(pending), sum(counts), server_ids.allocate(0),
+                          server_ids.allocate(sum(counts) - 1), server_ids, server_ids.end)
+        return [b.with_readers(first, count).to_dict() for b, first, count in zip(pending, firsts, counts, strict=True)]
 
     def _selection(self) -> tuple[str, str | None]:
         """The discovery patterns: exact names from ``tables``, or the regular expressions as given."""
@@ -124,3 +166,11 @@ class MySqlChunkSplitOperator(BaseOperator):
         if not self.include_databases:
             raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
         return self.include_databases, self.include_tables
+
+
+def _positive_int(name: str, value: Any) -> int:
+    """A whole number >= 1 from a native or rendered (text) template value."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise InvalidOptionError(f"{name} must be a whole number >= 1, not {value!r}")
+    return int(text)

@@ -31,7 +31,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
     parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
     parser.add_argument("--partitions", type=int, default=0,
-                        help="Spark tasks; default 4 per core, at most one per chunk")
+                        help="Spark tasks; default (0) the batch's readers, at most one per chunk")
     return parser.parse_args(argv)
 
 
@@ -45,7 +45,6 @@ def read_partition(
     attempt: str,
     config_dict: dict[str, Any],
     password_env: str,
-    partitions: int,
     progress: tuple[Any, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Runs on an executor: this partition's chunks into one Parquet file of the attempt."""
@@ -57,8 +56,8 @@ def read_partition(
 
     config = ConnectionConfig.from_dict(config_dict, os.environ.get(password_env, ""))
     batch = Batch.from_dict(batch_dict)
-    # distinct server ids for the readers that may run at once: this batch's tasks, and other batches'
-    server_id = config.server_id.allocate((batch.number * partitions + index) % len(config.server_id))
+    # the split gave this batch its own run of ids among all batches of the DAG run (first_reader, readers)
+    server_id = batch.server_id(config.server_id, index)
     for record in write_chunks(
         SnapshotStore(base_uri), batch, attempt, index, config, TableSchema.from_dict(schema_dict),
         (Chunk.from_dict(c) for c in chunk_dicts), server_id,
@@ -80,10 +79,16 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
 def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
+    from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
     args = parse_args(argv)
     batch = Batch.from_dict(json.loads(args.batch))
+    try:
+        partitions = batch.spark_tasks(args.partitions)
+    except MySqlCdcError as error:
+        print(f"snapshot: {error}", file=sys.stderr)
+        return 2
     store = SnapshotStore(args.base_uri)
     plan = store.read_plan(batch.table)
     if plan is None:
@@ -91,7 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chunks = plan.chunks_of(batch)
     spark = SparkSession.builder.appName(f"mysql-cdc snapshot {batch.label}").getOrCreate()
-    partitions = args.partitions or min(len(chunks), 4 * spark.sparkContext.defaultParallelism)
+    if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
+        print("snapshot: spark.speculation is on: a speculative copy of a task would read the binlog with the "
+              "same server id as the task itself, and the server drops one of them; set spark.speculation=false "
+              "for this job", file=sys.stderr)
+        spark.stop()
+        return 4
     attempt = uuid.uuid4().hex[:12]
     print(f"snapshot: {batch.label}: {len(chunks)} chunks in {partitions} tasks, attempt {attempt}", flush=True)
 
@@ -102,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": plan.schema.to_dict(),
         "attempt": attempt, "config_dict": json.loads(args.connection), "password_env": args.password_env,
-        "partitions": partitions, "progress": progress,
+        "progress": progress,
     }
     records = (
         spark.sparkContext.parallelize([c.to_dict() for c in chunks], partitions)

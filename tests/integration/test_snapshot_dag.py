@@ -29,9 +29,12 @@ from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
 
@@ -181,7 +184,8 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     for batch, before in zip(plan.batches, manifests, strict=True):
         after = store.read_manifest(batch)
         assert after is not None
-        assert before is None if batch == broken else after["attempt"] == before["attempt"]  # others not re-read
+        # the others are not re-read
+        assert before is None if batch == broken else before is not None and after["attempt"] == before["attempt"]
     assert not store.lake.exists(junk)
     # the mapped task's XComs reach the downstream task as one list of manifests
     (summary,) = [ti for ti in rerun.get_task_instances() if ti.task_id == "summarize"]
@@ -194,3 +198,52 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     assert done.state == "success"
     (summary,) = [ti for ti in done.get_task_instances() if ti.task_id == "summarize"]
     assert summary.state == "success" and summary.xcom_pull(task_ids="summarize")["batches"] == 0
+
+
+def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
+    connections, mariadb_server, admin, database, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several tables with several batches each, as the mapped tasks would run them all at once: no two
+    readers (Spark tasks of any batch, or the stream) share an id; a range too small fails the split
+    before it writes any plan, naming the extra and a range that fits."""
+    sizes = {"ids_a": 20_000, "ids_b": 6_000, "ids_c": 10}
+    with admin.cursor() as cur:
+        for table, rows in sizes.items():
+            cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO {table} SELECT seq, seq FROM seq_1_to_{rows}")
+            cur.execute(f"ANALYZE TABLE {table}")
+            cur.fetchall()
+    base_uri = str(tmp_path / "lake")
+    store = SnapshotStore(base_uri)
+    tables = [f"{database}.{t}" for t in sizes]
+
+    def split() -> list[Batch]:
+        operator = MySqlChunkSplitOperator(task_id="split", tables=tables, base_uri=base_uri, chunk_size=2_000,
+                                           rows_per_batch=6_000, readers_per_batch=2)
+        return [Batch.from_dict(b) for b in operator.execute({})]
+
+    def use_range(text: str) -> ServerIdRange:
+        conn = json.loads(os.environ["AIRFLOW_CONN_MYSQL_CDC_DEFAULT"])
+        monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({**conn, "extra": {"server_id": text}}))
+        return ServerIdRange.parse(text)
+
+    use_range("5460-5465")
+    with pytest.raises(InvalidOptionError) as error:
+        split()
+    message = str(error.value)
+    assert "server_id extra of the connection 'mysql_cdc_default' gives 6 server ids (5460-5465)" in message
+    assert "+ 1 for the stream" in message and '"server_id": "5460-' in message
+    assert all(store.read_plan(TableId.parse(t)) is None for t in tables)  # nothing planned
+
+    ids = use_range("5460-5475")
+    batches = split()
+    assert {b.table.table for b in batches} == set(sizes) and max(b.number for b in batches) >= 2
+    readers = [b.server_id(ids, task) for b in batches for task in range(b.spark_tasks())]
+    assert len(readers) == len(set(readers)) and ids.end not in readers  # the stream takes the last id
+    assert all(b.spark_tasks() == min(2, b.chunk_count) for b in batches)
+
+    # a later run assigns ids to the batches still pending only, again from the first id
+    done = batches[0]
+    store.commit(done, {"attempt": "done", "batch": done.to_dict()})
+    again = split()
+    assert again == batches[1:] and again[0].server_id(ids, 0) == 5460

@@ -67,3 +67,13 @@ def test_connection_form_shows_the_extras_without_hook_methods() -> None:
     assert manager.field_behaviours["mysql_cdc"]["relabeling"]["login"] == "CDC user"
     # with conn-fields declared, Airflow 3.3 never calls them (and warns they are deprecated)
     assert not {"get_connection_form_widgets", "get_ui_field_behaviour"} & set(vars(MySqlCdcHook))
+
+
+def test_server_id_field_states_the_default_and_how_many_ids_a_run_needs() -> None:
+    from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    field = conn_type["conn-fields"]["server_id"]
+    assert field["schema"]["default"] == DEFAULT_SERVER_ID_RANGE
+    assert DEFAULT_SERVER_ID_RANGE in conn_type["ui-field-behaviour"]["placeholders"]["extra"]
+    assert "readers_per_batch" in field["description"] and "+ 1 for the stream" in field["description"]
