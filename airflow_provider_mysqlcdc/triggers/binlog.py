@@ -1,8 +1,11 @@
-"""Waiting, in the triggerer, until the server's binlog moves past the stream's checkpoint.
+"""Waiting, in the triggerer, until the captured tables change after the stream's checkpoint.
 
 The wait is cheap: one ``SHOW MASTER STATUS`` (or ``SHOW BINARY LOG STATUS``) every
-``poll_interval`` seconds, run in a thread so the triggerer's event loop never blocks. It fires when
-the binlog has moved, or at ``wake_at`` (so the task can check its stop conditions). Everything the
+``poll_interval`` seconds, run in a thread so the triggerer's event loop never blocks. When the
+binlog has moved, the new stretch is read for a change of the captured ``tables``
+(``engine.change_watch``; other traffic does not wake the stream). It fires at such a change, or
+at ``wake_at`` (so the task can check its stop conditions and advance its checkpoint past other
+traffic). A trigger serialized without ``tables`` (by an older version) fires at any movement. Everything the
 resumed task needs travels in the event payload: ``dag.test()`` does not pass ``defer`` kwargs. A
 failure is reported as ``reason`` ``error`` with ``error_type`` and ``error``
 (``exceptions.error_event``), from which ``exceptions.error_from_event`` rebuilds the exception.
@@ -26,6 +29,7 @@ class MySqlBinlogTrigger(BaseTrigger):
         wake_at: float,
         poll_interval: float = 1.0,
         state: dict[str, Any] | None = None,
+        tables: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
@@ -33,32 +37,49 @@ class MySqlBinlogTrigger(BaseTrigger):
         self.wake_at = wake_at
         self.poll_interval = poll_interval
         self.state = state or {}
+        self.tables = tables
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             "airflow_provider_mysqlcdc.triggers.binlog.MySqlBinlogTrigger",
             {"mysql_cdc_conn_id": self.mysql_cdc_conn_id, "offset": self.offset, "wake_at": self.wake_at,
-             "poll_interval": self.poll_interval, "state": self.state},
+             "poll_interval": self.poll_interval, "state": self.state, "tables": self.tables},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
         from airflow_provider_mysqlcdc.exceptions import error_event
 
-        checkpoint = BinlogOffset.from_dict(self.offset)
+        scanned = BinlogOffset.from_dict(self.offset)
         while True:
             try:
                 current = await asyncio.to_thread(self._current_offset)
+                moved = scanned.file != current.file or scanned.position < current.position
+                if moved and self.tables is not None:
+                    moved, scanned = await asyncio.to_thread(self._captured_change, scanned, current)
             except Exception as exc:  # the task raises it again: ours by class, others named in the message
                 yield TriggerEvent({**self.state, "reason": "error", **error_event(exc)})
                 return
-            if checkpoint.file != current.file or checkpoint.position < current.position:
+            if moved:
                 yield TriggerEvent({**self.state, "reason": "moved"})
                 return
             if time.time() >= self.wake_at:
                 yield TriggerEvent({**self.state, "reason": "timeout"})
                 return
             await asyncio.sleep(self.poll_interval)
+
+    def _captured_change(self, start: Any, stop: Any) -> tuple[bool, Any]:
+        from airflow_provider_mysqlcdc.cdc.schema import TableId
+        from airflow_provider_mysqlcdc.engine.change_watch import first_captured_change
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        control = config.connect()
+        try:  # the stream's own server id: it reads nothing while it waits here
+            return first_captured_change(config, config.server_id.allocate(len(config.server_id) - 1), control,
+                                         [TableId.parse(t) for t in self.tables or []], start, stop)
+        finally:
+            control.close()
 
     def _current_offset(self) -> Any:
         from airflow_provider_mysqlcdc.cdc.offset import read_current_offset

@@ -1,0 +1,41 @@
+"""Whether the captured tables changed in a stretch of binlog: what the waiting stream wakes up for.
+
+A stream waiting in the triggerer should wake for a change of its tables, not for every write on a
+busy server: otherwise a source with other traffic never lets it stay deferred (each resume costs
+seconds of scheduling). So the trigger reads the binlog it has not seen yet, through the same
+reader as the stream, with the captured tables only, and stops at the first of their changes.
+Other transactions are skipped without decoding their rows; the scan remembers the last transaction
+boundary it passed, so the next poll continues there instead of reading the stretch again. The
+stream's checkpoint does not move while it waits; the trigger's deadline (``wake_at``) resumes it
+at a bounded interval, and it then advances the checkpoint past the unrelated traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed
+from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+
+
+def first_captured_change(
+    config: ConnectionConfig, server_id: int, control: Any, tables: Sequence[TableId], start: BinlogOffset,
+    stop: BinlogOffset,
+) -> tuple[bool, BinlogOffset]:
+    """``(True, offset of the change)`` at the first change of ``tables`` after ``start``, or
+    ``(False, the last transaction boundary before stop)`` when there is none up to ``stop``."""
+    schemas = {table: load_table_schema(control, table) for table in tables}
+    reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, start,
+                          reload_schema=lambda table: load_table_schema(control, table), stop=stop)
+    reached = start
+    for item in reader:
+        if isinstance(item, ChangeRecord):
+            return True, item.offset
+        if isinstance(item, Committed):
+            reached = item.offset
+    return False, reached
