@@ -54,6 +54,11 @@ class ServerIdRange:
     def __len__(self) -> int:
         return self.end - self.start + 1
 
+    @property
+    def stream_id(self) -> int:
+        """The stream's id (the last): its runner reads with it, and its trigger while it waits."""
+        return self.end
+
     def allocate(self, index: int) -> int:
         """The id of the ``index``-th concurrent reader (0-based)."""
         if not 0 <= index < len(self):

@@ -40,8 +40,7 @@ class StreamRunner:
         self.config = config
         self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
         self.store = StreamStore(options.base_uri, fence=self.lease.check)
-        # chunk readers take server ids from the start of the range, the stream the last one
-        self.server_id = config.server_id.allocate(len(config.server_id) - 1)
+        self.server_id = config.server_id.stream_id
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""

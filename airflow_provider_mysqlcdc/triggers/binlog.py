@@ -76,7 +76,7 @@ class MySqlBinlogTrigger(BaseTrigger):
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         control = config.connect()
         try:  # the stream's own server id: it reads nothing while it waits here
-            return first_captured_change(config, config.server_id.allocate(len(config.server_id) - 1), control,
+            return first_captured_change(config, config.server_id.stream_id, control,
                                          [TableId.parse(t) for t in self.tables or []], start, stop)
         finally:
             control.close()

@@ -74,7 +74,7 @@ def test_readers_of_all_tables_and_batches_of_a_run_are_distinct(
     batches = _run_of(tables, chunks_per_batch, readers_per_batch, ids)
     assert len({b.table for b in batches}) == len(tables) and max(b.number for b in batches) > 0
     readers = [b.server_id(ids, task) for b in batches for task in range(b.spark_tasks())]
-    stream = ids.allocate(len(ids) - 1)  # what the stream runner takes
+    stream = ids.stream_id
     assert len(readers) == len(set(readers)) and stream not in readers
     assert readers == list(range(5400, 5400 + len(readers)))  # packed from the first id, in the order returned
     # at most readers_per_batch tasks a batch, one per chunk at most
