@@ -178,6 +178,7 @@ class BinlogReader:
                          WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
             only_schemas=sorted({t.database for t in self._schemas}),
             only_tables=sorted({t.table for t in self._schemas}),
+            enable_logging=False,  # it logs every reader's settings at INFO: one per chunk group and poll
         )
         position = _Position(start)
         skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
