@@ -21,7 +21,7 @@ mysql-replication ignores the position and starts from the first binlog.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,11 +32,14 @@ from airflow_provider_mysqlcdc.cdc.row_decoder import RowDecoders
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
+from airflow_provider_mysqlcdc.cdc.type_registry import BinlogType, type_of
 from airflow_provider_mysqlcdc.cdc.types import RowConverter
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
+_SIGNED_TYPES = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
+                           BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE})
 # the kinds of a rows event's images, row by row: an update row has its before and after image
 _UPDATE_KINDS = (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER)
 _INSERT_KINDS = (ChangeKind.INSERT,)
@@ -90,6 +93,27 @@ def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:
     return offset
 
 
+def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
+    """Whether a table map's columns (mysql-replication's, from ``binlog_row_metadata=FULL``) describe
+    rows of ``schema``: the same names, binlog types its type accepts, signedness, and the DECIMAL
+    precision and scale (a type change keeps the names: INT to BIGINT, DECIMAL(10,2) to (12,4))."""
+    if len(columns) != len(schema.columns):
+        return False
+    for binlog, column in zip(columns, schema.columns, strict=True):
+        if binlog.name != column.name or binlog.type not in type_of(column).binlog_types:
+            return False
+        if bool(binlog.unsigned) != column.unsigned and binlog.type in _SIGNED_TYPES:
+            return False
+        if binlog.type == BinlogType.NEWDECIMAL and (binlog.precision, binlog.decimals) != (column.precision,
+                                                                                            column.scale):
+            return False
+    return True
+
+
+def _describe(columns: Sequence[Any]) -> list[str]:
+    return [f"{c.name} (binlog type {c.type})" for c in columns]
+
+
 class BinlogReader:
     """Iterate the changes of ``schemas``' tables from ``start`` (exclusive of what it already covers).
 
@@ -129,6 +153,7 @@ class BinlogReader:
         self._heartbeat = heartbeat_seconds
         self._reconnects = reconnects
         self._decoders = RowDecoders() if decode_rows else None
+        self._described: dict[TableId, Sequence[Any]] = {}  # the last table map checked per table
 
     def __iter__(self) -> Iterator[Item]:
         """Reconnects from the last item's offset when the connection drops (a killed dump thread, a
@@ -247,9 +272,10 @@ class BinlogReader:
     ) -> Iterator[ChangeRecord | SchemaChanged]:
         from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
-        names = [c.name for c in event.columns]
-        if list(self._schemas[table].column_names) != names:
-            yield self._follow_schema(table, names, base)
+        if self._described.get(table) is not event.columns:  # a new table map: once per transaction
+            if not describes(event.columns, self._schemas[table]):
+                yield self._follow_schema(table, event.columns, base)
+            self._described[table] = event.columns
         images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
         if isinstance(event, UpdateRowsEvent):
             ops: tuple[ChangeKind, ...] = _UPDATE_KINDS
@@ -270,13 +296,14 @@ class BinlogReader:
                 offset = _with_rows_skipped(base, row_index + 1)
             yield ChangeRecord(ops[image_index], table, images[index], offset, ts_ms)
 
-    def _follow_schema(self, table: TableId, names: list[str], offset: BinlogOffset) -> SchemaChanged:
+    def _follow_schema(self, table: TableId, columns: Sequence[Any], offset: BinlogOffset) -> SchemaChanged:
         current = self._reload_schema(table)
-        if list(current.column_names) != names:
+        if not describes(columns, current):
             raise SchemaChangeError(
-                f"the binlog at {offset} has rows of {table} with columns {names}, but the table now has "
-                f"{list(current.column_names)}: it changed again since, and the reader cannot know the types "
-                f"of the intermediate schema. Re-snapshot {table} (or restart capture after the last change)."
+                f"the binlog at {offset} has rows of {table} with columns {_describe(columns)}, but the table now "
+                f"has {[c.column_type for c in current.columns]} {list(current.column_names)}: it changed again "
+                f"since, and the reader cannot know the intermediate schema. Re-snapshot {table} (or restart "
+                f"capture after the last change)."
             )
         self._schemas[table] = current
         self._converters[table] = RowConverter(current, self._time_zone)

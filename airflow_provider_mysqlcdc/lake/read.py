@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
+from airflow_provider_mysqlcdc.exceptions import NoSuchTableError, SchemaChangeError
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -62,13 +62,34 @@ def read_changes(base_uri: str, table: str) -> pa.Table:
 
 def _read_changes(base_uri: str, committed: CommittedTable) -> pa.Table:
     fs = Lake.at(base_uri).fs
-    parts = [pq.read_table(f, filesystem=fs) for f in committed.files]
+    current_types = {f.name: f.type for f in lake_schema(committed.schema)}
+    parts = [_as_current_types(pq.read_table(f, filesystem=fs), current_types, committed.schema, f)
+             for f in committed.files]
     changes = pa.concat_tables(parts, promote_options="default").sort_by(ORDER)
     # the current columns first, then columns dropped since, then the metadata
     current = list(committed.schema.column_names)
     metadata = [f.name for f in METADATA_FIELDS]
     dropped = [c for c in changes.column_names if c not in current and c not in metadata]
     return changes.select(current + dropped + metadata)
+
+
+def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: TableSchema, path: str) -> pa.Table:
+    """A file written before a column changed type (INT to BIGINT, a wider DECIMAL) read as the current
+    type; a value the new type cannot hold is an error naming the column, never a silent change."""
+    fields = [part.schema.field(name).with_type(types.get(name, part.schema.field(name).type))
+              for name in part.column_names]
+    if all(f.type == part.schema.field(f.name).type for f in fields):
+        return part
+    try:
+        return part.cast(pa.schema(fields))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        changed = [f"{f.name} {part.schema.field(f.name).type} -> {f.type}" for f in fields
+                   if f.type != part.schema.field(f.name).type]
+        raise SchemaChangeError(
+            f"{schema.id} changed column types since {path} was written ({', '.join(changed)}) and its values "
+            f"cannot be read as the new types ({exc}): re-snapshot the table (delete its folder in the lake and "
+            f"run the DAG again)"
+        ) from exc
 
 
 def read_table(base_uri: str, table: str) -> pa.Table:

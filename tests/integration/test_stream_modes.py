@@ -148,3 +148,23 @@ def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None
     schema = load_table_schema(cdc_conn, TableId(database, "grows"))
     assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
     assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
+
+
+def test_column_type_changes_while_streaming(admin, cdc_conn, database, tmp_path) -> None:
+    """A type change keeps the column's name: the table map's types and sizes tell it apart, so the
+    stream follows it instead of decoding new rows with the old types (a wider DECIMAL read with the
+    old scale would be off by powers of ten)."""
+    table = f"{database}.retyped"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE retyped (id INT PRIMARY KEY, n INT, d DECIMAL(6,2))")
+    base_uri = str(tmp_path / "lake")
+    stream(base_uri, table, startup_mode="latest-offset")
+    with admin.cursor() as cur:
+        cur.execute("INSERT INTO retyped VALUES (1, 10, 1.25), (2, 20, 2.50)")
+        cur.execute("ALTER TABLE retyped MODIFY n BIGINT, MODIFY d DECIMAL(12,4)")
+        cur.execute("INSERT INTO retyped VALUES (3, 30000000000, 12345678.1234)")
+        cur.execute("UPDATE retyped SET d = 0.0001 WHERE id = 1")
+    stream(base_uri, table)
+    schema = load_table_schema(cdc_conn, TableId(database, "retyped"))
+    assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
+    assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
