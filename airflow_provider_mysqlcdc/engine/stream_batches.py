@@ -12,6 +12,7 @@ checkpoint. The stream runner calls this between its waits.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -121,6 +124,8 @@ def stream_batches(
                 yield _commit(store, checkpoint, committed, item.offset, schemas, events, last_ts)
                 committed, events, started = _Pending(), 0, time.monotonic()
         elif isinstance(item, SchemaChanged):
+            _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id, item.offset,
+                         ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
             schemas[item.schema.id] = item.schema
         elif isinstance(item, Committed):
             committed.absorb(uncommitted)  # the transaction is complete
