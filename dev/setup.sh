@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a development machine from a clean clone: Debian packages (MariaDB server and client,
-# Java for Spark), a virtualenv in .venv with the package and its test extras, and the full pyspark.
+# Java for Spark, chromium for the UI screenshot), a virtualenv in .venv with the package and its
+# test extras, and the full pyspark.
 # Idempotent: a second run only checks. Needs root (or sudo) for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)  # the Spark JDBC baseline in bench/
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# headless chromium: tests/deployment screenshots the Airflow UI served by the deployment's api-server
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,0 +1,234 @@
+"""One real Airflow deployment for the session (``dev/airflow_deployment.py``: api-server, scheduler with
+a LocalExecutor of 4 slots, dag-processor, triggerer as separate processes) and one run of the example
+DAG that the tests of this folder share.
+
+The run snapshots three tables of two batches each (``rows_per_batch`` 1 with 2 chunks a table, so six
+mapped Spark tasks) while a writer commits to every table, then streams; the stream defers after 2 s
+idle and stops after ``STOP_AFTER_IDLE`` s idle, which ends the run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from dev import airflow_deployment
+from dev.airflow_deployment import AirflowDeployment
+from tests.arrow_rows import canonical_rows
+from tests.integration.test_stream_dag import table_rows
+
+DAG_ID = "mysql_cdc_example"
+DATABASE = "t_deployment"
+TABLES = ("a", "b", "c")
+ROWS = 12_000  # two chunks of the default 8096 rows: with rows_per_batch 1, two batches a table
+STOP_AFTER_IDLE = 40  # the stream ends the run after this long without a change
+DEFER_AFTER_IDLE = 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/deployment/" in str(item.fspath):
+            item.add_marker(pytest.mark.deployment)
+            item.add_marker(pytest.mark.integration)
+
+
+def connections(server: Any) -> dict[str, str]:
+    """The components' connections: the test MariaDB (a wide server-id range: parallel readers take
+    distinct ids) and Spark on ``local[2]``."""
+    return {
+        "AIRFLOW_CONN_MYSQL_CDC_DEFAULT": json.dumps({
+            "conn_type": "mysql_cdc", "host": server.host, "port": server.port, "login": server.cdc_user,
+            "password": server.cdc_password, "extra": {"server_id": "5700-5799"},
+        }),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    }
+
+
+@pytest.fixture(scope="session")
+def deployment(mariadb_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
+    base = tmp_path_factory.mktemp("airflow-deployment")
+    started = time.monotonic()
+    deployed = airflow_deployment.start(base, env=connections(mariadb_server), parallelism=4)
+    try:
+        deployed.unpause(DAG_ID)  # the other DAGs of dags/ stay paused
+        print(f"\nAirflow deployment at {deployed.url} ready in {time.monotonic() - started:.0f} s "
+              f"(logs in {base / 'logs'})")
+        yield deployed
+    finally:
+        airflow_deployment.stop(base)
+
+
+class Writer(threading.Thread):
+    """Commits transactions that insert, update and delete rows of every table until stopped."""
+
+    def __init__(self, server: Any, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.seed, self.count = server.admin_connect(DATABASE), seed, 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        rnd = random.Random(self.seed)
+        with self.conn.cursor() as cur:
+            while not self.done.is_set():
+                commit(cur, rnd)
+                self.count += 1
+                time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
+def commit(cur: Any, rnd: random.Random) -> None:
+    """One transaction over the three tables: an upsert (sometimes past the snapshot's key range), an
+    update and a delete in each."""
+    cur.execute("BEGIN")
+    for table in TABLES:
+        key = rnd.randint(-100, ROWS + 2000)
+        cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE v = v + 1", (key, key, "w"))
+        cur.execute(f"UPDATE {table} SET note = %s WHERE id = %s", (f"u{rnd.random():.6f}", rnd.randint(1, ROWS)))
+        cur.execute(f"DELETE FROM {table} WHERE id = %s", (rnd.randint(1, ROWS),))
+    cur.execute("COMMIT")
+
+
+@dataclass
+class SharedRun:
+    """The shared DAG run, and what the tests need to look at it."""
+
+    deployment: AirflowDeployment
+    server: Any
+    run_id: str
+    base_uri: str
+    schemas: dict[str, TableSchema]
+    writes: int
+    # the task instances as they were when the stream first deferred (before any test cleared one)
+    first_task_instances: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tables(self) -> list[str]:
+        return list(self.schemas)
+
+    def task_instances(self, task_id: str | None = None) -> list[dict[str, Any]]:
+        tis = self.deployment.task_instances(DAG_ID, self.run_id)
+        return [ti for ti in tis if task_id is None or ti["task_id"] == task_id]
+
+    def stream(self) -> dict[str, Any]:
+        return dict(self.deployment.api("GET", f"dags/{DAG_ID}/dagRuns/{self.run_id}/taskInstances/stream"))
+
+    def checkpoint_seq(self) -> int:
+        checkpoint = StreamStore(self.base_uri).read_checkpoint()
+        return checkpoint.seq if checkpoint is not None else -1
+
+    def differences(self) -> list[str]:
+        """The tables whose replica differs from the source (empty when all are equal)."""
+        conn = self.server.cdc_connect(DATABASE)
+        try:
+            return [t for t, schema in self.schemas.items()
+                    if canonical_rows(read_table(self.base_uri, t)) != table_rows(conn, schema)]
+        finally:
+            conn.close()
+
+    def write(self, transactions: int, seed: int) -> None:
+        conn = self.server.admin_connect(DATABASE)
+        rnd = random.Random(seed)
+        with conn.cursor() as cur:
+            for _ in range(transactions):
+                commit(cur, rnd)
+        conn.close()
+
+    def wait_deferred(self, timeout: float = 120) -> dict[str, Any]:
+        """Until the stream task instance is deferred (fails at once if the run ended)."""
+
+        def deferred() -> dict[str, Any] | None:
+            if self.deployment.dag_run(DAG_ID, self.run_id)["state"] != "running":
+                raise AssertionError(f"the run ended while waiting for the stream to defer: {self.summary()}")
+            stream = self.stream()
+            return stream if stream["state"] == "deferred" else None
+
+        return dict(self.deployment.wait(deferred, timeout, "the stream to defer", interval=0.5))
+
+    def wait_caught_up(self, timeout: float = 120) -> None:
+        """Until the stream is deferred (idle: it has read the binlog to its end) and the replica equals
+        the source; on timeout the tables that differ are named."""
+
+        def settled() -> bool:
+            if self.deployment.dag_run(DAG_ID, self.run_id)["state"] != "running":
+                raise AssertionError(f"the run ended while waiting for the stream to catch up: {self.summary()}")
+            return self.stream()["state"] == "deferred" and not self.differences()
+
+        try:
+            self.deployment.wait(settled, timeout, "the deferred stream's replica to equal the source", interval=2)
+        except TimeoutError:
+            raise AssertionError(f"replica differs from the source for {self.differences()} "
+                                 f"after {timeout} s: {self.summary()}") from None
+
+    def summary(self) -> str:
+        return ", ".join(f"{ti['task_id']}[{ti['map_index']}] {ti['state']} try {ti['try_number']}"
+                         for ti in self.task_instances())
+
+
+@pytest.fixture(scope="session")
+def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+    """The example DAG run through the real scheduler: 3 tables x 2 snapshot batches with a writer
+    committing from before the trigger until the stream has committed a few batches; returned once
+    the stream has deferred and the replica equals the source."""
+    admin = mariadb_server.admin_connect()
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        cur.execute(f"CREATE DATABASE {DATABASE}")
+        cur.execute(f"USE {DATABASE}")  # the seq_1_to_n tables of the SEQUENCE engine need one
+        for table in TABLES:
+            cur.execute(f"CREATE TABLE {DATABASE}.{table} (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
+            cur.execute(f"INSERT INTO {DATABASE}.{table} SELECT seq, seq, CONCAT('n', seq) FROM seq_1_to_{ROWS}")
+            cur.execute(f"ANALYZE TABLE {DATABASE}.{table}")
+            cur.fetchall()
+    cdc = mariadb_server.cdc_connect(DATABASE)
+    schemas = {f"{DATABASE}.{t}": load_table_schema(cdc, TableId.parse(f"{DATABASE}.{t}")) for t in TABLES}
+    cdc.close()
+    base_uri = str(tmp_path_factory.mktemp("deployment-lake") / "lake")
+    conf = {"tables": list(schemas), "base_uri": base_uri, "rows_per_batch": 1,
+            "stop_after_idle_seconds": STOP_AFTER_IDLE, "defer_after_idle_seconds": DEFER_AFTER_IDLE}
+    writer = Writer(mariadb_server, seed=1)
+    writer.start()
+    try:
+        run_id = deployment.trigger(DAG_ID, conf)
+        run = SharedRun(deployment, mariadb_server, run_id, base_uri, schemas, 0)
+
+        def stream_committed() -> bool:
+            state = deployment.dag_run(DAG_ID, run_id)["state"]
+            if state not in ("queued", "running"):
+                raise AssertionError(f"run {run_id} ended {state} during the snapshot: {run.summary()}")
+            return run.checkpoint_seq() >= 3
+
+        deployment.wait(stream_committed, 420, "the snapshot and the stream's first batches", interval=2)
+    finally:
+        writer.stop()
+    run.writes = writer.count
+    run.wait_caught_up()
+    run.first_task_instances = run.task_instances()
+    print(f"\nshared run {run_id}: {writer.count} transactions written during the snapshot; {run.summary()}")
+    yield run
+    admin.close()
+
+
+def task_log(deployment: AirflowDeployment, ti: dict[str, Any]) -> str:
+    """The task instance's log lines (for failure messages)."""
+    path = (f"dags/{DAG_ID}/dagRuns/{ti['dag_run_id']}/taskInstances/{ti['task_id']}/logs/{ti['try_number']}"
+            f"?map_index={ti['map_index']}")
+    try:
+        content = deployment.api("GET", path)["content"]
+    except airflow_deployment.AirflowApiError as err:
+        return str(err)
+    return "\n".join(str(line.get("event", line)) if isinstance(line, dict) else str(line) for line in content)
