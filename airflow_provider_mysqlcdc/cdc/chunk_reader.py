@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, check_chunk_key, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -38,6 +38,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, select_expression
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 
 DEFAULT_FETCH_SIZE = 4096
 DEFAULT_GROUP_SIZE = 16
@@ -93,6 +94,7 @@ class ChunkReader:
         try:  # a failure from here on must not leak the connections
             self._reader = None if native else config.connect(cursorclass=pymysql.cursors.SSCursor)
             self.server = ServerInfo.read(self._control)
+            self._check_schema("before its first chunk")
             self._key_order = KeyOrder.for_column(self._control, self._key_column)
         except BaseException:
             self.close()
@@ -122,7 +124,11 @@ class ChunkReader:
         selected = []
         for chunk in chunks:
             low = self._low_watermark()
-            table = self._arrow.read(chunk) if self._arrow is not None else self._select_rows(chunk)
+            try:
+                table = self._arrow.read(chunk) if self._arrow is not None else self._select_rows(chunk)
+            except Exception:  # e.g. a column dropped since: say so rather than the driver's error
+                self._check_schema(f"while chunk {chunk.index} was selected")
+                raise
             selected.append((chunk, low, table, read_current_offset(self._control, self.server, with_gtid=False)))
         windows = [(low, high) for _, low, _, high in selected if low != high]
         changes = self._changes_between(min(w[0] for w in windows), max(w[1] for w in windows)) if windows else []
@@ -167,7 +173,28 @@ class ChunkReader:
             reload_schema=lambda table: load_table_schema(self._control, table),
             stop=high,
         )
-        return [item for item in reader if isinstance(item, ChangeRecord) and low < item.offset <= high]
+        changes = []
+        for item in reader:
+            if isinstance(item, SchemaChanged):
+                raise self._changed(item.schema, f"at {item.offset}, between the watermarks of its chunks")
+            if isinstance(item, ChangeRecord) and low < item.offset <= high:
+                changes.append(item)
+        return changes
+
+    def _check_schema(self, when: str) -> None:
+        current = load_table_schema(self._control, self.schema.id)
+        if current.columns != self.schema.columns:  # the chunk key may be a configured one: columns decide
+            raise self._changed(current, when)
+
+    def _changed(self, current: TableSchema, when: str) -> SchemaChangeError:
+        """The table changed while its batch is read (an ALTER TABLE): a batch has one schema, so this
+        attempt stops and commits nothing; the task's retry reads with the table's current schema."""
+        return SchemaChangeError(
+            f"{self.schema.id} changed {when}: the batch reads columns "
+            f"{', '.join(f'{c.name} {c.column_type}' for c in self.schema.columns)}, the table now has "
+            f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}. Nothing of this attempt is "
+            f"committed; retry the task (or clear it): it reads with the current schema"
+        )
 
     def _in_chunk(self, chunk: Chunk, changes: list[ChangeRecord]) -> Callable[[Row], bool]:
         """Whether a row image's key lies in the chunk, compared as the server compares (one

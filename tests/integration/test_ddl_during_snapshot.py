@@ -1,0 +1,71 @@
+"""An ALTER TABLE while a table's chunks are read: the chunk reader never mixes two schemas into one
+batch; it stops with a SchemaChangeError saying to retry, and a reader opened with the current schema
+(what the retry does) reads the table as it is."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from tests.arrow_rows import canonical_rows
+from tests.integration.test_stream_dag import table_rows
+
+
+@pytest.fixture()
+def config(mariadb_server) -> ConnectionConfig:
+    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                            mariadb_server.port)
+
+
+def test_schema_changed_since_the_batch_started(admin, cdc_conn, database, config) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE planned (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO planned SELECT seq, seq FROM seq_1_to_2000")
+    table = TableId(database, "planned")
+    planned = load_table_schema(cdc_conn, table)
+    chunks = split_table(cdc_conn, planned, chunk_size=500)
+    with admin.cursor() as cur:
+        cur.execute("ALTER TABLE planned ADD COLUMN note VARCHAR(10), MODIFY v BIGINT")
+    changed = r"changed before its first chunk.*now has id int\(11\), v bigint\(20\), note"
+    with pytest.raises(SchemaChangeError, match=changed):
+        ChunkReader(config, planned, server_id=5690)
+    current = load_table_schema(cdc_conn, table)
+    with ChunkReader(config, current, server_id=5690) as reader:  # the retry: the current schema
+        rows = [row for snapshot in reader.read(chunks) for row in canonical_rows(snapshot.table)]
+    assert sorted(rows) == table_rows(cdc_conn, current)
+
+
+@pytest.mark.parametrize("ddl", ["ADD COLUMN note VARCHAR(10)", "MODIFY v BIGINT", "DROP COLUMN v"])
+def test_alter_between_the_watermarks_of_a_batch(mariadb_server, admin, cdc_conn, database, config, ddl) -> None:
+    name = f"altered_{ddl.split()[0].lower()}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO {name} SELECT seq, seq FROM seq_1_to_4000")
+    schema = load_table_schema(cdc_conn, TableId(database, name))
+    chunks = split_table(cdc_conn, schema, chunk_size=200)
+    altered = threading.Event()
+
+    def alter_then_write() -> None:  # the ALTER lands while chunks are selected, then rows follow it
+        conn = mariadb_server.admin_connect(database)
+        with conn.cursor() as cur:
+            cur.execute(f"ALTER TABLE {name} {ddl}")
+            altered.set()
+            for key in range(1, 400, 7):
+                cur.execute(f"UPDATE {name} SET id = id + 100000 WHERE id = %s", (key,))
+        conn.close()
+
+    with pytest.raises(SchemaChangeError, match=f"{name} changed .*retry the task"):
+        with ChunkReader(config, schema, server_id=5691, group_size=4) as reader:
+            for number, _ in enumerate(reader.read(chunks)):
+                if number == 1:
+                    writer = threading.Thread(target=alter_then_write)
+                    writer.start()
+                    altered.wait(30)
+    writer.join(30)
