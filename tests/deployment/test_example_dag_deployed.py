@@ -5,10 +5,22 @@ survives the triggerer's ``kill -9``, one cleared batch reruns alone, and the ru
 
 from __future__ import annotations
 
+import shutil
+import signal
+import struct
+import subprocess
+import zlib
+from collections import Counter
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from tests.deployment.conftest import SharedRun
+import pyarrow.compute as pc
+import pytest
+
+from airflow_provider_mysqlcdc.lake.read import read_changes
+from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 
 
 def _time(value: str) -> datetime:
@@ -41,3 +53,153 @@ def test_parallel_snapshot_batches_never_clash(shared_run: SharedRun) -> None:
           + ", ".join(f"{ti['rendered_map_index']}: {ti['start_date']} - {ti['end_date']}" for ti in snapshots))
     assert at_once >= 2
     assert shared_run.differences() == []
+
+
+def test_the_ui_shows_the_run_with_labelled_batches_and_the_deferred_stream(shared_run: SharedRun,
+                                                                         tmp_path: Path) -> None:
+    stream = shared_run.wait_deferred()
+    assert stream["state"] == "deferred"
+    snapshots = shared_run.task_instances("snapshot")
+    labels = sorted(ti["rendered_map_index"] for ti in snapshots)
+    expected = sorted(f"{t} chunks {c}-{c}" for t in shared_run.tables for c in range(2))
+    assert labels == expected, labels
+
+    url = f"{shared_run.deployment.url}/dags/{DAG_ID}/runs/{quote(shared_run.run_id, safe='')}"
+    png = tmp_path / "grid.png"
+    chromium(url, f"--screenshot={png}", "--window-size=1600,1000", dump_dom=False)
+    dom = chromium(url)[1]
+    print(f"\nscreenshot of {url}: {png} ({png.stat().st_size:,} bytes)")
+    width, height, colors, busy = png_facts(png.read_bytes())
+    assert (width, height) == (1600, 1000)
+    assert png.stat().st_size > 20_000 and colors >= 16 and busy > 0.01, (colors, busy)
+    # the page rendered the run's task instances with their labels and the deferred stream, not an
+    # error or login page
+    assert all(label in dom for label in expected) and "Deferred" in dom, dom[:2000]
+
+
+def chromium(url: str, *flags: str, dump_dom: bool = True) -> tuple[str, str]:
+    """Headless chromium on ``url`` with AIRFLOW.md's flags; its stdout (the DOM with ``dump_dom``)."""
+    binary = shutil.which("chromium")
+    if binary is None:
+        pytest.fail("chromium is missing: run dev/setup.sh (it installs Debian's chromium)")
+    args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+            "--virtual-time-budget=20000", *flags, *(["--dump-dom"] if dump_dom else []), url]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr, done.stdout
+
+
+def png_facts(data: bytes) -> tuple[int, int, int, float]:
+    """Width, height, distinct colours (of a sample) and the share of pixels unlike the most common
+    colour, decoding the 8-bit RGB(A) PNG that chromium writes."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        header = body if kind == b"IHDR" else header
+        idat += body if kind == b"IDAT" else b""
+        pos += 12 + length
+    width, height, depth, color_type = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and color_type in (2, 6), (depth, color_type)
+    channels = 3 if color_type == 2 else 4
+    raw, stride = zlib.decompress(idat), width * channels
+    previous, counts = bytearray(stride), Counter()
+    for y in range(height):
+        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = row[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                row[i] = (row[i] + left) & 0xFF
+            elif kind == 2:
+                row[i] = (row[i] + up) & 0xFF
+            elif kind == 3:
+                row[i] = (row[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                row[i] = (row[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        if y % 4 == 0:
+            counts.update(bytes(row[x:x + 3]) for x in range(0, stride, channels * 4))
+        previous = row
+    total = sum(counts.values())
+    return width, height, len(counts), 1 - counts.most_common(1)[0][1] / total
+
+
+def test_the_stream_wakes_under_the_real_triggerer_and_survives_its_kill(shared_run: SharedRun) -> None:
+    stream = shared_run.wait_deferred()
+    tries = stream["try_number"]
+
+    # a change wakes the deferred stream through the triggerer; it resumes from its checkpoint
+    seq = shared_run.checkpoint_seq()
+    shared_run.write(20, seed=11)
+    shared_run.deployment.wait(lambda: shared_run.checkpoint_seq() > seq, 60, "the triggerer to wake the stream")
+    shared_run.wait_caught_up()
+
+    # kill -9 the triggerer (its whole process group) while the stream waits in it; changes meanwhile
+    deployment = shared_run.deployment
+    deployment.kill_component("triggerer", signal.SIGKILL)
+    assert shared_run.stream()["state"] == "deferred"
+    seq = shared_run.checkpoint_seq()
+    shared_run.write(20, seed=12)
+    deployment.start_component("triggerer")
+    deployment.wait_healthy(60, ("triggerer",))
+    # the new triggerer takes over the orphaned trigger, which wakes the stream
+    deployment.wait(lambda: shared_run.checkpoint_seq() > seq, 90, "the restarted triggerer to wake the stream")
+    shared_run.wait_caught_up()
+    stream = shared_run.stream()
+    assert stream["try_number"] == tries, "the stream continued in the same try: no retry was needed"
+    assert_no_change_twice(shared_run)
+
+
+def assert_no_change_twice(shared_run: SharedRun) -> None:
+    """No binlog change is in the lake twice (snapshot rows share their chunk's HW and are left out)."""
+    for table in shared_run.tables:
+        changes = read_changes(shared_run.base_uri, table).filter(pc.field("_op_ts") > 0)
+        keys = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
+                        strict=True))
+        assert keys and len(keys) == len(set(keys)), f"{table}: a change was written twice"
+
+
+def test_clearing_one_batch_reruns_it_alone_while_the_stream_runs(shared_run: SharedRun) -> None:
+    shared_run.wait_deferred()
+    before = {ti["map_index"]: ti["try_number"] for ti in shared_run.task_instances("snapshot")}
+    stream_try = shared_run.stream()["try_number"]
+    cleared = shared_run.deployment.api("POST", f"dags/{DAG_ID}/clearTaskInstances", {
+        "dag_run_id": shared_run.run_id, "task_ids": [["snapshot", 1]], "include_downstream": True,
+        "dry_run": False, "only_failed": False,
+    })
+    # the batch and what depends on it (summarize, and the stream, which must continue from its checkpoint)
+    assert sorted((ti["task_id"], ti["map_index"]) for ti in cleared["task_instances"]) == [
+        ("snapshot", 1), ("stream", -1), ("summarize", -1)]
+    writer = Writer(shared_run.server, seed=13)  # the batch is read again while the source changes
+    writer.start()
+    try:
+        def rerun_done() -> bool:
+            (ti,) = [ti for ti in shared_run.task_instances("snapshot") if ti["map_index"] == 1]
+            if ti["state"] in ("failed", "upstream_failed"):
+                raise AssertionError(f"the cleared batch failed: {task_log(shared_run.deployment, ti)[-3000:]}")
+            return ti["state"] == "success" and ti["try_number"] == before[1] + 1
+
+        shared_run.deployment.wait(rerun_done, 180, "the cleared batch to run again")
+        shared_run.deployment.wait(lambda: shared_run.stream()["try_number"] > stream_try, 120,
+                                   "the cleared stream to start again")
+    finally:
+        writer.stop()
+    after = {ti["map_index"]: ti["try_number"] for ti in shared_run.task_instances("snapshot")}
+    assert after == {**before, 1: before[1] + 1}, (before, after)
+    shared_run.wait_caught_up()
+    assert_no_change_twice(shared_run)
+
+
+def test_the_run_ends_successfully(shared_run: SharedRun) -> None:
+    run = shared_run.deployment.wait_for_run(DAG_ID, shared_run.run_id, STOP_AFTER_IDLE + 180)
+    assert run["state"] == "success", shared_run.summary()
+    assert {ti["state"] for ti in shared_run.task_instances()} == {"success"}
+    summary = shared_run.deployment.api(
+        "GET", f"dags/{DAG_ID}/dagRuns/{shared_run.run_id}/taskInstances/stream/xcomEntries/return_value")["value"]
+    assert summary["stopped"] == f"idle for {STOP_AFTER_IDLE} s" and summary["deferrals"] >= 1, summary
+    assert shared_run.differences() == []
+    assert_no_change_twice(shared_run)
