@@ -23,7 +23,7 @@ from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
@@ -142,6 +142,7 @@ class StreamRunner:
                 f"startup_mode 'initial' needs the finished snapshot of {table} in {self.options.base_uri}; "
                 f"run the snapshot tasks first (or choose another startup_mode)"
             )
-        chunks = [[r["chunk"]["s"], r["chunk"]["e"], r["high_watermark"]]
-                  for m in manifests if m is not None for r in m["chunks"]]
-        return TableStart(plan.schema, chunks)
+        committed = [m for m in manifests if m is not None]
+        chunks = [[r["chunk"]["s"], r["chunk"]["e"], r["high_watermark"]] for m in committed for r in m["chunks"]]
+        # the columns in effect where the stream starts for the table; it follows later changes itself
+        return TableStart(batch_read_with(committed, plan, latest=False), chunks)

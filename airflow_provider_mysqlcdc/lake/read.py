@@ -17,7 +17,7 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -38,17 +38,15 @@ def committed_table(base_uri: str, table: TableId) -> CommittedTable:
     even while the stream commits."""
     snapshots, streams = SnapshotStore(base_uri), StreamStore(base_uri)
     plan, checkpoint = snapshots.read_plan(table), streams.read_checkpoint()
-    files: list[str] = []
-    for batch in plan.batches if plan else []:
-        manifest = snapshots.read_manifest(batch)
-        files += manifest["files"] if manifest else []
+    manifests = [m for b in plan.batches if (m := snapshots.read_manifest(b)) is not None] if plan else []
+    files = [f for m in manifests for f in m["files"]]
     files += streams.committed_change_files(table, checkpoint)
     if not files:
         raise NoSuchTableError(f"the lake at {base_uri} has no committed rows of {table}: run its split and "
                                f"snapshot tasks (or the stream) first, or check base_uri and the table name")
     schema = checkpoint.schema_of(table) if checkpoint is not None else None
     if schema is None and plan is not None:  # a table the stream does not know of yet: its snapshot's schema
-        schema = plan.schema
+        schema = batch_read_with(manifests, plan, latest=True)
     if schema is None:
         raise NoSuchTableError(f"the lake at {base_uri} has change files of {table} but neither its snapshot plan "
                                f"nor the stream's checkpoint knows the table: its lake folder is from elsewhere")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
@@ -116,6 +117,18 @@ class Plan:
 
     def chunks_of(self, batch: Batch) -> list[Chunk]:
         return self.chunks[batch.first_chunk : batch.last_chunk + 1]
+
+
+def batch_read_with(manifests: list[dict[str, Any]], plan: Plan, latest: bool) -> TableSchema:
+    """The columns the batch with the lowest (or, ``latest``, highest) high watermark was read with: a
+    table altered during its snapshot has batches of two schemas (a manifest without one: the plan's)."""
+    def high_watermark(manifest: dict[str, Any]) -> BinlogOffset:
+        return max(BinlogOffset.from_dict(r["high_watermark"]) for r in manifest["chunks"])
+
+    if not manifests:
+        return plan.schema
+    chosen = (max if latest else min)(manifests, key=high_watermark)
+    return TableSchema.from_dict(chosen["schema"]) if "schema" in chosen else plan.schema
 
 
 def group_batches(table: TableId, chunks: list[Chunk], chunks_per_batch: int) -> list[Batch]:

@@ -68,6 +68,33 @@ def read_partition(
         yield record
 
 
+def batch_schema(planned: Any, config: Any, base_uri: str) -> Any:
+    """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
+    after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
+    same, and files of batches read before and after the change are read together as the current types."""
+    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+
+    control = config.connect()
+    try:
+        current = load_table_schema(control, planned.id)
+    finally:
+        control.close()
+    if current.columns == planned.columns:
+        return planned
+    key = planned.chunk_key
+    if key not in current.column_names or current.column(key) != planned.column(key):
+        raise SchemaChangeError(
+            f"the chunk key column {key} of {planned.id} changed since its snapshot was planned, so its chunks no "
+            f"longer hold: delete {base_uri.rstrip('/')}/{planned.id.database}/{planned.id.table}/snapshot and run "
+            f"the DAG again to plan and read it anew"
+        )
+    print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
+          f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
+    return TableSchema(current.id, current.columns, current.primary_key, key)
+
+
 def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Event, started: float) -> None:
     while not stop.wait(5):
         chunks, rows = progress[0].value, progress[1].value
@@ -79,6 +106,7 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
 def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
@@ -95,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split task first", file=sys.stderr)
         return 2
     chunks = plan.chunks_of(batch)
+    config = json.loads(args.connection)
+    try:
+        schema = batch_schema(plan.schema, ConnectionConfig.from_dict(config, os.environ.get(args.password_env, "")),
+                              args.base_uri)
+    except MySqlCdcError as error:
+        print(f"snapshot: {error}", file=sys.stderr)
+        return 2
     spark = SparkSession.builder.appName(f"mysql-cdc snapshot {batch.label}").getOrCreate()
     if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
         print("snapshot: spark.speculation is on: a speculative copy of a task would read the binlog with the "
@@ -110,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
     threading.Thread(target=_report_progress, args=(progress, len(chunks), stop, started), daemon=True).start()
     settings = {
-        "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": plan.schema.to_dict(),
-        "attempt": attempt, "config_dict": json.loads(args.connection), "password_env": args.password_env,
+        "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": schema.to_dict(),
+        "attempt": attempt, "config_dict": config, "password_env": args.password_env,
         "progress": progress,
     }
     records = (
@@ -130,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {
         "batch": batch.to_dict(),
         "attempt": attempt,
+        "schema": schema.to_dict(),
         "chunks": records,
         "files": files,
         "rows": rows,

@@ -4,7 +4,9 @@ batch; it stops with a SchemaChangeError saying to retry, and a reader opened wi
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 
 import pytest
 
@@ -14,7 +16,9 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.lake.read import read_table
 from tests.arrow_rows import canonical_rows
+from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_stream_dag import table_rows
 
 
@@ -69,3 +73,45 @@ def test_alter_between_the_watermarks_of_a_batch(mariadb_server, admin, cdc_conn
                     writer.start()
                     altered.wait(30)
     writer.join(30)
+
+
+@pytest.fixture()
+def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
+        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
+        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
+        "extra": {"server_id": "5680-5689"},
+    }))
+
+
+def test_alter_after_the_split_through_the_example_dag(airflow_db, connections, mariadb_server, admin, cdc_conn,
+                                                       database, tmp_path) -> None:
+    """The split plans the table, an ALTER TABLE comes before the Spark batches read it: the batches read
+    the current columns with the planned chunks, and the stream goes on from there."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE evolving (id INT PRIMARY KEY, v INT, d DECIMAL(6,2))")
+        cur.execute("INSERT INTO evolving SELECT seq, seq, seq / 100 FROM seq_1_to_20000")
+    table, base_uri = f"{database}.evolving", str(tmp_path / "lake")
+    plan = tmp_path / "lake" / database / "evolving" / "snapshot" / "_plan.json"
+
+    def alter_once_planned() -> None:
+        for _ in range(600):
+            if plan.exists():
+                break
+            time.sleep(0.1)
+        conn = mariadb_server.admin_connect(database)
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE evolving ADD COLUMN note VARCHAR(10), MODIFY d DECIMAL(12,4)")
+            cur.execute("UPDATE evolving SET note = 'n', d = d + 0.0001 WHERE id % 100 = 0")
+        conn.close()
+
+    altering = threading.Thread(target=alter_once_planned)
+    altering.start()
+    run = example_dag().test(run_conf={"tables": [table], "base_uri": base_uri, "rows_per_batch": 10_000,
+                                       "stop_after_idle_seconds": 2})
+    altering.join(60)
+    assert run.state == "success" and plan.exists()
+    schema = load_table_schema(cdc_conn, TableId.parse(table))
+    assert [c.name for c in schema.columns] == ["id", "v", "d", "note"]
+    assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
