@@ -263,6 +263,10 @@ def environment(home: Path, port: int, parallelism: int, dags_folder: Path,
         # new and changed DAG files are seen within seconds
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+        # Airflow 3.3.2 can mark a task that defers and is resumed within a few seconds up_for_retry (the
+        # stale "finished" event of the deferred workload meets the resumed one); the stream's retry
+        # continues from its checkpoint, so let it come after seconds instead of the default 300 s
+        "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "10",
         # a triggerer that died hands its triggers to a live one after this many seconds without heartbeat
         "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
         "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10",

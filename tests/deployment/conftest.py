@@ -147,14 +147,22 @@ class SharedRun:
                 commit(cur, rnd)
         conn.close()
 
-    def wait_deferred(self, timeout: float = 120) -> dict[str, Any]:
-        """Until the stream task instance is deferred (fails at once if the run ended)."""
+    def wait_deferred(self, timeout: float = 120, settle: float = 0) -> dict[str, Any]:
+        """Until the stream task instance is deferred, and has waited on the same trigger for ``settle``
+        seconds (fails at once if the run ended). A change that wakes the stream within ~5 s of its
+        deferral can meet Airflow 3.3.2's defer/resume race (the deferred workload's late "finished"
+        event marks the resumed try up_for_retry; see the README): tests that assert the stream kept its
+        try let it settle first."""
+        seen: dict[str, Any] = {}
 
         def deferred() -> dict[str, Any] | None:
             if self.deployment.dag_run(DAG_ID, self.run_id)["state"] != "running":
                 raise AssertionError(f"the run ended while waiting for the stream to defer: {self.summary()}")
             stream = self.stream()
-            return stream if stream["state"] == "deferred" else None
+            trigger = (stream.get("trigger") or {}).get("id") if stream["state"] == "deferred" else None
+            if trigger is None or seen.get("trigger") != trigger:
+                seen.update(trigger=trigger, since=time.monotonic())
+            return stream if trigger is not None and time.monotonic() - seen["since"] >= settle else None
 
         return dict(self.deployment.wait(deferred, timeout, "the stream to defer", interval=0.5))
 

@@ -129,7 +129,7 @@ def png_facts(data: bytes) -> tuple[int, int, int, float]:
 
 
 def test_the_stream_wakes_under_the_real_triggerer_and_survives_its_kill(shared_run: SharedRun) -> None:
-    stream = shared_run.wait_deferred()
+    stream = shared_run.wait_deferred(settle=8)
     tries = stream["try_number"]
 
     # a change wakes the deferred stream through the triggerer; it resumes from its checkpoint
