@@ -34,7 +34,6 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
 
@@ -206,6 +205,10 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     """Several tables with several batches each, as the mapped tasks would run them all at once: no two
     readers (Spark tasks of any batch, or the stream) share an id; a range too small fails the split
     before it writes any plan, naming the extra and a range that fits."""
+    # imported here: importing Airflow while pytest collects binds its log output to pytest's own capture,
+    # and test_tables_change (which imports this module) then cannot read the stream's log with capsys
+    from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
+
     sizes = {"ids_a": 20_000, "ids_b": 6_000, "ids_c": 10}
     with admin.cursor() as cur:
         for table, rows in sizes.items():
