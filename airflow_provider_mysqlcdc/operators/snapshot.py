@@ -18,6 +18,16 @@ from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
 APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
 
 
+def quiet_spark_conf() -> dict[str, str]:
+    """Spark at WARN for our jobs (its default profile logs ~90 INFO lines a job into the task log)."""
+    properties = Path(__file__).resolve().parents[1] / "spark" / "log4j2.properties"
+    return {
+        "spark.log.level": "WARN",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{properties}",
+        "spark.ui.showConsoleProgress": "false",
+    }
+
+
 class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
 
@@ -42,6 +52,8 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     :param partitions: Spark tasks of the job; 0 (default): the batch's readers. More than those
         is refused (raise ``readers_per_batch`` on the split task instead)
     :param conn_id: the Spark connection
+    :param conf: Spark settings, over ours: Spark logs at WARN (``spark.log.level`` and a log4j2 file
+        in ``spark.driver.extraJavaOptions``); set them here to see more
     :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks 0-123``
     """
 
@@ -97,6 +109,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             **(self.env_vars or {}),
             PASSWORD_ENV: config.password,
         }
+        self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
         master = SparkSubmitHook(conn_id=self._conn_id)._connection["master"]
         if not is_local_master(master):
             shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
