@@ -4,7 +4,6 @@ batch; it stops with a SchemaChangeError saying to retry, and a reader opened wi
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -17,6 +16,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.read import read_table
+from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_stream_dag import table_rows
@@ -77,12 +77,7 @@ def test_alter_between_the_watermarks_of_a_batch(mariadb_server, admin, cdc_conn
 
 @pytest.fixture()
 def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5680-5689"},
-    }))
+    set_airflow_connections(monkeypatch, mariadb_server, "5680-5689")
 
 
 def test_alter_after_the_split_through_the_example_dag(airflow_db, connections, mariadb_server, admin, cdc_conn,

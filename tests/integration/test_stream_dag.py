@@ -21,6 +21,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_type_matrix import MATRIX, ROWS
@@ -28,12 +29,7 @@ from tests.integration.test_type_matrix import MATRIX, ROWS
 
 @pytest.fixture()
 def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5500-5515"},
-    }))
+    set_airflow_connections(monkeypatch, mariadb_server, "5500-5515")
 
 
 class _Writing(threading.Thread):

@@ -9,7 +9,6 @@ twice. After each run the lake equals the source for every captured table.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -23,6 +22,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_stream_dag import _Writing, table_rows
@@ -30,12 +30,7 @@ from tests.integration.test_stream_dag import _Writing, table_rows
 
 @pytest.fixture()
 def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5600-5615"},
-    }))
+    set_airflow_connections(monkeypatch, mariadb_server, "5600-5615")
 
 
 @pytest.fixture()
