@@ -39,7 +39,7 @@ class Lake:
         return "/".join([self.root, *parts])
 
     def exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        return bool(self.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def read_json(self, path: str) -> Any | None:
         if not self.exists(path):
