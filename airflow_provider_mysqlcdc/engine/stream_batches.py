@@ -103,7 +103,7 @@ def stream_batches(
     limits: BatchLimits = BatchLimits(),
 ) -> Iterator[BatchReport]:
     """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit."""
-    emit, orders = _emit_filter(checkpoint, control)
+    emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
                           reload_schema=reload_schema, session_time_zone=config.server_time_zone)
@@ -152,7 +152,8 @@ def _emitted(
     return emit.should_emit(record.table, key, record.offset)
 
 
-def _emit_filter(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:
+def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:
+    """The emit filter of the checkpoint's chunks, and each table's key order (the sort keys it compares)."""
     orders = {t: KeyOrder.for_column(control, s.chunk_key_column) for t, s in checkpoint.schemas.items()}
     finished = {}
     for table, chunks in checkpoint.chunks.items():

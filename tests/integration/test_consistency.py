@@ -21,15 +21,17 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
+from airflow_provider_mysqlcdc.cdc.chunks import encode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.emit_filter import FinishedChunk
 from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.engine.stream_batches import emit_filter_for
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 from tests.arrow_rows import canonical_rows
 
 PREFIXES = ["a", "A", "á", "b", "B", "é", "E", "z", "Z", "ß", "😀"]
@@ -145,14 +147,18 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     assert sum(s.changed_keys for s in snapshots) > 0, "the writer never touched a chunk while it was read"
 
     # the stream: from the lowest HW, emitted only after the HW of the chunk holding the key
-    order = KeyOrder.for_column(cdc_conn, schema.chunk_key_column)
-    finished = []
+    # the pipeline's own filter: from a checkpoint holding the chunks as the stream keeps them
+    lowest = min(s.high_watermark for s in snapshots)
+    checkpoint = Checkpoint(0, lowest, {schema.id: schema}, {schema.id: [
+        [encode_key(s.chunk.start), encode_key(s.chunk.end), s.high_watermark.to_dict()] for s in snapshots]})
+    emit, orders = emit_filter_for(checkpoint, cdc_conn)
+    order = orders[schema.id]
+    finished = []  # the reference below: chunks as sort-key ranges, scanned one by one
     for snap in snapshots:
         start, stop = order.sort_keys([snap.chunk.start, snap.chunk.end])
         finished.append(FinishedChunk(start, stop, snap.high_watermark))
-    emit = EmitFilter({schema.id: finished})
     stream = BinlogReader(config.replication_settings(), 5421, config.server_id, {schema.id: schema},
-                          min(c.high_watermark for c in finished),  # the lowest HW: no chunk misses an event
+                          lowest,  # the lowest HW: no chunk misses an event
                           reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=end)
     records = [r for r in stream if isinstance(r, ChangeRecord)]
     index = schema.column_names.index(schema.chunk_key)
