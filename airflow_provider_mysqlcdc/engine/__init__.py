@@ -1,3 +1,4 @@
-"""The engine loops, between the CDC core (``cdc/``) and the operators: the stream runner (startup,
-the captured tables, the batch loop, stop conditions). Operators, tests and benchmarks drive these;
-``lake/`` only stores and reads. No Airflow here."""
+"""The engine loops, between the CDC core (``cdc/``) and the operators: a snapshot batch (its columns,
+chunks into Parquet, commit) and the stream runner (startup, the captured tables, the batch loop,
+stop conditions). Operators, the Spark application, tests and benchmarks drive these; ``lake/`` only
+stores and reads. No Airflow here."""

@@ -51,8 +51,8 @@ def read_partition(
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-    from airflow_provider_mysqlcdc.lake.snapshot_writer import write_chunks
 
     config = ConnectionConfig.from_dict(config_dict, os.environ.get(password_env, ""))
     batch = Batch.from_dict(batch_dict)
@@ -68,33 +68,6 @@ def read_partition(
         yield record
 
 
-def batch_schema(planned: Any, config: Any, base_uri: str) -> Any:
-    """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
-    after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
-    same, and files of batches read before and after the change are read together as the current types."""
-    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-    from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-
-    control = config.connect()
-    try:
-        current = load_table_schema(control, planned.id)
-    finally:
-        control.close()
-    if current.columns == planned.columns:
-        return planned
-    key = planned.chunk_key
-    if key not in current.column_names or current.column(key) != planned.column(key):
-        raise SchemaChangeError(
-            f"the chunk key column {key} of {planned.id} changed since its snapshot was planned, so its chunks no "
-            f"longer hold: delete {base_uri.rstrip('/')}/{planned.id.database}/{planned.id.table}/snapshot and run "
-            f"the DAG again to plan and read it anew"
-        )
-    print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
-          f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
-    return TableSchema(current.id, current.columns, current.primary_key, key)
-
-
 def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Event, started: float) -> None:
     while not stop.wait(5):
         chunks, rows = progress[0].value, progress[1].value
@@ -107,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, commit_batch
     from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
@@ -159,23 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(records) != len(chunks):
         print(f"snapshot: expected {len(chunks)} chunks, got {len(records)}; not committing", file=sys.stderr)
         return 3
-    records.sort(key=lambda r: r["chunk"]["i"])
-    files = sorted({r["file"] for r in records})
-    rows = sum(r["rows"] for r in records)
-    manifest = {
-        "batch": batch.to_dict(),
-        "attempt": attempt,
-        "schema": schema.to_dict(),
-        "chunks": records,
-        "files": files,
-        "rows": rows,
-        "bytes": sum(store.lake.fs.get_file_info(f).size or 0 for f in files),
-        "seconds": round(seconds, 3),
-        "rows_per_second": round(rows / seconds) if seconds else None,
-        "changed_keys": sum(r["changed_keys"] for r in records),
-    }
-    store.commit(batch, manifest)
-    print(f"snapshot: {batch.label}: {rows:,} rows in {seconds:.1f} s ({manifest['rows_per_second']:,} rows/s), "
+    manifest = commit_batch(store, batch, attempt, schema, records, seconds)
+    print(f"snapshot: {batch.label}: {manifest['rows']:,} rows in {seconds:.1f} s "
+          f"({manifest['rows_per_second']:,} rows/s), "
           f"committed attempt {attempt}", flush=True)
     spark.stop()
     return 0

@@ -1,6 +1,6 @@
 """The lake's stores and readers on a temporary local folder, no server.
 
-Inputs are made by the package's own writers: ``snapshot_writer.write_chunks`` (its MySQL chunk
+Inputs are made by the package's own writers: ``snapshot_batch.write_chunks`` (its MySQL chunk
 reader replaced by one that hands out given rows), ``SnapshotStore.commit`` with a manifest shaped
 like the Spark job's, ``changes_table`` and ``StreamStore.commit``. A killed stream run is a commit
 whose checkpoint write fails after the change files are written.
@@ -22,7 +22,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.lake import snapshot_writer
+from airflow_provider_mysqlcdc.engine import snapshot_batch
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan, SnapshotStore, group_batches
@@ -112,10 +112,10 @@ class Lakes:
                     hw = high_watermarks[chunk.index]
                     yield ChunkSnapshot(chunk=chunk, low_watermark=hw, high_watermark=hw, table=table, changed_keys=0)
 
-        self.monkeypatch.setattr(snapshot_writer, "ChunkReader", GivenRows)
+        self.monkeypatch.setattr(snapshot_batch, "ChunkReader", GivenRows)
         records: list[dict[str, Any]] = []
         for part, chunk in enumerate(plan.chunks_of(batch)):
-            records += snapshot_writer.write_chunks(
+            records += snapshot_batch.write_chunks(
                 self.snapshots, batch, attempt, part, cast(ConnectionConfig, None), schema, [chunk], server_id=1
             )
         files = sorted({r["file"] for r in records})
