@@ -18,6 +18,7 @@ A second run skips the finished snapshot and streams on from the lake's checkpoi
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
@@ -80,6 +81,9 @@ with DAG(
         base_uri="{{ params.base_uri }}",
         stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
         defer_after_idle_seconds="{{ params.defer_after_idle_seconds }}",
-        retries=3,  # a retry continues from the checkpoint (Airflow 3.3 can fail a task that defers often)
+        # a retry continues from the checkpoint: Airflow 3.3.2 can mark a task resumed right after it
+        # deferred up_for_retry, so retry soon rather than after the default 5 minutes
+        retries=3,
+        retry_delay=timedelta(seconds=10),
     )
     summarize(snapshot.output) >> stream

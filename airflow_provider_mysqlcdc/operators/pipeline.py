@@ -7,6 +7,7 @@ writing three operators each time. Every argument may be a template (``"{{ param
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import TaskGroup
@@ -32,7 +33,7 @@ def mysql_cdc_pipeline(
     """A task group ``group_id`` with the tasks ``split``, ``snapshot`` (mapped) and ``stream``.
 
     The stream runs once no snapshot task failed, also when nothing was left to snapshot (a later
-    run); it has 3 retries, which continue from the checkpoint (Airflow 3.3 can fail a task that
+    run); it has 3 retries 10 s apart, which continue from the checkpoint (Airflow 3.3 can fail a task that
     defers often). ``*_kwargs`` go to the operators as they are, e.g. ``snapshot_kwargs={"conf":
     {...}}`` for Spark settings or ``stream_kwargs={"max_batch_events": 20_000}``.
     """
@@ -48,7 +49,7 @@ def mysql_cdc_pipeline(
         stream = MySqlBinlogStreamOperator(
             task_id="stream", tables=tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
-            **{"retries": 3, **(stream_kwargs or {})},
+            **{"retries": 3, "retry_delay": timedelta(seconds=10), **(stream_kwargs or {})},
         )
         snapshot >> stream
     return group
