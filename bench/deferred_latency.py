@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import machine, quantile
+from bench.measure import machine, quantile, write_sections
 from bench.server import throwaway_server
 from dev import airflow_deployment
 
@@ -145,23 +145,13 @@ def section(latencies: list[float], facts: dict[str, object], target: float) -> 
     ])
 
 
-def write_section(results: Path, text: str) -> None:
-    """Replaces this benchmark's section of ``results`` (up to the next ``## ``), or appends it."""
-    old = results.read_text() if results.exists() else "# Benchmark results\n"
-    if TITLE in old:
-        start = old.index(TITLE)
-        end = old.find("\n## ", start + len(TITLE))
-        old = old[:start] + (old[end + 1:] if end >= 0 else "")
-    results.write_text(old.rstrip("\n") + "\n\n" + text)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     work = tempfile.mkdtemp(prefix="bench-deferred-")
     latencies, facts = measure(args, Path(work))  # a failed run keeps its folder (logs) for a look
     shutil.rmtree(work, ignore_errors=True)
     text = section(latencies, facts, args.target)
-    write_section(args.results, text)
+    write_sections(args.results, text)
     print(text)
     return 0
 

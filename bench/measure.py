@@ -102,3 +102,17 @@ def machine(server_version: str) -> dict[str, Any]:
         **{name: version(name) for name in ("apache-airflow", "pyspark", "mysql-replication", "pyarrow",
                                             "connectorx", "airflow-provider-mysqlcdc")},
     }
+
+
+def write_sections(results: Path, text: str) -> None:
+    """Write ``text``'s ``## `` sections into ``results``, replacing sections of the same title and keeping
+    the others (each benchmark owns its sections of RESULTS.md); ``text``'s heading, if any, comes first."""
+    def split(document: str) -> tuple[str, dict[str, str]]:
+        head, *sections = document.split("\n## ")
+        return head, {s.split("\n", 1)[0]: "## " + s.rstrip("\n") for s in sections}
+
+    old_head, old = split(results.read_text()) if results.exists() else ("# Benchmark results", {})
+    new_head, new = split(text if text.startswith("#") and not text.startswith("## ") else "\n" + text)
+    sections = {**old, **new} if new_head.strip() == "" else {**new, **{t: s for t, s in old.items() if t not in new}}
+    head = new_head.strip() or old_head.strip()
+    results.write_text("\n\n".join([head, *sections.values()]) + "\n")
