@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, Heartbeat, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -33,6 +33,17 @@ from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    """Following the binlog: nothing pending, the server idle for the heartbeat period."""
+
+    offset: BinlogOffset
+
+
+# a transaction committed this recently (commit times have second resolution) counts as near real time
+_NEAR_REAL_TIME_MS = 5_000
 
 
 @dataclass
@@ -101,12 +112,20 @@ def stream_batches(
     control: Any,
     reload_schema: Callable[[TableId], TableSchema],
     limits: BatchLimits = BatchLimits(),
-) -> Iterator[BatchReport]:
-    """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit."""
+    follow: float | None = None,
+) -> Generator[BatchReport | CaughtUp, None, None]:
+    """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit.
+
+    With ``follow`` (seconds), one binlog connection stays open and waits for new events, with server
+    heartbeats every ``follow`` seconds while idle: each heartbeat commits what is pending and yields
+    ``CaughtUp``, so the caller checks its conditions without reconnecting. Near real time a batch is
+    then committed ``follow`` seconds after it started (latency), during a backlog at ``max_seconds``.
+    """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
-                          reload_schema=reload_schema, session_time_zone=config.server_time_zone)
+                          reload_schema=reload_schema, session_time_zone=config.server_time_zone,
+                          blocking=follow is not None, heartbeat_seconds=follow)
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
@@ -131,9 +150,17 @@ def stream_batches(
             committed.absorb(uncommitted)  # the transaction is complete
             uncommitted = _Pending()
             boundary = item.offset
-            if committed.over(limits) or time.monotonic() - started >= limits.max_seconds:
+            elapsed = time.monotonic() - started
+            near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
+            latency_due = follow is not None and near_real_time and elapsed >= follow
+            if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
                 yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
                 committed, events, started = _Pending(), 0, time.monotonic()
+        elif isinstance(item, Heartbeat):
+            if boundary is not None and (committed.count or boundary != checkpoint.offset):
+                yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
+                committed, events, started = _Pending(), 0, time.monotonic()
+            yield CaughtUp(checkpoint.offset)
     if boundary is not None and (committed.count or boundary != checkpoint.offset):
         yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
 

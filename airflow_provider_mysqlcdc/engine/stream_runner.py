@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Generator
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -19,9 +20,9 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
-from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
+from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.storage import Lake
@@ -63,32 +64,52 @@ class StreamRunner:
 
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
-        ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). Polls every ``poll_interval``."""
-        while True:
-            self.catch_up(control, checkpoint, progress)
-            stopped = self.stop_reason(progress, checkpoint.offset)
-            if stopped:
-                _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
-                self.lease.release()
-                return stopped
-            if may_wait and time.time() - progress.idle_since >= self.options.defer_after_idle_seconds:
-                return None
-            self.lease.check()  # renews the lease while idle
-            time.sleep(self.options.poll_interval)
+        ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
+        the server meanwhile, with heartbeats every ``poll_interval`` while it is idle."""
+        batches = self._batches(control, checkpoint, follow=True)
+        try:
+            for item in batches:
+                if isinstance(item, BatchReport):
+                    self._account(item, progress)
+                else:
+                    self.lease.check()  # renews the lease while idle
+                stopped = self.stop_reason(progress, checkpoint.offset)
+                if stopped:
+                    _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
+                    self.lease.release()
+                    return stopped
+                idle = time.time() - progress.idle_since
+                if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
+                    return None
+        finally:
+            batches.close()  # the binlog connection
+        raise SourceConfigError("the binlog connection ended while following the server; the task's retry "
+                                "continues from the checkpoint")
 
     def catch_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
-        """Commit batches until the stream has caught up with the server."""
+        """Commit batches until the stream has caught up with the server, then return."""
+        for item in self._batches(control, checkpoint, follow=False):
+            if isinstance(item, BatchReport):
+                self._account(item, progress)
+
+    def _batches(
+        self, control: Any, checkpoint: Checkpoint, follow: bool
+    ) -> Generator[BatchReport | CaughtUp, None, None]:
         check_offset_available(control, checkpoint.offset)
-        for report in stream_batches(self.config, self.server_id, self.store, checkpoint, control,
-                                     lambda table: load_table_schema(control, table), self.options.limits):
-            written = sum(report.rows.values())
-            progress.batches += 1
-            progress.rows += written
-            if written:
-                progress.idle_since = time.time()
-            lag = f"{time.time() - report.last_ts_ms / 1000:.1f} s" if report.last_ts_ms else "n/a"
-            _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
-                      report.seq, report.events_read, report.rows, report.offset, lag)
+        return stream_batches(self.config, self.server_id, self.store, checkpoint, control,
+                              lambda table: load_table_schema(control, table), self.options.limits,
+                              follow=self.options.poll_interval if follow else None)
+
+    @staticmethod
+    def _account(report: BatchReport, progress: StreamProgress) -> None:
+        written = sum(report.rows.values())
+        progress.batches += 1
+        progress.rows += written
+        if written:
+            progress.idle_since = time.time()
+        lag = f"{time.time() - report.last_ts_ms / 1000:.1f} s" if report.last_ts_ms else "n/a"
+        _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
+                  report.seq, report.events_read, report.rows, report.offset, lag)
 
     def stop_reason(self, progress: StreamProgress, offset: BinlogOffset) -> str | None:
         options, now = self.options, time.time()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from typing import Any
 
@@ -35,7 +36,7 @@ def connection(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
 
 def stream(base_uri: str, table: str, **kwargs: Any) -> Any:
     operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=[table], deferrable=False,
-                                         stop_after_idle_seconds=0, **kwargs)
+                                         **{"stop_after_idle_seconds": 0, **kwargs})
     return operator.execute(context={})
 
 
@@ -168,3 +169,35 @@ def test_column_type_changes_while_streaming(admin, cdc_conn, database, tmp_path
     schema = load_table_schema(cdc_conn, TableId(database, "retyped"))
     assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
     assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
+
+
+def test_an_idle_stream_keeps_one_binlog_connection(admin, database, tmp_path) -> None:
+    """Caught up, the stream waits on one replication connection with server heartbeats (no reconnect
+    per poll), still sees the next change, and stops on time."""
+    table = f"{database}.quiet"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
+    base_uri = str(tmp_path / "lake")
+    stream(base_uri, table, startup_mode="latest-offset")
+    result: dict[str, Any] = {}
+
+    def dump_threads() -> set[int]:
+        with admin.cursor() as cur:
+            cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump' AND USER = 'cdc'")
+            return {row[0] for row in cur.fetchall()}
+
+    before = dump_threads()  # the first call's thread may linger on the server for a moment
+    running = threading.Thread(target=lambda: result.update(stream(base_uri, table, stop_after_idle_seconds=4,
+                                                                     poll_interval=0.3)))
+    running.start()
+    dumps: set[int] = set()
+    for tick in range(25):
+        dumps |= dump_threads() - before
+        if tick == 5:
+            with admin.cursor() as cur:
+                cur.execute("INSERT INTO quiet VALUES (1)")
+        time.sleep(0.1)
+    running.join(30)
+    assert result["rows"] == 1 and result["stopped"] == "idle for 4 s"
+    assert len(dumps) == 1, f"the stream reconnected while idle: binlog dump threads {sorted(dumps)}"
+    assert inserted_ids(base_uri, table) == [1]
