@@ -20,9 +20,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     continue from the checkpoint, which is committed with each batch: nothing is lost or written
     twice. A table added to ``tables`` in a later run is streamed from its snapshot's high watermarks
     (the split and snapshot tasks of that run take it first); a table removed stops being captured
-    (logged), and resumes where it stopped when added back. When caught up the stream polls in the
-    worker; once idle for ``defer_after_idle_seconds`` it defers to ``MySqlBinlogTrigger`` until the
-    binlog moves. Set ``retries``: Airflow 3.3 can fail a task that defers often, and a retry simply
+    (logged), and resumes where it stopped when added back. When caught up the stream waits in the
+    worker on its binlog connection; once idle for ``defer_after_idle_seconds`` it defers to
+    ``MySqlBinlogTrigger`` until its tables change. Set ``retries``: Airflow 3.3 can fail a task that defers often, and a retry simply
     continues from the checkpoint. The work is done by ``engine.stream_runner.StreamRunner``.
 
     :param base_uri: the lake: a local path or ``s3://bucket/prefix`` (templated)
@@ -42,8 +42,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     :param max_batch_seconds: commit a batch after this many seconds
     :param max_batch_bytes: commit a batch after about this many bytes of values; a transaction
         larger than a batch is committed in parts
-    :param poll_interval: seconds between polls of the binlog when caught up
-    :param defer_after_idle_seconds: how long a caught-up stream polls in the worker before it hands
+    :param poll_interval: the server's heartbeat period while the caught-up stream waits on its binlog
+        connection, the trigger's polling period, and near real time how long a batch gathers
+    :param defer_after_idle_seconds: how long a caught-up stream waits in the worker before it hands
         the wait to the triggerer (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC (templated)
     :param deferrable: False keeps polling in the worker instead of deferring
