@@ -22,8 +22,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     (the split and snapshot tasks of that run take it first); a table removed stops being captured
     (logged), and resumes where it stopped when added back. When caught up the stream waits in the
     worker on its binlog connection; once idle for ``defer_after_idle_seconds`` it defers to
-    ``MySqlBinlogTrigger`` until its tables change. Set ``retries``: Airflow 3.3 can fail a task that defers often, and a retry simply
-    continues from the checkpoint. The work is done by ``engine.stream_runner.StreamRunner``.
+    ``MySqlBinlogTrigger`` until its tables change. Set ``retries``: Airflow 3.3 can fail a task that
+    defers often, and a retry simply continues from the checkpoint. The work is done by
+    ``engine.stream_runner.StreamRunner``.
 
     :param base_uri: the lake: a local path or ``s3://bucket/prefix`` (templated)
     :param tables: the tables to capture, as ``database.table`` (templated)
