@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import machine, quantile, write_sections
+from bench.measure import machine, quantile, seconds_until_in_lake, write_sections
 from bench.server import throwaway_server
 from dev import airflow_deployment
 
@@ -48,7 +48,6 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str, object]]:
-    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.read import read_table
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -100,16 +99,7 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str
                     tries = deployment.api("GET", stream_path)["try_number"]
                     inserted.append(100_000 + sample)
                     cur.execute("INSERT INTO t VALUES (%s, %s)", (inserted[-1], f"probe {sample}"))
-                    committed = time.perf_counter()
-                    target = read_current_offset(control, info, with_gtid=False)
-                    while True:
-                        checkpoint = store.read_checkpoint()
-                        if checkpoint is not None and not checkpoint.offset < target:
-                            latencies.append(time.perf_counter() - committed)
-                            break
-                        if time.perf_counter() - committed > 120:
-                            raise TimeoutError(f"commit {sample} not in the lake after 120 s; see {base}/logs")
-                        time.sleep(0.02)
+                    latencies.append(seconds_until_in_lake(store, control, info, time.perf_counter()))
                     retried = deployment.api("GET", stream_path)["try_number"] != tries
                     print(f"sample {sample}: {latencies[-1]:.2f} s{' (the stream was retried)' if retried else ''}",
                           flush=True)

@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,18 @@ def write_sections(results: Path, text: str) -> None:
     sections = {**old, **new} if new_head.strip() == "" else {**new, **{t: s for t, s in old.items() if t not in new}}
     head = new_head.strip() or old_head.strip()
     results.write_text("\n\n".join([head, *sections.values()]) + "\n")
+
+
+def seconds_until_in_lake(store: Any, control: Any, info: Any, since: float, timeout: float = 120.0) -> float:
+    """Seconds from ``since`` (a ``perf_counter``) until the stream's checkpoint covers the server's
+    current offset: a change committed at ``since`` is then in the lake."""
+    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
+
+    target = read_current_offset(control, info, with_gtid=False)
+    while True:
+        checkpoint = store.read_checkpoint()
+        if checkpoint is not None and not checkpoint.offset < target:
+            return time.perf_counter() - since
+        if time.perf_counter() - since > timeout:
+            raise TimeoutError(f"a change committed {timeout:.0f} s ago is not in the lake")
+        time.sleep(0.01)

@@ -34,7 +34,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import PeakRss, child_peak_rss_mib, machine, quantile, timer, write_sections
+from bench.measure import (
+    PeakRss,
+    child_peak_rss_mib,
+    machine,
+    quantile,
+    seconds_until_in_lake,
+    timer,
+    write_sections,
+)
 from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +194,6 @@ class SteadyLoad(threading.Thread):
 
 def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: int) -> list[float]:
     """Seconds from each single-row commit until the lake's checkpoint covers it."""
-    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -196,13 +203,7 @@ def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: i
             committed = time.perf_counter()
             # a new value every time: an UPDATE that changes nothing writes no row event
             cur.execute("UPDATE events SET note = %s WHERE id = %s", (f"probe {probe} at {time.time()}", probe + 1))
-            target = read_current_offset(control, info, with_gtid=False)
-            while True:
-                checkpoint = store.read_checkpoint()
-                if checkpoint is not None and not checkpoint.offset < target:
-                    latencies.append(time.perf_counter() - committed)
-                    break
-                time.sleep(0.01)
+            latencies.append(seconds_until_in_lake(store, control, info, committed))
             time.sleep(random.uniform(0.3, 1.0))  # commits land anywhere in the stream's poll cycle
     return latencies
 
