@@ -64,7 +64,7 @@ with DAG(
     def summarize(manifests: Any) -> dict[str, Any]:
         """What this run snapshotted (nothing once every table is done); the stream starts from these
         manifests' watermarks."""
-        manifests = list(manifests)
+        manifests = manifests[:]  # one read of the mapped XComs (list() probes past the end, logging an error)
         summary = {
             "batches": len(manifests),
             "rows": sum(m["rows"] for m in manifests),
