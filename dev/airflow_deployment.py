@@ -15,7 +15,7 @@ Connections are passed as ``AIRFLOW_CONN_*`` variables of every component (``--c
     python -m dev.airflow_deployment stop --dir .local/airflow-deployment
 
 Then open the printed ``url`` in a browser. Each component logs to ``<dir>/logs/<component>.log``,
-task logs are under ``<dir>/home/logs``.
+task logs are in the ``logs`` folder of the Airflow home inside ``<dir>``.
 """
 
 from __future__ import annotations
