@@ -44,6 +44,8 @@ class CaughtUp:
 
 # a transaction committed this recently (commit times have second resolution) counts as near real time
 _NEAR_REAL_TIME_MS = 5_000
+# the server's heartbeat period while following: how soon after the last event an idle stream commits
+_IDLE_HEARTBEAT_SECONDS = 0.25
 
 
 @dataclass
@@ -117,15 +119,17 @@ def stream_batches(
     """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit.
 
     With ``follow`` (seconds), one binlog connection stays open and waits for new events, with server
-    heartbeats every ``follow`` seconds while idle: each heartbeat commits what is pending and yields
-    ``CaughtUp``, so the caller checks its conditions without reconnecting. Near real time a batch is
-    then committed ``follow`` seconds after it started (latency), during a backlog at ``max_seconds``.
+    heartbeats every quarter second (at most ``follow``) while idle: each heartbeat commits what is
+    pending and yields ``CaughtUp``, so the caller checks its conditions without reconnecting. Near
+    real time a batch is committed ``follow`` seconds after it started, during a backlog at
+    ``max_seconds``.
     """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
                           reload_schema=reload_schema, session_time_zone=config.server_time_zone,
-                          blocking=follow is not None, heartbeat_seconds=follow)
+                          blocking=follow is not None,
+                          heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS))
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None

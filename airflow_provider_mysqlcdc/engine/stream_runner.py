@@ -65,14 +65,17 @@ class StreamRunner:
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
-        the server meanwhile, with heartbeats every ``poll_interval`` while it is idle."""
+        the server meanwhile, with server heartbeats while it is idle."""
         batches = self._batches(control, checkpoint, follow=True)
+        lease_checked = time.monotonic()
         try:
             for item in batches:
                 if isinstance(item, BatchReport):
-                    self._account(item, progress)
-                else:
+                    self._account(item, progress)  # its commit checked the lease
+                    lease_checked = time.monotonic()
+                elif time.monotonic() - lease_checked >= self.options.poll_interval:
                     self.lease.check()  # renews the lease while idle
+                    lease_checked = time.monotonic()
                 stopped = self.stop_reason(progress, checkpoint.offset)
                 if stopped:
                     _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
