@@ -43,8 +43,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
     :param max_batch_seconds: commit a batch after this many seconds
     :param max_batch_bytes: commit a batch after about this many bytes of values; a transaction
         larger than a batch is committed in parts
-    :param poll_interval: the server's heartbeat period while the caught-up stream waits on its binlog
-        connection, the trigger's polling period, and near real time how long a batch gathers
+    :param poll_interval: the trigger's polling period, and near real time how long a batch gathers
+        (an idle stream commits at the server's next heartbeat, every quarter second)
     :param defer_after_idle_seconds: how long a caught-up stream waits in the worker before it hands
         the wait to the triggerer (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC (templated)
