@@ -160,7 +160,7 @@ class StreamRunner:
             return None
         snapshots = SnapshotStore(self.options.base_uri)
         plan = snapshots.read_plan(table)
-        manifests = [snapshots.read_manifest(b) for b in plan.batches] if plan else []
+        manifests = snapshots.manifests(plan) if plan else []
         if plan is None or any(m is None for m in manifests):
             raise InvalidOptionError(
                 f"startup_mode 'initial' needs the finished snapshot of {table} in {self.options.base_uri}; "

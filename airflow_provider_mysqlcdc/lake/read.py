@@ -38,7 +38,7 @@ def committed_table(base_uri: str, table: TableId) -> CommittedTable:
     even while the stream commits."""
     snapshots, streams = SnapshotStore(base_uri), StreamStore(base_uri)
     plan, checkpoint = snapshots.read_plan(table), streams.read_checkpoint()
-    manifests = [m for b in plan.batches if (m := snapshots.read_manifest(b)) is not None] if plan else []
+    manifests = [m for m in snapshots.manifests(plan) if m is not None] if plan else []
     files = [f for m in manifests for f in m["files"]]
     files += streams.committed_change_files(table, checkpoint)
     if not files:

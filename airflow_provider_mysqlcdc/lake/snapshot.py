@@ -173,5 +173,9 @@ class SnapshotStore:
             if directory.rstrip("/") != keep:
                 self.lake.delete_dir(directory)
 
+    def manifests(self, plan: Plan) -> list[dict[str, Any] | None]:
+        """Each batch's committed manifest, in plan order (None for a batch not committed yet)."""
+        return [self.read_manifest(b) for b in plan.batches]
+
     def pending_batches(self, plan: Plan) -> list[Batch]:
         return [b for b in plan.batches if self.read_manifest(b) is None]

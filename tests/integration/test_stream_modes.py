@@ -144,9 +144,13 @@ def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None
         cur.execute("INSERT INTO grows VALUES (3, 30, 'three')")
         cur.execute("UPDATE grows SET note = 'one' WHERE id = 1")
     stream(base_uri, table)
-    changes = read_changes(base_uri, table)
-    assert changes.column_names[:3] == ["id", "v", "note"]
-    schema = load_table_schema(cdc_conn, TableId(database, "grows"))
+    assert read_changes(base_uri, table).column_names[:3] == ["id", "v", "note"]
+    assert_followed(cdc_conn, base_uri, table)
+
+
+def assert_followed(cdc_conn: Any, base_uri: str, table: str) -> None:
+    """The checkpoint holds the table's current schema and the lake equals the table."""
+    schema = load_table_schema(cdc_conn, TableId.parse(table))
     assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
     assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
 
@@ -166,9 +170,7 @@ def test_column_type_changes_while_streaming(admin, cdc_conn, database, tmp_path
         cur.execute("INSERT INTO retyped VALUES (3, 30000000000, 12345678.1234)")
         cur.execute("UPDATE retyped SET d = 0.0001 WHERE id = 1")
     stream(base_uri, table)
-    schema = load_table_schema(cdc_conn, TableId(database, "retyped"))
-    assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
-    assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
+    assert_followed(cdc_conn, base_uri, table)
 
 
 def test_an_idle_stream_keeps_one_binlog_connection(admin, database, tmp_path) -> None:
