@@ -160,6 +160,8 @@ def stream_batches(
             if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
                 yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
                 committed, events, started = _Pending(), 0, time.monotonic()
+                if latency_due:  # near real time on a busy server, where no heartbeat comes
+                    yield CaughtUp(checkpoint.offset)
         elif isinstance(item, Heartbeat):
             if boundary is not None and (committed.count or boundary != checkpoint.offset):
                 yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)

@@ -76,7 +76,7 @@ class StreamRunner:
                 elif time.monotonic() - lease_checked >= self.options.poll_interval:
                     self.lease.check()  # renews the lease while idle
                     lease_checked = time.monotonic()
-                stopped = self.stop_reason(progress, checkpoint.offset)
+                stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
                     _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
                     self.lease.release()
@@ -114,7 +114,9 @@ class StreamRunner:
         _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
                   report.seq, report.events_read, report.rows, report.offset, lag)
 
-    def stop_reason(self, progress: StreamProgress, offset: BinlogOffset) -> str | None:
+    def stop_reason(self, progress: StreamProgress, offset: BinlogOffset, caught_up: bool = True) -> str | None:
+        """Why the stream should stop now, if it should; idleness counts only once caught up (a backlog
+        of other tables' events is not idleness)."""
         options, now = self.options, time.time()
         if options.stop_at_offset:
             if not offset < parse_file_position(options.stop_at_offset, "stop_at_offset", offset.flavor):
@@ -122,7 +124,7 @@ class StreamRunner:
         if options.max_duration_seconds is not None and now - progress.started >= options.max_duration_seconds:
             return f"ran {options.max_duration_seconds:g} s"
         idle = options.stop_after_idle_seconds
-        if idle is not None and now - progress.idle_since >= idle:
+        if caught_up and idle is not None and now - progress.idle_since >= idle:
             return f"idle for {idle:g} s"
         return None
 
