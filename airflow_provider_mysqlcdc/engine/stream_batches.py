@@ -26,8 +26,9 @@ from airflow_provider_mysqlcdc.cdc.chunks import decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
@@ -122,7 +123,9 @@ def stream_batches(
     heartbeats every quarter second (at most ``follow``) while idle: each heartbeat commits what is
     pending and yields ``CaughtUp``, so the caller checks its conditions without reconnecting. Near
     real time a batch is committed ``follow`` seconds after it started, during a backlog at
-    ``max_seconds``.
+    ``max_seconds``. A busy server sends no heartbeat: there a commit cut for latency yields
+    ``CaughtUp`` once the stream has passed the binlog end the server reported at the last such check
+    (commit times alone cannot tell: a backlog of recent transactions looks near real time).
     """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
@@ -130,6 +133,8 @@ def stream_batches(
                           reload_schema=reload_schema, session_time_zone=config.server_time_zone,
                           blocking=follow is not None,
                           heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS))
+    server = ServerInfo.read(control) if follow is not None else None
+    binlog_end = _binlog_end(control, server) if server else None
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
@@ -160,7 +165,8 @@ def stream_batches(
             if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
                 yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
                 committed, events, started = _Pending(), 0, time.monotonic()
-                if latency_due:  # near real time on a busy server, where no heartbeat comes
+                if server and binlog_end and not boundary < binlog_end:  # a busy server: no heartbeat comes
+                    binlog_end = _binlog_end(control, server)
                     yield CaughtUp(checkpoint.offset)
         elif isinstance(item, Heartbeat):
             if boundary is not None and (committed.count or boundary != checkpoint.offset):
@@ -169,6 +175,11 @@ def stream_batches(
             yield CaughtUp(checkpoint.offset)
     if boundary is not None and (committed.count or boundary != checkpoint.offset):
         yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
+
+
+def _binlog_end(control: Any, server: ServerInfo) -> BinlogOffset:
+    """Where the server's binlog ends now, by file and position (GTIDs would cost a binlog read)."""
+    return read_current_offset(control, server, with_gtid=False)
 
 
 def _emitted(

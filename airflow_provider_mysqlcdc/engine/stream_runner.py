@@ -66,7 +66,6 @@ class StreamRunner:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
         the server meanwhile, with server heartbeats while it is idle."""
-        self.catch_up(control, checkpoint, progress)  # a backlog first, to the binlog's end, as one pass
         batches = self._batches(control, checkpoint, follow=True)
         lease_checked = time.monotonic()
         try:
