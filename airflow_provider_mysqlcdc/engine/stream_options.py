@@ -84,6 +84,9 @@ class StreamOptions:
     limits: BatchLimits = field(default_factory=BatchLimits)
     poll_interval: float = 1.0
     defer_after_idle_seconds: float = 60.0
+    merge_interval_seconds: float = 60.0
+    """How often a running stream brings the current-state tables up to date by MERGE (it also merges
+    when it stops or defers): how far behind a reader of the current state alone may be."""
     writer: str = field(default_factory=lambda: f"{socket.gethostname()} pid {os.getpid()}")
     """Who holds the lake's lease: a name that stays the same across retries of one task."""
     lease_seconds: float = 120.0
@@ -98,13 +101,15 @@ class StreamOptions:
             raise InvalidOptionError(f"lease_seconds must be > 0, not {self.lease_seconds!r}")
         if not self.poll_interval > 0:
             raise InvalidOptionError(f"poll_interval must be > 0, not {self.poll_interval!r}")
+        if not self.merge_interval_seconds > 0:
+            raise InvalidOptionError(f"merge_interval_seconds must be > 0, not {self.merge_interval_seconds!r}")
 
     @classmethod
     def from_values(
         cls, *, base_uri: Any, tables: Any, startup_mode: Any, startup_offset: Any, startup_timestamp: Any,
         stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
-        writer: str,
+        merge_interval_seconds: Any, writer: str,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = _optional_seconds(defer_after_idle_seconds, "defer_after_idle_seconds")
@@ -122,6 +127,7 @@ class StreamOptions:
                                _number(max_batch_bytes, "max_batch_bytes", int)),
             poll_interval=_number(poll_interval, "poll_interval", float),
             defer_after_idle_seconds=0.0 if defer_after is None else defer_after,
+            merge_interval_seconds=_number(merge_interval_seconds, "merge_interval_seconds", float),
             writer=writer,
         )
 

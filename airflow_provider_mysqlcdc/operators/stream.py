@@ -47,6 +47,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         (an idle stream commits at the server's next heartbeat, every quarter second)
     :param defer_after_idle_seconds: how long a caught-up stream waits in the worker before it hands
         the wait to the triggerer (templated)
+    :param merge_interval_seconds: how often the current-state Delta tables are brought up to date by
+        MERGE while streaming (also on every stop and deferral); the changelog is always current (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC (templated)
     :param deferrable: False keeps polling in the worker instead of deferring
     """
@@ -54,6 +56,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
+        "merge_interval_seconds",
     )
 
     def __init__(
@@ -72,6 +75,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         max_batch_bytes: int = BatchLimits.max_bytes,
         poll_interval: float = StreamOptions.poll_interval,
         defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
+        merge_interval_seconds: float = StreamOptions.merge_interval_seconds,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = True,
         **kwargs: Any,
@@ -90,6 +94,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.max_batch_bytes = max_batch_bytes
         self.poll_interval = poll_interval
         self.defer_after_idle_seconds = defer_after_idle_seconds
+        self.merge_interval_seconds = merge_interval_seconds
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -123,7 +128,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             stop_at_offset=self.stop_at_offset, max_batch_events=self.max_batch_events,
             max_batch_seconds=self.max_batch_seconds, max_batch_bytes=self.max_batch_bytes,
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
-            writer=self._writer(context),
+            merge_interval_seconds=self.merge_interval_seconds, writer=self._writer(context),
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress) -> dict[str, Any] | None:

@@ -27,10 +27,11 @@ def test_operator_defaults_are_the_options_defaults() -> None:
 
 def test_rendered_text_becomes_typed_values() -> None:
     got = options(tables="['shop.a', 'shop.b']", stop_after_idle_seconds="4", max_duration_seconds="None",
-                  defer_after_idle_seconds="0", startup_mode="latest-offset")
+                  defer_after_idle_seconds="0", startup_mode="latest-offset", merge_interval_seconds="30")
     assert got.tables == (TableId("shop", "a"), TableId("shop", "b"))
     assert (got.stop_after_idle_seconds, got.max_duration_seconds, got.defer_after_idle_seconds) == (4.0, None, 0.0)
     assert got.startup_mode is StartupMode.LATEST
+    assert got.merge_interval_seconds == 30.0
     assert options(tables="shop.a, shop.b").tables == got.tables
 
 
@@ -44,6 +45,8 @@ def test_rendered_text_becomes_typed_values() -> None:
     ({"max_batch_events": 0}, "max_batch_events must be > 0"),
     ({"max_batch_bytes": "lots"}, "max_batch_bytes must be a number"),
     ({"poll_interval": 0}, "poll_interval must be > 0"),
+    ({"merge_interval_seconds": 0}, "merge_interval_seconds must be > 0"),
+    ({"merge_interval_seconds": "hourly"}, "merge_interval_seconds must be a number"),
     ({"stop_at_offset": "later"}, "stop_at_offset must be 'binlog-file:position'"),
 ])
 def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None:
