@@ -7,7 +7,9 @@ Per source table ``db.table`` under the base URI::
     <db>/<table>/changelog/   every change the stream committed, append-only (``changelog_uri``)
 
 Both are ordinary Delta tables written with ``deltalake`` (delta-rs), so Spark, DuckDB, Polars and
-Trino read them with their own Delta readers. Partitioning the current state by snapshot batch is
+Trino read them with their own Delta readers. Delta's decimals stop at 38 digits: a wider DECIMAL
+(MySQL allows 65) is stored as its exact text in plain notation, and our readers turn it back into
+a 256-bit decimal (``to_delta_types`` / ``from_delta_types``). Partitioning the current state by snapshot batch is
 what lets a re-run of one batch replace exactly its rows in one Delta transaction (an overwrite of
 its partition), and lets a MERGE of changes rewrite only the partitions whose keys changed.
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 
@@ -72,3 +76,32 @@ number, so a retried commit is recognised (``DeltaTable.transaction_version``) a
 MERGE_APP_ID = "airflow-provider-mysqlcdc-merge"
 """The application transaction id of the MERGE commits into the current state; its version is the last
 stream sequence number merged, so a reader applies only later changelog rows on top."""
+
+
+def delta_type(arrow: pa.DataType) -> pa.DataType:
+    """The type a column of ``arrow`` has in the Delta tables."""
+    return pa.string() if pa.types.is_decimal256(arrow) else arrow
+
+
+def delta_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([field.with_type(delta_type(field.type)) for field in schema])
+
+
+def to_delta_types(rows: pa.Table) -> pa.Table:
+    """``rows`` as Delta can store them: decimals over 38 digits as exact text (``-0.000001``, not
+    pyarrow's ``-1E-6``), everything else unchanged."""
+    for index, field in enumerate(rows.schema):
+        if pa.types.is_decimal256(field.type):
+            text = pa.array([None if v is None else format(v, "f") for v in rows.column(index).to_pylist()],
+                            pa.string())
+            rows = rows.set_column(index, field.with_type(pa.string()), text)
+    return rows
+
+
+def from_delta_types(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows read from a Delta table back in the lake's own types (``schema``: the columns' Arrow types)."""
+    for index, field in enumerate(rows.schema):
+        if field.name in schema.names and pa.types.is_decimal256(wanted := schema.field(field.name).type) \
+                and not pa.types.is_decimal256(field.type):
+            rows = rows.set_column(index, field.with_type(wanted), rows.column(index).cast(wanted))
+    return rows
