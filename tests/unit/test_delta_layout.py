@@ -1,0 +1,32 @@
+"""Where a table's Delta tables live, and the one type Delta cannot store as is."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.lake.delta import (
+    changelog_uri,
+    delta_schema,
+    from_delta_types,
+    table_uri,
+    to_delta_types,
+)
+
+
+def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folder() -> None:
+    assert table_uri("s3a://bucket/lake/", "shop.orders") == "s3://bucket/lake/shop/orders/current"
+    assert changelog_uri("s3://bucket/lake", "shop.orders") == "s3://bucket/lake/shop/orders/changelog"
+    assert table_uri("lake", "shop.orders") == os.path.join(os.getcwd(), "lake", "shop", "orders", "current")
+
+
+def test_decimals_over_38_digits_are_exact_plain_text_in_delta_and_come_back_as_decimals() -> None:
+    values = [Decimal("-0.000000000000000000000000000001"), None, Decimal("9" * 35 + "." + "9" * 30)]
+    rows = pa.table({"d": pa.array(values, pa.decimal256(65, 30)), "n": pa.array([1, 2, 3], pa.decimal128(10, 0))})
+    stored = to_delta_types(rows)
+    assert stored.schema == delta_schema(rows.schema)
+    assert stored.schema.field("d").type == pa.string() and stored.schema.field("n").type == pa.decimal128(10, 0)
+    assert stored.column("d").to_pylist()[0] == "-0.000000000000000000000000000001"
+    assert from_delta_types(stored, rows.schema).equals(rows)
