@@ -1,0 +1,256 @@
+"""Bring a table's current state (``table_uri``) up to date with changelog rows, in one Delta MERGE.
+
+Why a MERGE and not a rewrite: the current state is partitioned by ``_batch`` (the snapshot batch whose
+key range holds the key), so a MERGE whose predicate names the batch rewrites only the files of the
+partitions the changes touch; a 10M-row table absorbs 100k changed keys without reading the rest.
+
+What the MERGE applies, per key:
+
+* only the key's last change in changelog order (``_binlog_file``, ``_binlog_pos``, ``_row_seq``); an
+  update is a ``-U``/``+U`` pair whose ``+U`` sorts last, so the after image wins;
+* a last change that is a retraction (``-D``, or a ``-U`` whose ``+U`` carries another key: an update of
+  the primary key) deletes the row; ``+I``/``+U`` replace or insert it;
+* only if it is newer than the target row by the same three columns, compared lexicographically: a
+  snapshot batch re-run after the stream wrote these changes holds newer rows (its high watermark is
+  later) and must not be overwritten by them. So merging the same changes twice changes nothing.
+
+The commit carries the application transaction ``(MERGE_APP_ID, through_seq)``: a reader that wants the
+table as of the latest stream batch applies only changelog rows with ``_stream_seq > through_seq``, and
+:func:`merge_changes` skips a merge whose ``through_seq`` the table already has (a retried task).
+
+Columns: changes carrying a column the table lacks (an ``ADD COLUMN`` upstream) evolve the table in the
+same commit (delta-rs's ``merge_schema``); a column the table has and the changes lack (dropped upstream)
+is left unchanged by updates and null in inserted rows. ``_stream_seq`` (the changelog's own column) is
+never written into the current state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, open_delta
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+ORDER_COLUMNS = ("_binlog_file", "_binlog_pos", "_row_seq")
+"""The changelog's total order, most significant first (``lake.changelog``)."""
+OP_COLUMN = "_op"
+_INDEX = "__merge_row_index"
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What one :func:`merge_changes` call did. ``version`` is the current table's version after it (its
+    version before, when ``skipped``). File counts are delta-rs's merge metrics; ``files_removed`` is the
+    number of files the MERGE rewrote (a file with one changed row is replaced as a whole)."""
+
+    version: int
+    through_seq: int
+    skipped: bool
+    created: bool
+    change_rows: int
+    keys: int
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+    files_scanned: int
+    files_added: int
+    files_removed: int
+    seconds: float
+
+
+def quote(name: str) -> str:
+    """``name`` as a SQL identifier for delta-rs predicates and update maps (DataFusion quotes with ``"``;
+    unquoted names are folded to lower case there)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def last_change_per_key(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
+    """The last row of each key in changelog order, whatever the order of ``changes``."""
+    if changes.num_rows == 0:
+        return changes
+    indexed = changes.append_column(_INDEX, pa.array(range(changes.num_rows), pa.int64()))
+    newest_first = indexed.select([*row_key, *ORDER_COLUMNS, _INDEX]).sort_by(
+        [(column, "descending") for column in ORDER_COLUMNS]
+    )
+    # an ordered aggregation ("first" with use_threads=False) keeps the input order inside each group
+    last = newest_first.select([*row_key, _INDEX]).group_by(list(row_key), use_threads=False).aggregate(
+        [(_INDEX, "first")]
+    )
+    chosen = last.column(f"{_INDEX}_first")
+    return changes.take(pc.take(chosen, pc.sort_indices(chosen)))
+
+
+def _newer(source: str, target: str) -> str:
+    """SQL: the source row comes after the target row in changelog order (lexicographic on the three)."""
+    file, pos, seq = (quote(c) for c in ORDER_COLUMNS)
+    s, t = source, target
+    return (
+        f"({s}.{file} > {t}.{file} OR ({s}.{file} = {t}.{file} AND ({s}.{pos} > {t}.{pos} "
+        f"OR ({s}.{pos} = {t}.{pos} AND {s}.{seq} > {t}.{seq}))))"
+    )
+
+
+def _ops(kinds: Sequence[ChangeKind]) -> str:
+    return ", ".join(f"'{kind.value}'" for kind in kinds)
+
+
+RETRACTIONS = tuple(kind for kind in ChangeKind if kind.is_retraction)
+
+
+def merge_predicate(row_key: Sequence[str], batches: Sequence[int]) -> str:
+    """The MERGE's join: same partition and same key. The literal list of the changes' batches lets
+    delta-rs prune the untouched partitions before it scans (it would infer most of it, but the list
+    makes it certain and its scan metrics exact)."""
+    batch = quote(BATCH_COLUMN)
+    listed = ", ".join(str(b) for b in sorted(batches))
+    keys = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in row_key)
+    return f"t.{batch} IN ({listed}) AND t.{batch} = s.{batch} AND {keys}"
+
+
+def _validate(changes: pa.Table, row_key: Sequence[str]) -> None:
+    names = set(changes.column_names)
+    if not row_key:
+        raise InvalidOptionError("merge_changes needs the table's key columns (row_key); pass at least one")
+    missing = [c for c in (*row_key, BATCH_COLUMN, OP_COLUMN, *ORDER_COLUMNS) if c not in names]
+    if missing:
+        raise InvalidOptionError(
+            f"the changes to merge lack the column(s) {missing}: pass changelog rows (lake.changelog's "
+            f"METADATA_FIELDS) with the key columns {list(row_key)} and a {BATCH_COLUMN} column (int32, the "
+            f"snapshot batch of each key; 0 for a table without snapshot)"
+        )
+    if changes.column(BATCH_COLUMN).null_count:
+        raise InvalidOptionError(f"every change needs its {BATCH_COLUMN}; some rows have it null")
+
+
+def prepare_source(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
+    """The MERGE's source: the last change per key, without ``_stream_seq``, ``_batch`` as int32."""
+    _validate(changes, row_key)
+    if STREAM_SEQ_COLUMN in changes.column_names:
+        changes = changes.drop_columns([STREAM_SEQ_COLUMN])
+    batch_index = changes.schema.get_field_index(BATCH_COLUMN)
+    if changes.schema.field(batch_index).type != pa.int32():
+        changes = changes.set_column(
+            batch_index, pa.field(BATCH_COLUMN, pa.int32()), pc.cast(changes.column(BATCH_COLUMN), pa.int32())
+        )
+    return last_change_per_key(changes, row_key)
+
+
+def _create(uri: str, source: pa.Table, through_seq: int) -> None:
+    """A first current state from changes alone (a table captured without snapshot): their live rows."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    live = source.filter(pc.is_in(source.column(OP_COLUMN), pa.array(_ACCUMULATIONS)))
+    write_deltalake(
+        uri, live, partition_by=[BATCH_COLUMN], mode="error",
+        commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
+    )
+
+
+_ACCUMULATIONS = [kind.value for kind in ChangeKind.accumulations()]
+
+
+def _check_types(table: DeltaTable, source: pa.Table, uri: str) -> None:
+    """Refuse changes whose columns have another Delta type than the table's: delta-rs would cast them
+    (string to int, say) or fail halfway; a new column is fine (the MERGE adds it)."""
+    from deltalake import Schema
+
+    target = {field.name: str(field.type) for field in table.schema().fields}
+    changed = [
+        f"{field.name} ({target[field.name]} in the table, {field.type} in the changes)"
+        for field in Schema.from_arrow(source.schema).fields
+        if field.name in target and str(field.type) != target[field.name]
+    ]
+    if changed:
+        raise SchemaChangeError(
+            f"cannot merge changes into {uri}: column type(s) changed: {', '.join(changed)}; a column type "
+            f"change upstream needs the table re-snapshotted (or the column re-added under a new name)"
+        )
+
+
+def _merge(table: DeltaTable, source: pa.Table, row_key: Sequence[str], through_seq: int) -> dict[str, Any]:
+    from deltalake import CommitProperties, Transaction
+
+    batches = pc.unique(source.column(BATCH_COLUMN)).to_pylist()
+    assignments = {quote(c): f"s.{quote(c)}" for c in source.column_names}
+    newer = _newer("s", "t")
+    op = f"s.{quote(OP_COLUMN)}"
+    merger = table.merge(
+        source,
+        merge_predicate(row_key, batches),
+        source_alias="s",
+        target_alias="t",
+        merge_schema=True,
+        commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
+    )
+    accumulations = _ops(ChangeKind.accumulations())
+    return (
+        merger.when_matched_delete(f"{newer} AND {op} IN ({_ops(RETRACTIONS)})")
+        .when_matched_update(assignments, f"{newer} AND {op} IN ({accumulations})")
+        .when_not_matched_insert(assignments, f"{op} IN ({accumulations})")
+        .execute()
+    )
+
+
+def merged_through(table: DeltaTable) -> int:
+    """The last stream sequence number merged into the current table, -1 when none was."""
+    version = table.transaction_version(MERGE_APP_ID)
+    return -1 if version is None else version
+
+
+def merge_changes(
+    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int, *, force: bool = False
+) -> MergeReport:
+    """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
+    ``_batch``) to the current-state Delta table at ``current_uri``, in one commit that records
+    ``(MERGE_APP_ID, through_seq)``: ``through_seq`` is the last stream batch (``_stream_seq``) the changes
+    cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
+    ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
+
+    Raises InvalidOptionError when ``changes`` lack the key, ``_batch`` or metadata columns, and
+    SchemaChangeError when a column's type in the changes differs from the table's.
+    """
+    started = time.perf_counter()
+    source = prepare_source(changes, row_key)
+    table = open_delta(current_uri)
+    if table is not None and not force and merged_through(table) >= through_seq:
+        return _report(table.version(), through_seq, changes, source, started, skipped=True)
+    if table is None:
+        _create(current_uri, source, through_seq)
+        table = open_delta(current_uri)
+        assert table is not None
+        inserted = table.count()
+        return _report(table.version(), through_seq, changes, source, started, created=True,
+                       metrics={"num_target_rows_inserted": inserted, "num_target_files_added": len(table.file_uris())})
+    if source.num_rows == 0:
+        return _report(table.version(), through_seq, changes, source, started, skipped=True)
+    _check_types(table, source, current_uri)
+    metrics = _merge(table, source, row_key, through_seq)
+    return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
+
+
+def _report(
+    version: int, through_seq: int, changes: pa.Table, source: pa.Table, started: float, *,
+    skipped: bool = False, created: bool = False, metrics: dict[str, Any] | None = None,
+) -> MergeReport:
+    m = metrics or {}
+    return MergeReport(
+        version=version, through_seq=through_seq, skipped=skipped, created=created,
+        change_rows=changes.num_rows, keys=source.num_rows,
+        rows_inserted=int(m.get("num_target_rows_inserted", 0)),
+        rows_updated=int(m.get("num_target_rows_updated", 0)),
+        rows_deleted=int(m.get("num_target_rows_deleted", 0)),
+        files_scanned=int(m.get("num_target_files_scanned", 0)),
+        files_added=int(m.get("num_target_files_added", 0)),
+        files_removed=int(m.get("num_target_files_removed", 0)),
+        seconds=time.perf_counter() - started,
+    )
