@@ -1,0 +1,113 @@
+"""``lake.maintenance`` on temporary local Delta tables: compaction keeps the rows and cuts the files, vacuum
+deletes only unreferenced files, ``maintain`` follows its policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.lake.maintenance import (
+    MaintenancePolicy,
+    checkpoint,
+    compact,
+    excess_small_files,
+    maintain,
+    vacuum,
+)
+
+
+def commit(uri: str, start: int, rows: int = 5, batch: int | None = None) -> None:
+    data = pa.table({"id": pa.array(range(start, start + rows), pa.int64()), "v": [f"r{i}" for i in range(rows)]})
+    if batch is not None:
+        data = data.append_column("_batch", pa.array([batch] * rows, pa.int32()))
+    write_deltalake(uri, data, mode="append", partition_by=["_batch"] if batch is not None else None)
+
+
+def parquet_files(uri: str) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), uri) for d, _, files in os.walk(uri) for f in files
+            if f.endswith(".parquet") and "_delta_log" not in d}
+
+
+@pytest.fixture
+def small_files(tmp_path: Path) -> str:
+    uri = str(tmp_path / "changelog")
+    for i in range(12):
+        commit(uri, i * 5)
+    return uri
+
+
+def rows(uri: str) -> list[int]:
+    return sorted(DeltaTable(uri).to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+
+
+def test_compaction_cuts_the_files_and_keeps_the_rows(small_files: str) -> None:
+    before = rows(small_files)
+    metrics = compact(small_files)
+    table = DeltaTable(small_files)
+    assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], len(table.file_uris())) == (12, 1, 1)
+    assert rows(small_files) == before == list(range(60))
+
+
+def test_compaction_stays_inside_partitions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "current")
+    for i in range(6):
+        commit(uri, i * 5, batch=i % 2)
+    compact(uri)
+    actions = pa.table(DeltaTable(uri).get_add_actions(flatten=True))
+    assert sorted(actions.column("partition._batch").to_pylist()) == [0, 1]
+    assert excess_small_files(DeltaTable(uri), 1 << 20) == (2, 0)
+
+
+def test_vacuum_removes_unreferenced_files_and_readers_still_read(small_files: str) -> None:
+    compact(small_files)
+    on_disk = parquet_files(small_files)
+    assert len(on_disk) == 13
+    assert vacuum(small_files, 24) == []  # within retention: kept, for readers of older versions
+    deleted = vacuum(small_files, 0)
+    assert len(deleted) == 12 and len(parquet_files(small_files)) == 1
+    assert rows(small_files) == list(range(60))
+    vacuum(small_files, 0)  # the tombstones stay in the log until a checkpoint drops them: harmless again
+    assert len(parquet_files(small_files)) == 1 and rows(small_files) == list(range(60))
+
+
+def test_checkpoint_and_log_cleanup(small_files: str) -> None:
+    table = DeltaTable(small_files)
+    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+    checkpoint(small_files)
+    log = os.listdir(os.path.join(small_files, "_delta_log"))
+    assert any(name.endswith(".checkpoint.parquet") for name in log)
+    assert rows(small_files) == list(range(60))
+
+
+def test_maintain_follows_the_policy(small_files: str) -> None:
+    policy = MaintenancePolicy(check_every_commits=5, max_small_files=3, vacuum_retention_hours=0,
+                               checkpoint_interval=10, log_retention_hours=0.5)
+    assert not maintain(small_files, policy, 4).checked  # too soon: no I/O
+    report = maintain(small_files, policy, 12)
+    assert report.checked and report.compacted and report.files_removed == 12 and report.data_files == 1
+    assert report.vacuumed_files == 12 and parquet_files(small_files) == {
+        os.path.basename(u) for u in DeltaTable(small_files).file_uris()
+    }
+    configuration = DeltaTable(small_files).metadata().configuration
+    assert configuration["delta.checkpointInterval"] == "10"
+    assert configuration["delta.logRetentionDuration"] == "interval 1800 seconds"
+    for i in range(3):
+        commit(small_files, 100 + i)
+    quiet = maintain(small_files, policy, 5)
+    assert quiet.checked and not quiet.compacted and quiet.data_files == 4  # 3 excess small files: allowed
+
+
+def test_maintain_without_a_table_does_nothing(tmp_path: Path) -> None:
+    assert not maintain(str(tmp_path / "none"), MaintenancePolicy(), 1000).checked
+
+
+@pytest.mark.parametrize("bad", [{"check_every_commits": 0}, {"vacuum_retention_hours": 1.5},
+                                 {"target_file_bytes": 10}, {"max_small_files": True}])
+def test_policy_is_validated(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidOptionError, match=next(iter(bad))):
+        MaintenancePolicy(**bad)  # type: ignore[arg-type]
