@@ -1,33 +1,40 @@
-"""A snapshot batch: the columns it reads, its chunks into Parquet files, and the commit.
+"""A snapshot batch: the columns it reads, its chunks into Parquet files (per Spark task), its commit.
 
-Each Spark task writes one Parquet file (a row group per chunk) into the batch's attempt folder and
-returns only metadata, so no row passes through the Spark driver, which commits the batch's
-manifest once every chunk is written. The Spark application (``spark/snapshot_job.py``) only
-distributes these steps; the tests drive them without Spark.
+Each Spark task writes one Parquet file (a row group per chunk) into the batch's partition folder of
+the table's current-state Delta table and returns only a ``ChunkResult`` per chunk, so no row passes
+through the Spark driver. Once every chunk is written the driver commits the batch: one Delta
+transaction that replaces the batch's partition with this attempt's files
+(``lake.snapshot_commit``), then the batch manifest with the chunks' watermarks. The Spark
+application (``spark/snapshot_job.py``) only distributes these steps; the tests drive them without
+Spark.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-from airflow_provider_mysqlcdc.lake.changelog import lake_schema, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
+from airflow_provider_mysqlcdc.lake.delta import delta_schema, table_uri, to_delta_types
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
+from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
 
 
 def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) -> TableSchema:
     """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
     after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
-    same, and files of batches read before and after the change are read together as the current types."""
+    same; a column added since is added to the Delta table when the batch commits."""
     control = config.connect()
     try:
         current = load_table_schema(control, planned.id)
@@ -39,12 +46,31 @@ def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) 
     if key not in current.column_names or current.column(key) != planned.column(key):
         raise SchemaChangeError(
             f"the chunk key column {key} of {planned.id} changed since its snapshot was planned, so its chunks no "
-            f"longer hold: delete {base_uri.rstrip('/')}/{planned.id.database}/{planned.id.table}/snapshot and run "
-            f"the DAG again to plan and read it anew"
+            f"longer hold: delete the table's folder {base_uri.rstrip('/')}/{planned.id.database}/{planned.id.table} "
+            f"(its snapshot plan and its Delta tables) and run the DAG again to plan and read it anew"
         )
     print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
           f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
     return TableSchema(current.id, current.columns, current.primary_key, key)
+
+
+def file_schema(schema: TableSchema) -> pa.Schema:
+    """The columns of a batch's Parquet files: the table's and the metadata columns (``lake_schema``) in
+    the types the Delta tables store (``lake.delta.delta_schema``). No ``_batch`` column: the partition
+    value is in the Delta log."""
+    return delta_schema(lake_schema(schema))
+
+
+def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:
+    """A chunk's rows as its file holds them: its columns, then the metadata columns of a snapshot row
+    (an insert at the chunk's high watermark with ``_row_seq`` 0, so every later change sorts after it),
+    in the Delta tables' types."""
+    n = rows.num_rows
+    constants = [ChangeKind.INSERT, schema.id.database, schema.id.table, 0, file_index(high_watermark.file),
+                 high_watermark.position, 0]
+    for field, value in zip(METADATA_FIELDS, constants, strict=True):
+        rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), n))
+    return to_delta_types(rows)
 
 
 def write_chunks(
@@ -56,52 +82,48 @@ def write_chunks(
     schema: TableSchema,
     chunks: Iterable[Chunk],
     server_id: int,
-) -> Iterator[dict[str, Any]]:
-    """Yields one metadata record per chunk written (range, rows, LW, HW, file)."""
+) -> Iterator[ChunkResult]:
+    """Yields one result per chunk written (range, rows, LW, HW, file relative to the Delta table)."""
     chunks = list(chunks)
     if not chunks:
         return
-    directory = store.attempt_dir(batch, attempt)
-    store.lake.fs.create_dir(directory, recursive=True)
-    path = f"{directory}/part-{part:05d}.parquet"
-    # each record is yielded as its chunk is written, so that the driver's progress moves per chunk;
-    # the file only counts once the driver has every record and commits the manifest
+    path = store.part_path(batch, attempt, part)
+    store.lake.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    relative = part_file(batch, attempt, part)
+    # each result is yielded as its chunk is written, so that the driver's progress moves per chunk;
+    # the file only counts once the driver has every result and commits the batch
     with ChunkReader(config, schema, server_id=server_id) as reader, pq.ParquetWriter(
-        path, lake_schema(schema), filesystem=store.lake.fs, compression="snappy"
+        path, file_schema(schema), filesystem=store.lake.fs, compression="snappy"
     ) as writer:
         for snapshot in reader.read(chunks):
             started = time.perf_counter()
-            writer.write_table(with_snapshot_metadata(snapshot.table, schema, snapshot.high_watermark))
-            yield {
-                "chunk": snapshot.chunk.to_dict(),
-                "rows": snapshot.table.num_rows,
-                "changed_keys": snapshot.changed_keys,
-                "low_watermark": snapshot.low_watermark.to_dict(),
-                "high_watermark": snapshot.high_watermark.to_dict(),
-                "file": path,
-                "write_seconds": round(time.perf_counter() - started, 4),
-            }
+            writer.write_table(file_rows(snapshot.table, schema, snapshot.high_watermark))
+            yield ChunkResult(snapshot.chunk, snapshot.table.num_rows, snapshot.changed_keys, snapshot.low_watermark,
+                              snapshot.high_watermark, relative, round(time.perf_counter() - started, 4))
 
 
 def commit_batch(
-    store: SnapshotStore, batch: Batch, attempt: str, schema: TableSchema, records: list[dict[str, Any]],
+    store: SnapshotStore, batch: Batch, attempt: str, schema: TableSchema, results: list[ChunkResult],
     seconds: float,
-) -> dict[str, Any]:
-    """Commit the attempt whose every chunk is in ``records`` (from ``write_chunks``): its manifest."""
-    records = sorted(records, key=lambda r: r["chunk"]["i"])
-    files = sorted({r["file"] for r in records})
-    rows = sum(r["rows"] for r in records)
-    manifest = {
-        "batch": batch.to_dict(),
-        "attempt": attempt,
-        "schema": schema.to_dict(),
-        "chunks": records,
-        "files": files,
-        "rows": rows,
-        "bytes": sum(store.lake.fs.get_file_info(f).size or 0 for f in files),
-        "seconds": round(seconds, 3),
-        "rows_per_second": round(rows / seconds) if seconds else None,
-        "changed_keys": sum(r["changed_keys"] for r in records),
-    }
-    store.commit(batch, manifest)
+) -> BatchManifest:
+    """Commit the attempt whose every chunk is in ``results`` (from ``write_chunks``): one Delta
+    transaction replacing the batch's partition, then its manifest."""
+    results = sorted(results, key=lambda r: r.chunk.index)
+    expected = list(range(batch.first_chunk, batch.last_chunk + 1))
+    if [r.chunk.index for r in results] != expected:
+        raise SnapshotJobError(f"{batch.label}: the attempt {attempt} wrote chunks "
+                               f"{[r.chunk.index for r in results]}, not each of {expected} once; not committing")
+    files = sorted({r.file for r in results})
+    current = store.current_dir(batch.table)
+    adds = [add_action(store.lake.fs, current, f, batch.number) for f in files]
+    version = replace_partition(
+        table_uri(store.base_uri, batch.table), store.lake.fs, current, batch.table, batch.number, adds,
+        file_schema(schema),
+        {"mysql_cdc.operation": "snapshot batch", "mysql_cdc.table": str(batch.table),
+         "mysql_cdc.batch": str(batch.number), "mysql_cdc.attempt": attempt,
+         "mysql_cdc.chunks": f"{batch.first_chunk}-{batch.last_chunk}"},
+    )
+    manifest = BatchManifest(batch, attempt, schema, tuple(results), sum(a.size for a in adds), round(seconds, 3),
+                             version)
+    store.write_manifest(manifest)
     return manifest

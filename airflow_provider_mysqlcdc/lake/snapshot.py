@@ -1,17 +1,24 @@
-"""The snapshot in the lake: one plan per table, batches of chunks, and a manifest per batch.
+"""The snapshot's own documents: one plan per table, and a manifest per committed batch.
 
 Layout under the base URI, per table::
 
-    <db>/<table>/snapshot/_plan.json                     schema, chunks, batches (written once)
-    <db>/<table>/snapshot/batch=<n>/attempt=<id>/*.parquet
-    <db>/<table>/snapshot/batch=<n>/_manifest.json       the committed attempt: files, chunks, LW/HW
+    <db>/<table>/snapshot/_plan.json                   Plan: schema, chunks, batches (written once)
+    <db>/<table>/snapshot/batch=<n>/_manifest.json     BatchManifest: chunks with LW/HW, schema read
+    <db>/<table>/current/_batch=<n>/attempt-<id>-part-<k>.parquet   the batch's rows (Delta table)
 
-A batch commits by writing its manifest, after its Parquet files: a reader follows manifests only,
-so the files of a failed or killed attempt are never mistaken for data, and a re-run of the batch
-(a retry, or one map index cleared in the UI) replaces the manifest and then removes every other
-attempt of that batch, and touches nothing else. The plan is kept so that a re-run after a failure
-keeps the same chunks and batch ids and skips the batches already committed; the snapshot of a
-table is finished when every batch of its plan has a manifest.
+The rows live in the table's current-state Delta table (``lake.delta.table_uri``), partitioned by
+batch: a batch commits in one Delta transaction that replaces its partition
+(``lake.snapshot_commit``), so a re-run of a batch (a retry, or one map index cleared in the UI)
+replaces exactly its rows, atomically, and the files of a failed or killed attempt are never part of
+the table. Its manifest is written after that commit: the Delta table is the truth for the data,
+the manifest for the chunks' watermarks, which the stream starts from. A batch with a manifest is
+committed; the snapshot of a table is finished when every batch of its plan has one. The plan is
+kept so that a re-run after a failure keeps the same chunks and batch ids and skips the committed
+batches.
+
+Both documents are typed dataclasses with a ``format_version``, written and read only here: a
+document of a version this code does not know is refused (``UnknownFormatVersionError``) rather than
+half understood.
 """
 
 from __future__ import annotations
@@ -24,7 +31,28 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, CURRENT
 from airflow_provider_mysqlcdc.lake.storage import Lake
+
+PLAN_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 1
+
+
+class UnknownFormatVersionError(SnapshotStateError):
+    """A plan or batch manifest in the lake has a ``format_version`` this version of the provider does
+    not know (or none: a lake of the layout before Delta)."""
+
+
+def _check_version(document: Any, kind: str, path: str, known: int) -> None:
+    version = document.get("format_version") if isinstance(document, dict) else None
+    if version != known:
+        raise UnknownFormatVersionError(
+            f"the snapshot {kind} {path} has format_version {version!r}, but this version of "
+            f"airflow-provider-mysqlcdc reads version {known} only: it was written by "
+            f"{'an older' if version is None or (isinstance(version, int) and version < known) else 'a newer'} "
+            f"version. Run the same provider version for split, snapshot and stream tasks, or re-snapshot the "
+            f"table (delete its folder <base_uri>/<db>/<table> in the lake and run the DAG again)"
+        )
 
 
 @dataclass(frozen=True)
@@ -98,19 +126,24 @@ class Batch:
 
 @dataclass(frozen=True)
 class Plan:
+    """A table's chunks and batches, as the split task cut them (``_plan.json``)."""
+
     schema: TableSchema
     chunks: list[Chunk]
     batches: list[Batch]
+    format_version: int = PLAN_FORMAT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "format_version": self.format_version,
             "schema": self.schema.to_dict(),
             "chunks": [c.to_dict() for c in self.chunks],
             "batches": [[b.number, b.first_chunk, b.last_chunk] for b in self.batches],
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Plan:
+    def from_dict(cls, d: dict[str, Any], path: str = "plan") -> Plan:
+        _check_version(d, "plan", path, PLAN_FORMAT_VERSION)
         schema = TableSchema.from_dict(d["schema"])
         return cls(schema, [Chunk.from_dict(c) for c in d["chunks"]],
                    [Batch(schema.id, n, first, last) for n, first, last in d["batches"]])
@@ -119,16 +152,95 @@ class Plan:
         return self.chunks[batch.first_chunk : batch.last_chunk + 1]
 
 
-def batch_read_with(manifests: list[dict[str, Any]], plan: Plan, latest: bool) -> TableSchema:
-    """The columns the batch with the lowest (or, ``latest``, highest) high watermark was read with: a
-    table altered during its snapshot has batches of two schemas (a manifest without one: the plan's)."""
-    def high_watermark(manifest: dict[str, Any]) -> BinlogOffset:
-        return max(BinlogOffset.from_dict(r["high_watermark"]) for r in manifest["chunks"])
+@dataclass(frozen=True)
+class ChunkResult:
+    """One chunk as a Spark task wrote it: its rows (a row group of ``file``) as of its high watermark.
 
+    ``file`` is relative to the current-state Delta table (``_batch=<n>/attempt-<id>-part-<k>.parquet``),
+    as in the Delta log, so the lake can move without rewriting manifests."""
+
+    chunk: Chunk
+    rows: int
+    changed_keys: int
+    low_watermark: BinlogOffset
+    high_watermark: BinlogOffset
+    file: str
+    write_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk": self.chunk.to_dict(), "rows": self.rows, "changed_keys": self.changed_keys,
+                "low_watermark": self.low_watermark.to_dict(), "high_watermark": self.high_watermark.to_dict(),
+                "file": self.file, "write_seconds": self.write_seconds}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChunkResult:
+        return cls(Chunk.from_dict(d["chunk"]), d["rows"], d["changed_keys"],
+                   BinlogOffset.from_dict(d["low_watermark"]), BinlogOffset.from_dict(d["high_watermark"]),
+                   d["file"], d.get("write_seconds", 0.0))
+
+
+@dataclass(frozen=True)
+class BatchManifest:
+    """A committed batch (``_manifest.json``): which attempt, the columns it read, and every chunk with
+    its watermarks. ``delta_version`` is the current-state table's version that the batch's commit made.
+
+    Its ``to_dict`` is also what the snapshot task returns to XCom (``rows``, ``bytes``, ``chunks`` with
+    their ``high_watermark``, ...); the derived fields there are not read back."""
+
+    batch: Batch
+    attempt: str
+    schema: TableSchema
+    chunks: tuple[ChunkResult, ...]
+    bytes: int
+    seconds: float
+    delta_version: int
+    format_version: int = MANIFEST_FORMAT_VERSION
+
+    @property
+    def rows(self) -> int:
+        return sum(c.rows for c in self.chunks)
+
+    @property
+    def changed_keys(self) -> int:
+        return sum(c.changed_keys for c in self.chunks)
+
+    @property
+    def files(self) -> list[str]:
+        """The batch's Parquet files, relative to the current-state table."""
+        return sorted({c.file for c in self.chunks})
+
+    @property
+    def rows_per_second(self) -> int | None:
+        return round(self.rows / self.seconds) if self.seconds else None
+
+    @property
+    def high_watermark(self) -> BinlogOffset:
+        """The highest high watermark of the batch's chunks."""
+        return max(c.high_watermark for c in self.chunks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version, "batch": self.batch.to_dict(), "attempt": self.attempt,
+            "schema": self.schema.to_dict(), "chunks": [c.to_dict() for c in self.chunks], "files": self.files,
+            "rows": self.rows, "bytes": self.bytes, "seconds": self.seconds,
+            "rows_per_second": self.rows_per_second, "changed_keys": self.changed_keys,
+            "delta_version": self.delta_version,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], path: str = "manifest") -> BatchManifest:
+        _check_version(d, "batch manifest", path, MANIFEST_FORMAT_VERSION)
+        return cls(Batch.from_dict(d["batch"]), d["attempt"], TableSchema.from_dict(d["schema"]),
+                   tuple(ChunkResult.from_dict(c) for c in d["chunks"]), d["bytes"], d["seconds"],
+                   d["delta_version"])
+
+
+def batch_read_with(manifests: list[BatchManifest], plan: Plan, latest: bool) -> TableSchema:
+    """The columns the batch with the lowest (or, ``latest``, highest) high watermark was read with: a
+    table altered during its snapshot has batches of two schemas (no manifest yet: the plan's)."""
     if not manifests:
         return plan.schema
-    chosen = (max if latest else min)(manifests, key=high_watermark)
-    return TableSchema.from_dict(chosen["schema"]) if "schema" in chosen else plan.schema
+    return (max if latest else min)(manifests, key=lambda m: m.high_watermark).schema
 
 
 def group_batches(table: TableId, chunks: list[Chunk], chunks_per_batch: int) -> list[Batch]:
@@ -138,8 +250,14 @@ def group_batches(table: TableId, chunks: list[Chunk], chunks_per_batch: int) ->
     ]
 
 
+def part_file(batch: Batch, attempt: str, part: int) -> str:
+    """A Spark task's Parquet file, relative to the current-state table: in the batch's Delta partition
+    folder, named by attempt so that a re-run never overwrites a file an older table version reads."""
+    return f"{BATCH_COLUMN}={batch.number}/attempt-{attempt}-part-{part:05d}.parquet"
+
+
 class SnapshotStore:
-    """Plans and batch manifests of the tables under one base URI."""
+    """Plans and batch manifests of the tables under one base URI, and where batches write their files."""
 
     def __init__(self, base_uri: str) -> None:
         self.base_uri = base_uri
@@ -151,29 +269,31 @@ class SnapshotStore:
     def batch_dir(self, batch: Batch) -> str:
         return f"{self._dir(batch.table)}/batch={batch.number}"
 
-    def attempt_dir(self, batch: Batch, attempt: str) -> str:
-        return f"{self.batch_dir(batch)}/attempt={attempt}"
+    def current_dir(self, table: TableId) -> str:
+        """The current-state Delta table's folder, as a path of ``self.lake.fs``."""
+        return self.lake.path(table.database, table.table, CURRENT)
+
+    def part_path(self, batch: Batch, attempt: str, part: int) -> str:
+        return f"{self.current_dir(batch.table)}/{part_file(batch, attempt, part)}"
 
     def read_plan(self, table: TableId) -> Plan | None:
-        document = self.lake.read_json(f"{self._dir(table)}/_plan.json")
-        return Plan.from_dict(document) if document is not None else None
+        path = f"{self._dir(table)}/_plan.json"
+        document = self.lake.read_json(path)
+        return Plan.from_dict(document, path) if document is not None else None
 
     def write_plan(self, plan: Plan) -> None:
         self.lake.write_json(f"{self._dir(plan.schema.id)}/_plan.json", plan.to_dict())
 
-    def read_manifest(self, batch: Batch) -> dict[str, Any] | None:
-        document = self.lake.read_json(f"{self.batch_dir(batch)}/_manifest.json")
-        return document if isinstance(document, dict) else None
+    def read_manifest(self, batch: Batch) -> BatchManifest | None:
+        path = f"{self.batch_dir(batch)}/_manifest.json"
+        document = self.lake.read_json(path)
+        return BatchManifest.from_dict(document, path) if document is not None else None
 
-    def commit(self, batch: Batch, manifest: dict[str, Any]) -> None:
-        """Make ``manifest`` (naming its attempt) the batch's output, then drop the other attempts."""
-        self.lake.write_json(f"{self.batch_dir(batch)}/_manifest.json", manifest)
-        keep = self.attempt_dir(batch, manifest["attempt"])
-        for directory in self.lake.list_dirs(self.batch_dir(batch)):
-            if directory.rstrip("/") != keep:
-                self.lake.delete_dir(directory)
+    def write_manifest(self, manifest: BatchManifest) -> None:
+        """Record a batch whose rows are committed to the Delta table (``lake.snapshot_commit``)."""
+        self.lake.write_json(f"{self.batch_dir(manifest.batch)}/_manifest.json", manifest.to_dict())
 
-    def manifests(self, plan: Plan) -> list[dict[str, Any] | None]:
+    def manifests(self, plan: Plan) -> list[BatchManifest | None]:
         """Each batch's committed manifest, in plan order (None for a batch not committed yet)."""
         return [self.read_manifest(b) for b in plan.batches]
 

@@ -33,8 +33,10 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
 
     It submits the package's PySpark application through the ordinary ``spark`` connection
     (``local[*]`` by default; YARN, Kubernetes or standalone otherwise). Executors read their chunks
-    and write Parquet themselves; the task returns the batch manifest (chunks with their high
-    watermarks, rows, files), which the stream needs. Re-running a batch replaces its output only.
+    and write Parquet themselves into the table's current-state Delta table; the Spark driver commits
+    the batch as one Delta transaction replacing the batch's partition, then its manifest. The task
+    returns that manifest as a dict (``BatchManifest.to_dict``: ``rows``, ``bytes``, ``seconds``, and
+    ``chunks`` with their ``low_watermark``/``high_watermark``). Re-running a batch replaces its rows only.
     The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable. On a
     cluster master the package and its pure-Python drivers are shipped as ``--py-files``.
 
@@ -120,12 +122,13 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
                       master, tasks, ids[0], ids[-1])
         super().execute(context)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
-        if manifest is None or manifest["batch"]["batch_id"] != batch.batch_id:
+        if manifest is None or manifest.batch.batch_id != batch.batch_id:
             raise SnapshotJobError(
                 f"the Spark job for {batch.label} succeeded but no manifest of this batch is committed under "
                 f"{self.base_uri}: the Spark driver must write to the same lake as this task (a local base_uri "
                 f"works with a local master only; use s3:// on a cluster); see the spark-submit log above"
             )
-        self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes", batch.label, manifest["rows"],
-                      manifest["seconds"], manifest["rows_per_second"], manifest["bytes"])
-        return manifest
+        self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes, version %s of the Delta table", batch.label,
+                      manifest.rows, manifest.seconds, manifest.rows_per_second, manifest.bytes,
+                      manifest.delta_version)
+        return manifest.to_dict()

@@ -1,9 +1,11 @@
 """The PySpark application the snapshot operator submits: read one batch of chunks into the lake.
 
 Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
-themselves; the driver only gets metadata back, writes the batch manifest (the commit) and logs
-progress. The CDC user's password comes from an environment variable, never from the arguments
-(which show in process lists and the Spark UI).
+themselves, into the batch's partition folder of the table's current-state Delta table; the driver
+only gets a ``ChunkResult`` per chunk back, logs progress, and commits the batch: one Delta
+transaction replacing the batch's partition, then the batch manifest with the chunks' watermarks.
+The CDC user's password comes from an environment variable, never from the arguments (which show
+in process lists and the Spark UI).
 
     spark-submit snapshot_job.py --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
         --connection '{"host": ..., "user": ...}'
@@ -19,7 +21,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult
 
 PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
 
@@ -46,7 +51,7 @@ def read_partition(
     config_dict: dict[str, Any],
     password_env: str,
     progress: tuple[Any, Any] | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ChunkResult]:
     """Runs on an executor: this partition's chunks into one Parquet file of the attempt."""
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -64,7 +69,7 @@ def read_partition(
     ):
         if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
             progress[0].add(1)
-            progress[1].add(record["rows"])
+            progress[1].add(record.rows)
         yield record
 
 
@@ -133,10 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     if len(records) != len(chunks):
         print(f"snapshot: expected {len(chunks)} chunks, got {len(records)}; not committing", file=sys.stderr)
         return 3
-    manifest = commit_batch(store, batch, attempt, schema, records, seconds)
-    print(f"snapshot: {batch.label}: {manifest['rows']:,} rows in {seconds:.1f} s "
-          f"({manifest['rows_per_second']:,} rows/s), "
-          f"committed attempt {attempt}", flush=True)
+    try:
+        manifest = commit_batch(store, batch, attempt, schema, records, seconds)
+    except MySqlCdcError as error:
+        print(f"snapshot: {error}", file=sys.stderr)
+        spark.stop()
+        return 3
+    print(f"snapshot: {batch.label}: {manifest.rows:,} rows in {seconds:.1f} s "
+          f"({manifest.rows_per_second or 0:,} rows/s), committed attempt {attempt} as version "
+          f"{manifest.delta_version} of the Delta table", flush=True)
     spark.stop()
     return 0
 
