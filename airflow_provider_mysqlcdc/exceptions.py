@@ -48,6 +48,11 @@ class LakeLeaseError(MySqlCdcError):
     """Another stream holds the lake's lease (one writer per lake), or this one lost it to another."""
 
 
+class CheckpointFormatError(MySqlCdcError):
+    """The stream's checkpoint in the lake has a format this version does not know (written by an older
+    or a newer version of the provider)."""
+
+
 class SnapshotJobError(MySqlCdcError):
     """A Spark snapshot job ended without committing its batch to the lake."""
 

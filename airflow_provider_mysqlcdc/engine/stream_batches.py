@@ -218,7 +218,7 @@ def _commit(
     events: int,
     last_ts: int,
 ) -> BatchReport:
-    files: dict[TableId, list[pa.Table]] = {
+    changes: dict[TableId, list[pa.Table]] = {  # per table, a part per schema (a batch may pass an ALTER)
         table: [changes_table(records, schema) for schema, records in parts] for table, parts in pending.parts.items()
     }
     checkpoint.seq += 1
@@ -227,6 +227,6 @@ def _commit(
     checkpoint.chunks = {  # a table past its highest HW needs no chunk lookups any more
         t: c for t, c in checkpoint.chunks.items() if not max(BinlogOffset.from_dict(x[2]) for x in c) < boundary
     }
-    store.commit(checkpoint, files)
+    store.commit(checkpoint, changes)  # the changelogs, then the checkpoint
     rows = {str(t): sum(len(r) for _, r in parts) for t, parts in pending.parts.items()}
     return BatchReport(checkpoint.seq, boundary, rows, events, last_ts)

@@ -48,8 +48,8 @@ class StreamRunner:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
         self.lease.acquire()  # before anything is written or discarded
         checkpoint = self.store.read_checkpoint()
-        if checkpoint is not None and (stale := self.store.discard_uncommitted(checkpoint)):
-            _log.info("discarded %d change files of an interrupted run past batch %d", stale, checkpoint.seq)
+        if checkpoint is not None and (stale := self.store.remove_uncommitted(checkpoint)):
+            _log.info("removed %d changelog rows of an interrupted run past batch %d", stale, checkpoint.seq)
         if checkpoint is None:
             checkpoint = self._first_checkpoint(control)
             _log.info("stream starts at %s (startup_mode %s)", checkpoint.offset, self.options.startup_mode.value)

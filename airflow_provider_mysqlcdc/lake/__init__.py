@@ -1,15 +1,18 @@
 """The lake the pipeline writes, and the public ways to read it back.
 
-``read_table`` / ``read_changes`` return pyarrow tables; ``register_views`` makes Spark views of
-the same data for tables too big for one process. Imported lazily so that ``import
-airflow_provider_mysqlcdc.lake`` stays cheap (Spark is only needed for the views).
+Each table is two Delta tables: its current state at ``table_uri(base_uri, "db.table")`` and its
+changelog at ``changelog_uri(...)``; any Delta reader (Spark, DuckDB, Polars, Trino) reads them.
+``read_table`` / ``read_changes`` return pyarrow tables of the committed data (the current state
+with the changes not merged yet applied); ``register_views`` makes Spark views of the same data for
+tables too big for one process, on a Spark without the Delta jars. Imported lazily so that
+``import airflow_provider_mysqlcdc.lake`` stays cheap (Spark is only needed for the views).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["read_changes", "read_table", "register_views"]
+__all__ = ["changelog_uri", "read_changes", "read_table", "register_views", "table_uri"]
 
 
 def __getattr__(name: str) -> Any:
@@ -17,6 +20,10 @@ def __getattr__(name: str) -> Any:
         from airflow_provider_mysqlcdc.lake import read
 
         return getattr(read, name)
+    if name in ("table_uri", "changelog_uri"):
+        from airflow_provider_mysqlcdc.lake import delta
+
+        return getattr(delta, name)
     if name == "register_views":
         from airflow_provider_mysqlcdc.lake.spark_views import register_views
 

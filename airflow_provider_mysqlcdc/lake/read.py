@@ -1,79 +1,130 @@
-"""Reading the replica: the changelog of a table, and its current state, from committed files only.
+"""Reading the replica from its two Delta tables, committed data only.
 
-The snapshot's rows (through its batch manifests) and the stream's change files (up to the
-checkpoint) form one changelog, ordered by ``_binlog_file``, ``_binlog_pos``, ``_row_seq``. The
-current state keeps the last row per primary key and drops keys whose last row is a delete.
+``read_changes`` is the table's changelog: the stream's changes (snapshot rows are in the current
+state, not here) up to the stream's checkpoint, ordered by ``_binlog_file``, ``_binlog_pos``,
+``_row_seq``. Rows past the checkpoint are a batch not committed yet (or a killed run's) and are
+left out.
+
+``read_table`` is the current-state Delta table (the snapshot's rows, brought up to date by MERGE
+at intervals) with the changelog rows not merged yet applied on top: those past the current table's
+MERGE transaction version, up to the checkpoint. The last row per key in changelog order wins, so a
+change older than the current table's row for its key (a snapshot batch re-run after it) does not
+override it; keys whose last row is a delete are dropped.
+
+Rows written before a column changed type are read as the current type (a value that cannot be is
+a ``SchemaChangeError`` naming the column); Delta-stored forms (``changelog.stored_type``) are cast
+back to the table's Arrow types. The checkpoint is read first, then the current table, then the
+changelog: whatever the stream and the MERGE commit meanwhile, the result is a committed state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
-from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.lake.delta import (
+    MERGE_APP_ID,
+    STREAM_SEQ_COLUMN,
+    changelog_uri,
+    open_delta,
+    table_uri,
+)
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
+METADATA = [f.name for f in METADATA_FIELDS]
 
 
 @dataclass(frozen=True)
 class CommittedTable:
-    """What a reader may take of one table: its current schema and its committed Parquet files (the
-    snapshot batches' and the stream's up to the checkpoint, as paths of the lake's filesystem)."""
+    """What a reader may take of one table: its current schema, its current-state Delta table and the
+    stream batches on top of it (``merged`` < ``_stream_seq`` <= ``through``), and its changelog."""
 
     schema: TableSchema
-    files: list[str]
+    current: DeltaTable | None
+    changelog: DeltaTable | None
+    merged: int
+    through: int
 
 
 def committed_table(base_uri: str, table: TableId) -> CommittedTable:
-    """One read of the plan, the manifests and the checkpoint, so that the schema and the files agree
-    even while the stream commits."""
-    snapshots, streams = SnapshotStore(base_uri), StreamStore(base_uri)
-    plan, checkpoint = snapshots.read_plan(table), streams.read_checkpoint()
-    manifests = [m for m in snapshots.manifests(plan) if m is not None] if plan else []
-    files = [f for m in manifests for f in m["files"]]
-    files += streams.committed_change_files(table, checkpoint)
-    if not files:
+    """The checkpoint, then both Delta tables: the schema and the batches to read agree even while the
+    stream and the MERGE commit."""
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    current, changelog = open_delta(table_uri(base_uri, table)), open_delta(changelog_uri(base_uri, table))
+    through = checkpoint.seq if checkpoint is not None else 0
+    merged = (current.transaction_version(MERGE_APP_ID) or 0) if current is not None else 0
+    schema = checkpoint.schema_of(table) if checkpoint is not None else None
+    if schema is None and current is not None:  # a table the stream does not know of yet: its snapshot's
+        plan = SnapshotStore(base_uri).read_plan(table)
+        schema = plan.schema if plan is not None else None
+    if current is None and (changelog is None or not _has_rows(changelog, through)):
         raise NoSuchTableError(f"the lake at {base_uri} has no committed rows of {table}: run its split and "
                                f"snapshot tasks (or the stream) first, or check base_uri and the table name")
-    schema = checkpoint.schema_of(table) if checkpoint is not None else None
-    if schema is None and plan is not None:  # a table the stream does not know of yet: its snapshot's schema
-        schema = batch_read_with(manifests, plan, latest=True)
     if schema is None:
-        raise NoSuchTableError(f"the lake at {base_uri} has change files of {table} but neither its snapshot plan "
+        raise NoSuchTableError(f"the lake at {base_uri} has Delta tables of {table} but neither its snapshot plan "
                                f"nor the stream's checkpoint knows the table: its lake folder is from elsewhere")
-    return CommittedTable(schema, files)
+    return CommittedTable(schema, current, changelog, min(merged, through), through)
+
+
+def _has_rows(changelog: DeltaTable, through: int) -> bool:
+    return bool(_changelog_rows(changelog, -1, through, [STREAM_SEQ_COLUMN]).num_rows)
+
+
+def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: list[str] | None = None) -> pa.Table:
+    seq = pc.field(STREAM_SEQ_COLUMN)
+    return changelog.to_pyarrow_dataset().to_table(columns=columns, filter=(seq > after) & (seq <= through))
 
 
 def read_changes(base_uri: str, table: str) -> pa.Table:
-    """Every committed row of the table's changelog, in order, with its metadata columns."""
-    return _read_changes(base_uri, committed_table(base_uri, TableId.parse(table)))
+    """The table's committed changelog, in order: the current columns, columns dropped since, the
+    metadata columns, then ``_stream_seq`` (the stream batch that committed the row)."""
+    committed = committed_table(base_uri, TableId.parse(table))
+    return _changes(committed, -1, committed.through, dropped=True)
 
 
-def _read_changes(base_uri: str, committed: CommittedTable) -> pa.Table:
-    fs = Lake.at(base_uri).fs
-    current_types = {f.name: f.type for f in lake_schema(committed.schema)}
-    parts = [_as_current_types(pq.read_table(f, filesystem=fs), current_types, committed.schema, f)
-             for f in committed.files]
-    changes = pa.concat_tables(parts, promote_options="default").sort_by(ORDER)
-    # the current columns first, then columns dropped since, then the metadata
-    current = list(committed.schema.column_names)
-    metadata = [f.name for f in METADATA_FIELDS]
-    dropped = [c for c in changes.column_names if c not in current and c not in metadata]
-    return changes.select(current + dropped + metadata)
+def unmerged_changes(base_uri: str, table: TableId, schema: TableSchema, after_seq: int, through_seq: int) -> pa.Table:
+    """The changelog rows of stream batches ``after_seq`` < seq <= ``through_seq`` (the MERGE's input), in
+    order, as ``schema``'s columns (a column added since: NULL) and the metadata columns."""
+    changelog = open_delta(changelog_uri(base_uri, table))
+    return _changes(CommittedTable(schema, None, changelog, after_seq, through_seq), after_seq, through_seq,
+                    dropped=False)
 
 
-def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: TableSchema, path: str) -> pa.Table:
-    """A file written before a column changed type (INT to BIGINT, a wider DECIMAL) read as the current
-    type; a value the new type cannot hold is an error naming the column, never a silent change."""
+def _changes(committed: CommittedTable, after: int, through: int, dropped: bool) -> pa.Table:
+    schema = committed.schema
+    rows = (_changelog_rows(committed.changelog, after, through) if committed.changelog is not None
+            else pa.table({STREAM_SEQ_COLUMN: pa.array([], pa.int64())}))
+    current = list(schema.column_names)
+    gone = [c for c in rows.column_names if c not in current and c not in METADATA and c != STREAM_SEQ_COLUMN]
+    rows = _conform(rows, lake_schema(schema), schema).sort_by(ORDER)
+    if dropped:
+        return rows.select([*current, *gone, *METADATA, STREAM_SEQ_COLUMN])
+    return rows.select([*current, *METADATA])
+
+
+def _conform(rows: pa.Table, fields: pa.Schema, schema: TableSchema) -> pa.Table:
+    """``rows`` with every field of ``fields`` in its type (a missing one NULL), other columns kept."""
+    for f in fields:
+        if f.name not in rows.column_names:
+            rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
+    return _as_current_types(rows, {f.name: f.type for f in fields}, schema)
+
+
+def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: TableSchema) -> pa.Table:
+    """Rows stored before a column changed type (INT to BIGINT, a wider DECIMAL), or in a Delta-stored
+    form, as the current type; a value the new type cannot hold is an error naming the column."""
     fields = [part.schema.field(name).with_type(types.get(name, part.schema.field(name).type))
               for name in part.column_names]
     if all(f.type == part.schema.field(f.name).type for f in fields):
@@ -84,19 +135,31 @@ def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: Tab
         changed = [f"{f.name} {part.schema.field(f.name).type} -> {f.type}" for f in fields
                    if f.type != part.schema.field(f.name).type]
         raise SchemaChangeError(
-            f"{schema.id} changed column types since {path} was written ({', '.join(changed)}) and its values "
-            f"cannot be read as the new types ({exc}): re-snapshot the table (delete its folder in the lake and "
-            f"run the DAG again)"
+            f"{schema.id} changed column types since some of its rows were written ({', '.join(changed)}) and "
+            f"their values cannot be read as the new types ({exc}): re-snapshot the table (delete its folder in "
+            f"the lake and run the DAG again)"
         ) from exc
 
 
 def read_table(base_uri: str, table: str) -> pa.Table:
     """The table as of the last commit: its current columns, one row per key, deletes dropped."""
     committed = committed_table(base_uri, TableId.parse(table))
-    schema, changes = committed.schema, _read_changes(base_uri, committed)
-    changes = changes.append_column("__order", pa.array(range(changes.num_rows), pa.int64()))
-    last = changes.group_by(list(schema.row_key)).aggregate([("__order", "max")])
-    latest = changes.take(last.column("__order_max")).sort_by("__order")
+    schema = committed.schema
+    changes = _changes(committed, committed.merged, committed.through, dropped=False)
+    if committed.current is None:
+        return _latest(schema, [changes])
+    current = _conform(committed.current.to_pyarrow_table(), lake_schema(schema), schema)
+    return _latest(schema, [current.select([*schema.column_names, *METADATA]), changes])
+
+
+def _latest(schema: TableSchema, sources: list[pa.Table]) -> pa.Table:
+    """The last row per key across ``sources`` (in changelog order; on a tie, the later source), without
+    the keys whose last row is a delete, as the table's columns sorted by key."""
+    rows = pa.concat_tables([s.append_column("__source", pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
+                             for i, s in enumerate(sources)])
+    rows = rows.sort_by([*ORDER, ("__source", "ascending")])
+    rows = rows.append_column("__order", pa.array(range(rows.num_rows), pa.int64()))
+    last = rows.group_by(list(schema.row_key), use_threads=False).aggregate([("__order", "max")])
+    latest = rows.take(last.column("__order_max"))
     present = latest.filter(pc.is_in(latest.column("_op"), pa.array(ChangeKind.accumulations(), pa.string())))
     return present.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
-

@@ -1,58 +1,127 @@
 """The replica as Spark temporary views, for tables too big to read into one process.
 
 For each table two views (names with other characters than letters, digits and ``_`` get ``_``
-there): ``<db>_<table>_changes`` (the committed changelog with its metadata
-columns) and ``<db>_<table>`` (the current state: the last row per primary key in changelog order,
-deleted keys dropped), built from the same committed files as ``read_changes`` / ``read_table``.
-Files written with an older schema (before an ``ADD COLUMN``) are merged, their missing columns NULL.
+there): ``<db>_<table>_changes`` (the committed changelog: current columns, metadata columns,
+``_stream_seq``) and ``<db>_<table>`` (the current state: the current-state Delta table with the
+changelog rows not merged yet applied on top, the last row per primary key in changelog order,
+deleted keys dropped), the same data as ``read_changes`` / ``read_table``.
 
-Spark cannot hold every Arrow type the lake uses: DECIMAL wider than 38 digits fails to read, BIGINT
-UNSIGNED arrives as DECIMAL(20,0) and TIME as microseconds (a long).
+They work on a Spark without the Delta Lake jars: the Parquet files each Delta table's log lists
+(``DeltaTable.file_uris``, read here with delta-rs, at the versions ``committed_table`` opened) are
+read with Spark's own Parquet reader, merging the schemas of files written before an ``ADD
+COLUMN``. Changelog files whose ``_stream_seq`` statistics lie outside the batches wanted are not
+read. A Spark with the Delta jars may read ``table_uri`` / ``changelog_uri`` directly instead.
+
+Spark sees the Delta-stored forms of the types Delta lacks (``changelog.stored_type``): UNSIGNED
+integers as the next wider signed type (BIGINT UNSIGNED as DECIMAL(20,0)), TIME as microseconds (a
+long), DECIMAL wider than 38 digits as its text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
-from airflow_provider_mysqlcdc.lake.read import committed_table
-from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema, stored_type
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.read import CommittedTable, committed_table
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+METADATA = [f.name for f in METADATA_FIELDS]
+_SCHEMES = ("s3a://", "s3n://")
 
 
-def spark_uri(base_uri: str, path: str) -> str:
-    """A path of the lake's (pyarrow) filesystem as the URI Spark reads: the base URI's scheme kept."""
-    if "://" not in base_uri:
-        return "file://" + path
-    return base_uri.rstrip("/") + path[len(Lake.at(base_uri).root) :]
+def spark_uri(base_uri: str, file_uri: str) -> str:
+    """A file URI from a Delta log as Spark reads it: local paths as ``file://``, ``s3://`` in the base
+    URI's own scheme (``s3a://`` for Hadoop)."""
+    if "://" not in file_uri:
+        return "file://" + file_uri
+    for scheme in _SCHEMES:
+        if base_uri.startswith(scheme) and file_uri.startswith("s3://"):
+            return scheme + file_uri[len("s3://") :]
+    return file_uri
+
+
+def changelog_files(changelog: DeltaTable, after: int, through: int) -> list[str]:
+    """The changelog's files that may hold rows of stream batches ``after`` < seq <= ``through``."""
+    actions = pa.table(changelog.get_add_actions(flatten=True))
+    low, high = f"min.{STREAM_SEQ_COLUMN}", f"max.{STREAM_SEQ_COLUMN}"
+    if low not in actions.column_names:  # no statistics: read every file
+        return list(changelog.file_uris())
+    rows = zip(*(actions.column(c).to_pylist() for c in ("path", low, high)), strict=True)
+    wanted = {path.rsplit("/", 1)[-1] for path, lo, hi in rows
+              if lo is None or hi is None or (hi > after and lo <= through)}
+    return [uri for uri in changelog.file_uris() if uri.rsplit("/", 1)[-1] in wanted]
+
+
+def _frame(spark: Any, base_uri: str, files: list[str], fields: pa.Schema) -> Any:
+    """The files as one DataFrame with at least ``fields`` (missing ones NULL), or an empty one."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    stored = [pa.field(f.name, stored_type(f.type)) for f in fields]
+    if not files:
+        return spark.createDataFrame([], ", ".join(f"`{f.name}` {from_arrow_type(f.type).simpleString()}"
+                                                   for f in stored))
+    frame = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(base_uri, f) for f in files])
+    for f in stored:
+        if f.name not in frame.columns:
+            frame = frame.withColumn(f.name, F.lit(None).cast(from_arrow_type(f.type)))
+    return frame
+
+
+def _columns(schema: TableSchema) -> list[str]:
+    return [*schema.column_names, *METADATA]
+
+
+def changes_frame(spark: Any, base_uri: str, committed: CommittedTable, after: int) -> Any:
+    """The changelog rows of stream batches ``after`` < seq <= the checkpoint's, as Spark sees them."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    fields = pa.schema([*lake_schema(committed.schema), pa.field(STREAM_SEQ_COLUMN, pa.int64())])
+    files = changelog_files(committed.changelog, after, committed.through) if committed.changelog else []
+    seq = F.col(STREAM_SEQ_COLUMN)
+    frame = _frame(spark, base_uri, files, fields).where((seq > after) & (seq <= committed.through))
+    return frame.select(*[F.col(f"`{c}`") for c in (*_columns(committed.schema), STREAM_SEQ_COLUMN)])
+
+
+def current_frame(spark: Any, base_uri: str, committed: CommittedTable) -> Any:
+    """The current state: the current table's rows and the unmerged changes, last row per key."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    schema, columns = committed.schema, _columns(committed.schema)
+    changes = changes_frame(spark, base_uri, committed, committed.merged).select(*[F.col(f"`{c}`") for c in columns])
+    rows = changes.withColumn("__source", F.lit(1))
+    if committed.current is not None:
+        current = _frame(spark, base_uri, list(committed.current.file_uris()), lake_schema(schema))
+        current = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__source", F.lit(0))
+        rows = current.unionByName(rows)
+    latest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(
+        F.col("_binlog_file").desc(), F.col("_binlog_pos").desc(), F.col("_row_seq").desc(), F.col("__source").desc()
+    )
+    return (
+        rows.withColumn("__rank", F.row_number().over(latest_first))
+        .where((F.col("__rank") == 1) & F.col("_op").isin(*[k.value for k in ChangeKind.accumulations()]))
+        .select(*[F.col(f"`{c}`") for c in schema.column_names])
+    )
 
 
 def register_views(spark: Any, base_uri: str, tables: Sequence[str]) -> dict[str, str]:
     """Create or replace both views of every table; returns ``{"db.table": view name}``."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
-
     views: dict[str, str] = {}
     for table in tables:
         table_id = TableId.parse(table)
         committed = committed_table(base_uri, table_id)
-        schema, files = committed.schema, [spark_uri(base_uri, f) for f in committed.files]
         view = re.sub(r"\W", "_", f"{table_id.database}_{table_id.table}")  # a name Spark needs no quotes for
-        metadata = [f.name for f in METADATA_FIELDS]
-        changes = spark.read.option("mergeSchema", "true").parquet(*files)
-        changes = changes.select(*[F.col(f"`{c}`") for c in (*schema.column_names, *metadata)])
-        changes.createOrReplaceTempView(f"{view}_changes")
-        latest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(
-            F.col("_binlog_file").desc(), F.col("_binlog_pos").desc(), F.col("_row_seq").desc()
-        )
-        current = (
-            changes.withColumn("__rank", F.row_number().over(latest_first))
-            .where((F.col("__rank") == 1) & F.col("_op").isin(*[k.value for k in ChangeKind.accumulations()]))
-            .select(*[F.col(f"`{c}`") for c in schema.column_names])
-        )
-        current.createOrReplaceTempView(view)
+        changes_frame(spark, base_uri, committed, -1).createOrReplaceTempView(f"{view}_changes")
+        current_frame(spark, base_uri, committed).createOrReplaceTempView(view)
         views[str(table_id)] = view
     return views

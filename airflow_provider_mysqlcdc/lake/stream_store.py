@@ -2,13 +2,25 @@
 
 Layout under the base URI::
 
-    _stream/checkpoint.json                        sequence number, offset, tables, schemas, chunk HWs
-    <db>/<table>/changes/seq=<n>.<part>.parquet    the table's changes of stream batch n (a part per schema)
+    _stream/checkpoint.json      format version, sequence number, offset, tables, schemas, chunk HWs
+    <db>/<table>/changelog/      the table's changelog Delta table (``delta.changelog_uri``)
 
-A stream batch writes its change files, named by the batch's sequence number, then the checkpoint
-that names that number: the commit. Readers take files up to the checkpoint's number only. A run
-killed anywhere restarts from the checkpoint's offset and writes the same sequence number again,
-replacing any file the killed run left, so nothing is lost or doubled.
+A stream batch appends each table's change rows to that table's changelog in one Delta commit
+carrying the application transaction ``(STREAM_APP_ID, seq)`` and a ``_stream_seq`` column of the
+batch's sequence number, then writes the checkpoint naming that number: the commit point. One batch
+touches several Delta tables, which no single Delta commit can, so the checkpoint stays the stream's
+commit point across tables and readers take changelog rows up to its number only.
+
+A retried commit skips the tables whose changelog already holds its batch (their transaction version
+is at least its number), so nothing is doubled. A run killed between its Delta commits and its
+checkpoint leaves rows past the checkpoint; the next run removes them before its first commit
+(``remove_uncommitted``), because it may cut its batches elsewhere (on time, before a schema change).
+
+The changelog follows the source's schema: a column added or dropped is a schema merge (a dropped
+column stays, NULL in later rows); a column whose type changes so that the stored type cannot hold
+the new values (INT to BIGINT, a wider DECIMAL) makes the stream rewrite that changelog once with
+the wider type, in one overwrite commit that keeps its transaction version. A narrower new type
+keeps the stored one; readers cast to the current types and name a column whose values no longer fit.
 """
 
 from __future__ import annotations
@@ -16,14 +28,39 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import CheckpointFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.lake.changelog import for_delta
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, open_delta
 from airflow_provider_mysqlcdc.lake.storage import Lake
+
+if TYPE_CHECKING:
+    from deltalake import CommitProperties, DeltaTable
+
+CHECKPOINT_FORMAT_VERSION = 2
+"""1 (no ``format_version`` in the JSON): the stream's changes as Parquet files named by sequence number;
+2: the changes in each table's changelog Delta table."""
+
+
+def _check_format(document: dict[str, Any], what: str) -> None:
+    version = document.get("format_version", 1)
+    if version == CHECKPOINT_FORMAT_VERSION:
+        return
+    if version == 1:
+        raise CheckpointFormatError(
+            f"the stream's {what} is of format 1 (change files beside the checkpoint), written by an older version "
+            f"of the provider; this one keeps changes in Delta tables: re-snapshot into a new base_uri (or delete "
+            f"the lake's folder) and run the DAG again"
+        )
+    raise CheckpointFormatError(
+        f"the stream's {what} is of format {version!r}, this version of the provider reads format "
+        f"{CHECKPOINT_FORMAT_VERSION} only: upgrade the provider where the stream runs and where the lake is read"
+    )
 
 
 @dataclass(frozen=True)
@@ -37,10 +74,12 @@ class StoppedTable:
     chunks: list[list[Any]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": self.schema.to_dict(), "offset": self.offset.to_dict(), "chunks": self.chunks}
+        return {"format_version": CHECKPOINT_FORMAT_VERSION, "schema": self.schema.to_dict(),
+                "offset": self.offset.to_dict(), "chunks": self.chunks}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StoppedTable:
+    def from_dict(cls, d: dict[str, Any], table: str = "") -> StoppedTable:
+        _check_format(d, f"stopped table {table}".rstrip())
         return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]), d["chunks"])
 
 
@@ -65,6 +104,7 @@ class Checkpoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "format_version": CHECKPOINT_FORMAT_VERSION,
             "seq": self.seq,
             "offset": self.offset.to_dict(),
             "schemas": {str(t): s.to_dict() for t, s in self.schemas.items()},
@@ -75,19 +115,21 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Checkpoint:
+        _check_format(d, "checkpoint")
         return cls(
             seq=d["seq"],
             offset=BinlogOffset.from_dict(d["offset"]),
             schemas={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["schemas"].items()},
             chunks={TableId.parse(t): c for t, c in d["chunks"].items()},
             updated_at=d.get("updated_at", ""),
-            stopped={TableId.parse(t): StoppedTable.from_dict(s) for t, s in d.get("stopped", {}).items()},
+            stopped={TableId.parse(t): StoppedTable.from_dict(s, t) for t, s in d.get("stopped", {}).items()},
         )
 
 
 class StreamStore:
-    """The stream's files under ``base_uri``; a writer passes its lease's check as ``fence``, which
-    every commit calls right before the checkpoint that makes the batch visible."""
+    """The stream's changelogs and checkpoint under ``base_uri``; a writer passes its lease's check as
+    ``fence``, called before a batch's first Delta commit and again before its checkpoint, so a writer
+    taken over never makes anything visible."""
 
     def __init__(self, base_uri: str, fence: Callable[[], None] | None = None) -> None:
         self.base_uri = base_uri
@@ -98,55 +140,166 @@ class StreamStore:
     def checkpoint_path(self) -> str:
         return self.lake.path("_stream", "checkpoint.json")
 
-    def changes_dir(self, table: TableId) -> str:
-        return self.lake.path(table.database, table.table, "changes")
+    def changelog_uri(self, table: TableId) -> str:
+        return changelog_uri(self.base_uri, table)
 
-    def changes_file(self, table: TableId, seq: int, part: int) -> str:
-        return f"{self.changes_dir(table)}/seq={seq:010d}.{part:03d}.parquet"
+    def changelog(self, table: TableId) -> DeltaTable | None:
+        """The table's changelog Delta table, or None before the stream's first change of it."""
+        return open_delta(self.changelog_uri(table))
 
     def read_checkpoint(self) -> Checkpoint | None:
         document = self.lake.read_json(self.checkpoint_path)
         return Checkpoint.from_dict(document) if document is not None else None
 
     def commit(self, checkpoint: Checkpoint, changes: dict[TableId, list[pa.Table]]) -> None:
-        """Write the batch's change files (one per table and schema), then the checkpoint naming them."""
+        """Append the batch's changes (per table, one part per schema) to the changelogs, then write the
+        checkpoint: the commit point. A table whose changelog holds the batch already is skipped."""
+        fenced = False
         for table, parts in changes.items():
-            self.lake.fs.create_dir(self.changes_dir(table), recursive=True)
-            for part, rows in enumerate(parts):
-                pq.write_table(rows, self.changes_file(table, checkpoint.seq, part), filesystem=self.lake.fs,
-                               compression="snappy")
-        if self.fence is not None:
-            self.fence()
+            rows = [p for p in parts if p.num_rows]
+            changelog = self.changelog(table)
+            if not rows or (changelog is not None and _stream_version(changelog) >= checkpoint.seq):
+                continue
+            if not fenced:
+                self._fence()
+                fenced = True
+            _append(self.changelog_uri(table), changelog, rows, checkpoint)
+        self._fence()
         checkpoint.updated_at = dt.datetime.now(dt.timezone.utc).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
 
-    def discard_uncommitted(self, checkpoint: Checkpoint) -> int:
-        """Delete the change files a killed run wrote past ``checkpoint``; returns how many.
+    def remove_uncommitted(self, checkpoint: Checkpoint) -> int:
+        """Delete from every changelog (captured and stopped tables) the rows of batches past
+        ``checkpoint``, which a killed run committed to Delta before its checkpoint; returns how many.
 
-        A restarted run writes the same sequence numbers again, but not necessarily the same files:
-        its batch may close earlier (on time) or before a schema change, so a part or a table the
-        killed run wrote may not be written again, and it would count once a later checkpoint covers
-        its number. The stream calls this before its first commit.
+        The restarted run writes the same sequence numbers again, but not necessarily the same rows: its
+        batch may close earlier (on time) or before a schema change, so the killed run's rows would be
+        doubled or left over. The stream calls this before its first commit.
         """
-        stale = [f for t in checkpoint.schemas for f in self._change_files(t) if _seq_of(f) > checkpoint.seq]
-        for path in stale:
-            self.lake.fs.delete_file(path)
-        return len(stale)
+        removed = 0
+        for table in [*checkpoint.schemas, *checkpoint.stopped]:
+            changelog = self.changelog(table)
+            if changelog is None or _stream_version(changelog) <= checkpoint.seq:
+                continue
+            self._fence()
+            metrics = changelog.delete(predicate=f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
+                                       commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset,
+                                                                            "rows of a killed run removed"))
+            removed += int(metrics.get("num_deleted_rows", 0))
+        return removed
 
-    def committed_change_files(self, table: TableId, checkpoint: Checkpoint | None) -> list[str]:
-        """The table's change files up to ``checkpoint`` (later ones are a killed run's leftovers)."""
-        if checkpoint is None:
-            return []
-        return [f for f in self._change_files(table) if _seq_of(f) <= checkpoint.seq]
-
-    def _change_files(self, table: TableId) -> list[str]:
-        import pyarrow.fs as pafs
-
-        if not self.lake.exists(self.changes_dir(table)):
-            return []
-        infos = self.lake.fs.get_file_info(pafs.FileSelector(self.changes_dir(table)))
-        return sorted(i.path for i in infos if i.path.endswith(".parquet") and "/seq=" in i.path)
+    def _fence(self) -> None:
+        if self.fence is not None:
+            self.fence()
 
 
-def _seq_of(path: str) -> int:
-    return int(path.rsplit("seq=", 1)[1].split(".")[0])
+def _stream_version(changelog: DeltaTable) -> int:
+    """The sequence number of the last stream batch committed to ``changelog`` (-1 for none)."""
+    version: int | None = changelog.transaction_version(STREAM_APP_ID)
+    return -1 if version is None else version
+
+
+def _commit_properties(seq: int, offset: BinlogOffset, note: str = "") -> CommitProperties:
+    from deltalake import CommitProperties, Transaction
+
+    metadata = {"stream_seq": str(seq), "offset": str(offset)}
+    if note:
+        metadata["note"] = note
+    return CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, seq)], custom_metadata=metadata)
+
+
+def _append(uri: str, changelog: DeltaTable | None, parts: list[pa.Table], checkpoint: Checkpoint) -> None:
+    """One Delta commit of a table's rows of one batch (its parts may have different schemas)."""
+    from deltalake import write_deltalake
+
+    stored = pa.schema(changelog.schema().to_arrow()) if changelog is not None else None
+    target = _unified_schema(stored, [for_delta(p) for p in parts])
+    if changelog is not None and stored is not None and _types_changed(stored, target):
+        _rewrite_types(uri, changelog, target, checkpoint)
+    parts = [_cast_to(for_delta(p), target, f"the changes for {uri}") for p in parts]
+    rows = pa.concat_tables(parts, promote_options="default")
+    rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
+                              pa.repeat(pa.scalar(checkpoint.seq, pa.int64()), rows.num_rows))
+    write_deltalake(uri, rows, mode="append", schema_mode="merge",
+                    commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset))
+
+
+def _unified_schema(stored: pa.Schema | None, parts: list[pa.Table]) -> pa.Schema:
+    """The changelog's schema after the parts: the stored columns (types widened where a part's need
+    more), then the parts' new columns."""
+    types: dict[str, pa.DataType] = {f.name: f.type for f in stored} if stored is not None else {}
+    for part in parts:
+        for f in part.schema:
+            types[f.name] = wider(types[f.name], f.type) if f.name in types else f.type
+    return pa.schema([pa.field(name, t, nullable=True) for name, t in types.items()])
+
+
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def wider(stored: pa.DataType, new: pa.DataType) -> pa.DataType:
+    """A type holding every value of both (integers and decimals), else ``new`` (old values are cast)."""
+    if stored == new:
+        return stored
+    if pa.types.is_integer(stored) and pa.types.is_integer(new):
+        return stored if stored.bit_width >= new.bit_width else new
+    if pa.types.is_floating(stored) and pa.types.is_floating(new):
+        return pa.float64()
+    if _decimal_like(stored) and _decimal_like(new):
+        (whole_a, scale_a), (whole_b, scale_b) = _digits(stored), _digits(new)
+        scale = max(scale_a, scale_b)
+        precision = max(whole_a, whole_b) + scale
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.string()
+    return new
+
+
+def _decimal_like(t: pa.DataType) -> bool:
+    return bool(pa.types.is_decimal128(t) or pa.types.is_signed_integer(t))
+
+
+def _digits(t: pa.DataType) -> tuple[int, int]:
+    """Digits before and after the point."""
+    if pa.types.is_integer(t):
+        return _INTEGER_DIGITS[t.bit_width], 0
+    return t.precision - t.scale, t.scale
+
+
+def _types_changed(stored: pa.Schema, target: pa.Schema) -> bool:
+    return any(bool(target.field(f.name).type != f.type) for f in stored)
+
+
+def _cast_to(rows: pa.Table, target: pa.Schema, what: str = "") -> pa.Table:
+    """``rows`` with the target's types for the columns they have; a value that does not fit is a
+    SchemaChangeError naming the column."""
+    fields = [target.field(name) for name in rows.column_names]
+    if all(f.type == rows.schema.field(f.name).type for f in fields):
+        return rows
+    try:
+        return rows.cast(pa.schema(fields))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        changed = [f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in fields
+                   if f.type != rows.schema.field(f.name).type]
+        raise SchemaChangeError(
+            f"{what or 'the changelog'} changed column types ({', '.join(changed)}) and its values cannot be "
+            f"stored as the new types ({exc}): re-snapshot the table (delete its folder in the lake and run the "
+            f"DAG again)"
+        ) from exc
+
+
+def _rewrite_types(uri: str, changelog: DeltaTable, target: pa.Schema, checkpoint: Checkpoint) -> None:
+    """Rewrite the whole changelog with the target's types, in one commit keeping its transaction version
+    (rare: a column type change the stored type cannot hold; the changelog is read into memory once)."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    rows = changelog.to_pyarrow_table()
+    stored = [f for f in target if f.name in rows.column_names]
+    changed = ", ".join(f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in stored
+                        if f.type != rows.schema.field(f.name).type)
+    rows = _cast_to(rows, pa.schema(stored), f"the changelog at {uri}")
+    version = _stream_version(changelog)
+    properties = CommitProperties(
+        app_transactions=[Transaction(STREAM_APP_ID, version)] if version >= 0 else None,
+        custom_metadata={"stream_seq": str(version), "offset": str(checkpoint.offset),
+                         "note": f"column types changed: {changed}"},
+    )
+    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", commit_properties=properties)

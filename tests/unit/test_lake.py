@@ -1,33 +1,33 @@
 """The lake's stores and readers on a temporary local folder, no server.
 
-Inputs are made by the package's own writers: ``snapshot_batch.write_chunks`` (its MySQL chunk
-reader replaced by one that hands out given rows), ``SnapshotStore.commit`` with a manifest shaped
-like the Spark job's, ``changes_table`` and ``StreamStore.commit``. A killed stream run is a commit
-whose checkpoint write fails after the change files are written.
+The current-state Delta table is built here with ``deltalake`` as the snapshot and the MERGE write it
+(source columns, metadata columns, ``_batch`` partitions, the MERGE's application transaction);
+changes go through the stream's own writers, ``changes_table`` and ``StreamStore.commit``. A killed
+stream run is a commit whose checkpoint write fails after its Delta commits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 import pytest
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.engine import snapshot_batch
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.exceptions import CheckpointFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table, for_delta, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.storage import Lake
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable, StreamStore
 
 ORDERS = TableId("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)
@@ -43,14 +43,14 @@ def off(file: int, pos: int, events: int = 0, rows: int = 0) -> BinlogOffset:
 
 
 def transaction(
-    file: int, pos: int, *changes: tuple[ChangeKind, tuple[Any, ...]], ts_ms: int = 1_000
+    file: int, pos: int, *changes: tuple[ChangeKind, tuple[Any, ...]], ts_ms: int = 1_000, table: TableId = ORDERS
 ) -> list[ChangeRecord]:
     """The records of one transaction starting at ``file:pos``, one row event per change, as the binlog
     reader numbers them (an update is a ``-U`` and a ``+U`` of the same row)."""
     records: list[ChangeRecord] = []
     event = 0
     for op, values in changes:
-        records.append(ChangeRecord(op, ORDERS, values, off(file, pos, event, 1), ts_ms))
+        records.append(ChangeRecord(op, table, values, off(file, pos, event, 1), ts_ms))
         if op is not ChangeKind.UPDATE_BEFORE:
             event += 1
     return records
@@ -72,7 +72,7 @@ def delete(values: tuple[Any, ...]) -> tuple[ChangeKind, tuple[Any, ...]]:
 
 
 class Lakes:
-    """Writes snapshot batches and stream batches of ``shop.orders`` under one base URI."""
+    """Writes the current state and stream batches of ``shop.orders`` under one base URI."""
 
     def __init__(self, base_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.base_uri = base_uri
@@ -85,51 +85,24 @@ class Lakes:
         self.snapshots.write_plan(plan)
         return plan
 
-    def attempt(
-        self, plan: Plan, batch: Batch, attempt: str, rows: dict[int, list[tuple[Any, ...]]],
-        high_watermarks: dict[int, BinlogOffset],
-    ) -> dict[str, Any]:
-        """Write the batch's chunks into ``attempt`` with ``write_chunks`` (one part per chunk, as if
-        each chunk were a Spark task) and return the manifest the Spark driver would commit."""
-        schema = plan.schema
+    def current(
+        self, rows: list[tuple[Any, ...]], high_watermark: BinlogOffset, batch: int = 0, schema: TableSchema = SCHEMA,
+    ) -> None:
+        """Commit snapshot batch ``batch`` of the current state (replacing its partition), as the snapshot does."""
+        table = pa.Table.from_pylist([dict(zip(schema.column_names, v, strict=True)) for v in rows],
+                                     arrow_schema(schema))
+        self.current_rows(with_snapshot_metadata(table, schema, high_watermark), batch, schema)
 
-        class GivenRows:
-            def __init__(self, config: ConnectionConfig, table_schema: TableSchema, server_id: int) -> None:
-                assert table_schema == schema
-
-            def __enter__(self) -> GivenRows:
-                return self
-
-            def __exit__(self, *exc: object) -> None:
-                pass
-
-            def read(self, chunks: list[Chunk]) -> Iterator[ChunkSnapshot]:
-                for chunk in chunks:
-                    values = rows.get(chunk.index, [])
-                    table = pa.Table.from_pylist(
-                        [dict(zip(schema.column_names, v, strict=True)) for v in values], arrow_schema(schema)
-                    )
-                    hw = high_watermarks[chunk.index]
-                    yield ChunkSnapshot(chunk=chunk, low_watermark=hw, high_watermark=hw, table=table, changed_keys=0)
-
-        self.monkeypatch.setattr(snapshot_batch, "ChunkReader", GivenRows)
-        records: list[dict[str, Any]] = []
-        for part, chunk in enumerate(plan.chunks_of(batch)):
-            records += snapshot_batch.write_chunks(
-                self.snapshots, batch, attempt, part, cast(ConnectionConfig, None), schema, [chunk], server_id=1
-            )
-        files = sorted({r["file"] for r in records})
-        return {"batch": batch.to_dict(), "attempt": attempt, "chunks": records, "files": files,
-                "rows": sum(r["rows"] for r in records)}
-
-    def snapshot(
-        self, plan: Plan, batch: Batch, rows: dict[int, list[tuple[Any, ...]]], high_watermark: BinlogOffset,
-        attempt: str = "a1",
-    ) -> dict[str, Any]:
-        hws = {c.index: high_watermark for c in plan.chunks_of(batch)}
-        manifest = self.attempt(plan, batch, attempt, rows, hws)
-        self.snapshots.commit(batch, manifest)
-        return manifest
+    def current_rows(self, rows: pa.Table, batch: int = 0, schema: TableSchema = SCHEMA,
+                     merged: int | None = None) -> None:
+        """Commit lake rows (with their metadata) as partition ``batch``; with ``merged``, as a MERGE of the
+        stream batches up to that number."""
+        rows = rows.append_column(BATCH_COLUMN, pa.repeat(pa.scalar(batch, pa.int32()), rows.num_rows))
+        uri = table_uri(self.base_uri, schema.id)
+        exists = DeltaTable.is_deltatable(uri)
+        properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, merged)]) if merged else None
+        write_deltalake(uri, for_delta(rows), mode="overwrite", partition_by=[BATCH_COLUMN],
+                        predicate=f"{BATCH_COLUMN} = {batch}" if exists else None, commit_properties=properties)
 
     def commit_stream(
         self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]],
@@ -143,8 +116,9 @@ class Lakes:
         self.stream.commit(checkpoint, changes)
         return checkpoint
 
-    def killed_stream(self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]]) -> None:
-        """A stream run killed after writing batch ``seq``'s change files, before its checkpoint."""
+    def killed_stream(self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]],
+                      schema: TableSchema = SCHEMA) -> None:
+        """A stream run killed after batch ``seq``'s Delta commits, before its checkpoint."""
 
         def killed(*args: object, **kwargs: object) -> None:
             raise KeyboardInterrupt("killed before the checkpoint")
@@ -152,7 +126,12 @@ class Lakes:
         with self.monkeypatch.context() as m:
             m.setattr(Lake, "write_json", killed)
             with pytest.raises(KeyboardInterrupt):
-                self.commit_stream(seq, offset, *parts)
+                self.commit_stream(seq, offset, *parts, schema=schema)
+
+    def changelog(self, table: TableId = ORDERS) -> DeltaTable:
+        changelog = self.stream.changelog(table)
+        assert changelog is not None
+        return changelog
 
 
 @pytest.fixture
@@ -167,12 +146,15 @@ def rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
     return list(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
 
 
-# -- the current state: last change per key -------------------------------------------------------
+def ids_of(table: pa.Table) -> list[Any]:
+    return list(table.column("id").to_pylist())
+
+
+# -- the current state: the current table with the unmerged changes on top ----------------------------
 
 
 def test_read_table_keeps_the_last_change_per_key(lake: Lakes) -> None:
-    plan = lake.plan(TWO_CHUNKS, chunks_per_batch=2)
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1), (2, "b", 2)], 1: [(10, "j", 10)]}, off(1, 500))
+    lake.current([(1, "a", 1), (2, "b", 2), (10, "j", 10)], off(1, 500))
     lake.commit_stream(1, off(1, 900),
                        (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 5)), insert((4, "d", 4)))),
                        (SCHEMA, transaction(1, 700, *update((1, "a", 5), (1, "A", 6)))))
@@ -185,8 +167,7 @@ def test_read_table_keeps_the_last_change_per_key(lake: Lakes) -> None:
 
 
 def test_read_table_drops_a_key_whose_last_change_is_a_delete(lake: Lakes) -> None:
-    plan = lake.plan(TWO_CHUNKS, chunks_per_batch=2)
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1), (2, "b", 2)], 1: [(10, "j", 10)]}, off(1, 500))
+    lake.current([(1, "a", 1), (2, "b", 2), (10, "j", 10)], off(1, 500))
     lake.commit_stream(1, off(1, 900),
                        (SCHEMA, transaction(1, 600, delete((2, "b", 2)), insert((5, "e", 5)))),
                        (SCHEMA, transaction(1, 700, delete((5, "e", 5)), insert((6, "f", 6)))),
@@ -200,8 +181,7 @@ def test_read_table_drops_a_key_whose_last_change_is_a_delete(lake: Lakes) -> No
 
 
 def test_update_before_images_never_survive(lake: Lakes) -> None:
-    plan = lake.plan(TWO_CHUNKS, chunks_per_batch=2)
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1), (3, "c", 3)]}, off(1, 500))
+    lake.current([(1, "a", 1), (3, "c", 3)], off(1, 500))
     # a key change: the -U of key 3 is that key's last change; an ordinary update of key 1
     updates = [*update((3, "c", 3), (30, "c", 3)), *update((1, "a", 1), (1, "a", 2))]
     lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, *updates)))
@@ -213,8 +193,7 @@ def test_update_before_images_never_survive(lake: Lakes) -> None:
 
 def test_composite_primary_key_dedups_on_every_key_column(lake: Lakes) -> None:
     lines = TableSchema(TableId("shop", "lines"), (ID, QTY, NAME), ("id", "qty"))
-    plan = lake.plan([Chunk(lines.id, 0, None, None)], schema=lines)
-    lake.snapshot(plan, plan.batches[0], {0: [(1, 1, "x"), (1, 2, "y"), (2, 1, "z")]}, off(1, 500))
+    lake.current([(1, 1, "x"), (1, 2, "y"), (2, 1, "z")], off(1, 500), schema=lines)
     records = [ChangeRecord(ChangeKind.UPDATE_BEFORE, lines.id, (1, 2, "y"), off(1, 600, 0, 1), 1),
                ChangeRecord(ChangeKind.UPDATE_AFTER, lines.id, (1, 2, "Y"), off(1, 600, 0, 1), 1),
                ChangeRecord(ChangeKind.DELETE, lines.id, (2, 1, "z"), off(1, 600, 1, 1), 1)]
@@ -223,12 +202,48 @@ def test_composite_primary_key_dedups_on_every_key_column(lake: Lakes) -> None:
     assert rows_of(read_table(lake.base_uri, "shop.lines")) == [(1, 1, "x"), (1, 2, "Y")]
 
 
-def test_an_empty_committed_snapshot_reads_as_an_empty_table(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {}, off(1, 500))
+def test_an_empty_current_table_reads_as_an_empty_table(lake: Lakes) -> None:
+    lake.plan([Chunk(ORDERS, 0, None, None)])  # the stream has not started: the plan knows the columns
+    lake.current([], off(1, 500))
 
     table = read_table(lake.base_uri, "shop.orders")
     assert table.num_rows == 0 and table.column_names == ["id", "name", "qty"]
+    changes = read_changes(lake.base_uri, "shop.orders")
+    assert changes.num_rows == 0 and changes.column_names == ["id", "name", "qty", *META, STREAM_SEQ_COLUMN]
+
+
+def test_a_stream_without_snapshot_reads_from_its_changelog_alone(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, insert((2, "b", 2)), insert((1, "a", 1)))))
+    lake.commit_stream(2, off(1, 990), (SCHEMA, transaction(1, 950, *update((2, "b", 2), (2, "B", 3)))))
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 1), (2, "B", 3)]
+
+
+def test_an_older_change_does_not_override_a_newer_current_row(lake: Lakes) -> None:
+    lake.current([(1, "a", 1), (10, "j", 10)], off(1, 500), batch=0)
+    lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 2)))),
+                       (SCHEMA, transaction(1, 700, delete((10, "j", 10)))))
+    # batch 0 re-run (one map index cleared) after those changes: its high watermark is later, its rows newer
+    lake.current([(1, "a", 3), (10, "j", 11)], off(1, 1_000), batch=0)
+
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 3), (10, "j", 11)]
+    # and a change after the re-run's high watermark wins again
+    lake.commit_stream(2, off(1, 1_200), (SCHEMA, transaction(1, 1_100, delete((1, "a", 3)))))
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(10, "j", 11)]
+
+
+def test_changes_merged_into_the_current_table_are_not_applied_again(lake: Lakes) -> None:
+    lake.current([(1, "a", 1)], off(1, 500))
+    first = transaction(1, 600, insert((2, "b", 2)), *update((1, "a", 1), (1, "a", 5)))
+    lake.commit_stream(1, off(1, 700), (SCHEMA, first))
+    lake.commit_stream(2, off(1, 900), (SCHEMA, transaction(1, 800, insert((3, "c", 3)))))
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 5), (2, "b", 2), (3, "c", 3)]
+    # a MERGE of batch 1 (the stand-in leaves key 2 out, to see that read_table takes the MERGE's word for it)
+    merged = changes_table([r for r in first if r.values[0] == 1 and r.op is ChangeKind.UPDATE_AFTER], SCHEMA)
+    lake.current_rows(merged, merged=1)
+
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 5), (3, "c", 3)]
+    unmerged = unmerged_changes(lake.base_uri, ORDERS, SCHEMA, 1, 2)
+    assert unmerged.column_names == [*SCHEMA.column_names, *META] and ids_of(unmerged) == [3]
 
 
 def test_op_holds_flinks_short_strings_and_only_retractions_remove_a_row() -> None:
@@ -260,12 +275,11 @@ def test_row_seq_orders_the_rows_of_a_transaction() -> None:
     assert set(table.column("_binlog_pos").to_pylist()) == {100}
 
 
-def test_changelog_is_ordered_across_snapshot_batches_stream_files_and_binlog_rotation(lake: Lakes) -> None:
-    plan = lake.plan(TWO_CHUNKS, chunks_per_batch=1)
+def test_changelog_is_ordered_across_stream_batches_and_binlog_rotation(lake: Lakes) -> None:
     # batch 1 (mapped tasks run in parallel) finished first; batch 0's high watermark is in the next
     # binlog file, at a smaller position
-    lake.snapshot(plan, plan.batches[1], {1: [(10, "j", 10)]}, off(9, 5_000))
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(10, 300))
+    lake.current([(10, "j", 10)], off(9, 5_000), batch=1)
+    lake.current([(1, "a", 1)], off(10, 300), batch=0)
     # the stream starts at the lowest HW; its first change of key 1 was already in batch 0's snapshot
     # (the emit filter would not emit it; it is here to show where it sorts)
     lake.commit_stream(1, off(10, 200), (SCHEMA, transaction(9, 6_000, *update((10, "j", 10), (10, "J", 11)))),
@@ -273,34 +287,27 @@ def test_changelog_is_ordered_across_snapshot_batches_stream_files_and_binlog_ro
     lake.commit_stream(2, off(10, 900), (SCHEMA, transaction(10, 400, delete((1, "a", 1)), insert((2, "b", 2)))))
 
     changes = read_changes(lake.base_uri, "shop.orders")
-    order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_op", "id")),
-                     strict=True))
-    assert order == [
-        (9, 5_000, ChangeKind.INSERT, 10),  # batch 1's snapshot
-        (9, 6_000, ChangeKind.UPDATE_BEFORE, 10), (9, 6_000, ChangeKind.UPDATE_AFTER, 10),
-        (10, 150, ChangeKind.UPDATE_BEFORE, 1), (10, 150, ChangeKind.UPDATE_AFTER, 1),
-        (10, 300, ChangeKind.INSERT, 1),  # batch 0's snapshot, after the change it contains
-        (10, 400, ChangeKind.DELETE, 1), (10, 400, ChangeKind.INSERT, 2),
+    order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_op", "id",
+                                                                STREAM_SEQ_COLUMN)), strict=True))
+    assert order == [  # the stream's changes only: the snapshot's rows are in the current table
+        (9, 6_000, ChangeKind.UPDATE_BEFORE, 10, 1), (9, 6_000, ChangeKind.UPDATE_AFTER, 10, 1),
+        (10, 150, ChangeKind.UPDATE_BEFORE, 1, 1), (10, 150, ChangeKind.UPDATE_AFTER, 1, 1),
+        (10, 400, ChangeKind.DELETE, 1, 2), (10, 400, ChangeKind.INSERT, 2, 2),
     ]
-    keys = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
-                    strict=True))
-    assert keys == sorted(keys)
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(2, "b", 2), (10, "J", 11)]
 
 
 def test_read_changes_puts_current_columns_then_dropped_columns_then_metadata(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
-    # ALTER TABLE orders DROP COLUMN qty, ADD COLUMN note ... AFTER id
+    lake.current([(1, "a", 1)], off(1, 500))
+    # ALTER TABLE orders DROP COLUMN qty, ADD COLUMN note ... AFTER id, in the middle of a batch
     altered = TableSchema(ORDERS, (ID, NOTE, NAME), ("id",))
     records = [ChangeRecord(ChangeKind.INSERT, ORDERS, (2, "new", "b"), off(1, 700, 0, 1), 5)]
     lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, *update((1, "a", 1), (1, "a", 2)))),
                        (altered, records), schema=altered)
 
     changes = read_changes(lake.base_uri, "shop.orders")
-    assert changes.column_names == ["id", "note", "name", "qty", *META]
+    assert changes.column_names == ["id", "note", "name", "qty", *META, STREAM_SEQ_COLUMN]
     assert rows_of(changes.select(["id", "note", "name", "qty", "_op"])) == [
-        (1, None, "a", 1, ChangeKind.INSERT),
         (1, None, "a", 1, ChangeKind.UPDATE_BEFORE), (1, None, "a", 2, ChangeKind.UPDATE_AFTER),
         (2, "new", "b", None, ChangeKind.INSERT),
     ]
@@ -309,133 +316,199 @@ def test_read_changes_puts_current_columns_then_dropped_columns_then_metadata(la
     assert rows_of(table) == [(1, None, "a"), (2, "new", "b")]
 
 
-# -- the snapshot store: plan, attempts, manifests ---------------------------------------------------
+def test_add_and_drop_column_across_batches_merge_the_changelogs_schema(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    wider = TableSchema(ORDERS, (ID, NAME, QTY, NOTE), ("id",))
+    lake.commit_stream(2, off(1, 800), (wider, transaction(1, 700, insert((2, "b", 2, "n")))), schema=wider)
+    narrower = TableSchema(ORDERS, (ID, NAME, NOTE), ("id",))
+    lake.commit_stream(3, off(1, 900), (narrower, transaction(1, 800, insert((3, "c", "m")))), schema=narrower)
 
-
-def test_pending_batches_are_the_batches_without_a_manifest(lake: Lakes) -> None:
-    chunks = [Chunk(ORDERS, i, None if i == 0 else 10 * i, None if i == 4 else 10 * (i + 1)) for i in range(5)]
-    plan = lake.plan(chunks, chunks_per_batch=2)
-    assert [(b.number, b.first_chunk, b.last_chunk) for b in plan.batches] == [(0, 0, 1), (1, 2, 3), (2, 4, 4)]
-    assert lake.snapshots.pending_batches(plan) == plan.batches
-    assert lake.snapshots.read_plan(ORDERS) == plan
-
-    # an attempt without its manifest (a killed Spark job) leaves its batch pending
-    lake.attempt(plan, plan.batches[0], "killed", {0: [(1, "a", 1)]}, {0: off(1, 100), 1: off(1, 100)})
-    lake.snapshot(plan, plan.batches[1], {2: [(20, "t", 20)]}, off(1, 200))
-    assert lake.snapshots.pending_batches(plan) == [plan.batches[0], plan.batches[2]]
-
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 300))
-    lake.snapshot(plan, plan.batches[2], {}, off(1, 400))
-    assert lake.snapshots.pending_batches(plan) == []
-
-
-def test_commit_keeps_its_attempt_and_removes_only_the_other_attempts_of_its_batch(lake: Lakes) -> None:
-    plan = lake.plan(TWO_CHUNKS, chunks_per_batch=1)
-    first, second = plan.batches
-    hw0, hw1 = {0: off(1, 100)}, {1: off(1, 100)}
-    # batch 1: committed, and a re-run of it under way (its attempt has no manifest yet)
-    lake.snapshot(plan, second, {1: [(10, "j", 10)]}, off(1, 100), attempt="b1")
-    lake.attempt(plan, second, "b2", {1: [(10, "rerun", 0)]}, hw1)
-    # batch 0: a killed attempt, then one that commits
-    lake.attempt(plan, first, "killed", {0: [(1, "stale", 0), (2, "stale", 0)]}, hw0)
-    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(10, "j", 10)]  # attempts are not data
-
-    manifest = lake.attempt(plan, first, "good", {0: [(1, "a", 1)]}, hw0)
-    lake.snapshots.commit(first, manifest)
-
-    fs = lake.snapshots.lake.fs
-    assert lake.snapshots.lake.list_dirs(lake.snapshots.batch_dir(first)) == [
-        lake.snapshots.attempt_dir(first, "good")
+    stored = lake.changelog().schema().to_arrow()
+    assert [f.name for f in pa.schema(stored)] == ["id", "name", "qty", *META, STREAM_SEQ_COLUMN, "note"]
+    assert rows_of(read_changes(lake.base_uri, "shop.orders").select(["id", "name", "note", "qty"])) == [
+        (1, "a", None, 1), (2, "b", "n", 2), (3, "c", "m", None),  # qty dropped: NULL in later rows
     ]
-    assert lake.snapshots.lake.list_dirs(lake.snapshots.batch_dir(second)) == [
-        lake.snapshots.attempt_dir(second, "b1"), lake.snapshots.attempt_dir(second, "b2"),
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", None), (2, "b", "n"), (3, "c", "m")]
+
+
+# -- column type changes ----------------------------------------------------------------------------
+
+
+BIG = Column("qty", "bigint", "bigint(20)")
+DEC = Column("price", "decimal", "decimal(6,2)", precision=6, scale=2)
+WIDE_DEC = Column("price", "decimal", "decimal(12,4)", precision=12, scale=4)
+
+
+def test_a_column_type_change_rewrites_the_changelog_once_with_the_wider_type(lake: Lakes) -> None:
+    import decimal
+
+    before = TableSchema(ORDERS, (ID, QTY, DEC), ("id",))
+    lake.commit_stream(1, off(1, 700), (before, transaction(1, 600, insert((1, 7, decimal.Decimal("1.25"))))),
+                       schema=before)
+    version = lake.changelog().version()
+    # ALTER TABLE orders MODIFY qty BIGINT, MODIFY price DECIMAL(12,4), in the middle of batch 2
+    after = TableSchema(ORDERS, (ID, BIG, WIDE_DEC), ("id",))
+    lake.commit_stream(2, off(1, 900), (before, transaction(1, 700, insert((2, 8, decimal.Decimal("2.50"))))),
+                       (after, transaction(1, 800, insert((3, 2**40, decimal.Decimal("12345678.1234"))))),
+                       schema=after)
+
+    changelog = lake.changelog()
+    stored = pa.schema(changelog.schema().to_arrow())
+    assert stored.field("qty").type == pa.int64() and stored.field("price").type == pa.decimal128(12, 4)
+    assert changelog.version() == version + 2  # one rewrite, one append
+    assert changelog.transaction_version(STREAM_APP_ID) == 2
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [
+        (1, 7, decimal.Decimal("1.2500")), (2, 8, decimal.Decimal("2.5000")),
+        (3, 2**40, decimal.Decimal("12345678.1234")),
     ]
-    assert all(fs.get_file_info(f).size for m in (manifest, lake.snapshots.read_manifest(second)) if m
-               for f in m["files"])
-    assert lake.snapshots.read_manifest(first) == manifest
-    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 1), (10, "j", 10)]
-
-    # a re-run of batch 0 (one map index cleared) replaces it, and batch 1 still reads as before
-    rerun = lake.attempt(plan, first, "again", {0: [(1, "a", 2)]}, hw0)
-    lake.snapshots.commit(first, rerun)
-    assert lake.snapshots.lake.list_dirs(lake.snapshots.batch_dir(first)) == [
-        lake.snapshots.attempt_dir(first, "again")
-    ]
-    assert len(lake.snapshots.lake.list_dirs(lake.snapshots.batch_dir(second))) == 2
-    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 2), (10, "j", 10)]
+    # the next batch appends without rewriting
+    lake.commit_stream(3, off(1, 990), (after, transaction(1, 900, insert((4, 1, decimal.Decimal("0.0001"))))),
+                       schema=after)
+    assert lake.changelog().version() == version + 3
 
 
-# -- the stream store: checkpoints and change files ----------------------------------------------
+def test_a_narrower_type_keeps_the_stored_one_and_a_value_that_no_longer_fits_is_named(lake: Lakes) -> None:
+    wide = TableSchema(ORDERS, (ID, BIG), ("id",))
+    lake.commit_stream(1, off(1, 700), (wide, transaction(1, 600, insert((1, 5)), insert((2, 2**40)))), schema=wide)
+    narrow = TableSchema(ORDERS, (ID, QTY), ("id",))  # ALTER TABLE orders MODIFY qty INT (key 2 gone before)
+    lake.commit_stream(2, off(1, 900), (narrow, transaction(1, 800, insert((3, 6)))), schema=narrow)
+    assert pa.schema(lake.changelog().schema().to_arrow()).field("qty").type == pa.int64()
+
+    with pytest.raises(SchemaChangeError, match=r"shop\.orders changed column types .*qty int64 -> int32"):
+        read_table(lake.base_uri, "shop.orders")
 
 
-def test_change_files_beyond_the_checkpoint_are_not_read(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
+def test_values_the_new_type_cannot_hold_stop_the_stream_with_the_column_named(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "not a number", 1)))))
+    numeric = TableSchema(ORDERS, (ID, Column("name", "int", "int(11)"), QTY), ("id",))
+    with pytest.raises(SchemaChangeError, match=r"name string -> int32"):
+        lake.commit_stream(2, off(1, 900), (numeric, transaction(1, 800, insert((2, 5, 2)))), schema=numeric)
+    assert lake.stream.read_checkpoint().seq == 1  # type: ignore[union-attr]
+    assert lake.changelog().transaction_version(STREAM_APP_ID) == 1
+
+
+def test_types_delta_lacks_are_stored_in_a_wider_form_and_read_back(lake: Lakes) -> None:
+    import datetime as dt
+    import decimal
+
+    columns = (ID, Column("u", "bigint", "bigint(20) unsigned", unsigned=True),
+               Column("t", "time", "time(6)", datetime_precision=6),
+               Column("d", "decimal", "decimal(65,2)", precision=65, scale=2))
+    odd = TableSchema(ORDERS, columns, ("id",))
+    values = (1, 2**64 - 1, dt.timedelta(hours=-30, microseconds=5), decimal.Decimal("9" * 60 + ".25"))
+    lake.commit_stream(1, off(1, 700), (odd, transaction(1, 600, insert(values))), schema=odd)
+
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [values]
+    assert read_changes(lake.base_uri, "shop.orders").schema.field("u").type == pa.uint64()
+
+
+# -- the stream store: commits, killed runs, checkpoints ------------------------------------------------
+
+
+def test_a_retried_commit_is_not_doubled(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    batch = (SCHEMA, transaction(1, 700, insert((2, "b", 2))))
+    lake.killed_stream(2, off(1, 800), batch)  # its Delta commit done, its checkpoint not
+    version = lake.changelog().version()
+    lake.commit_stream(2, off(1, 800), batch)  # the retry of the same commit
+
+    assert lake.changelog().version() == version  # the changelog already held batch 2
+    assert lake.stream.read_checkpoint().seq == 2  # type: ignore[union-attr]
+    assert ids_of(read_changes(lake.base_uri, "shop.orders")) == [1, 2]
+    history = lake.changelog().history(1)[0]
+    assert (history["stream_seq"], history["offset"]) == ("2", str(off(1, 800)))
+
+
+def test_rows_beyond_the_checkpoint_are_not_read(lake: Lakes) -> None:
+    lake.current([(1, "a", 1)], off(1, 500))
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
     lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "leftover", 3)),
                                                             delete((1, "a", 1)))))
 
     checkpoint = lake.stream.read_checkpoint()
     assert checkpoint is not None and checkpoint.seq == 1 and checkpoint.offset == off(1, 700)
-    assert len(lake.stream.committed_change_files(ORDERS, checkpoint)) == 1
+    assert lake.changelog().transaction_version(STREAM_APP_ID) == 2
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 1), (2, "b", 2)]
-    assert read_changes(lake.base_uri, "shop.orders").num_rows == 2
+    assert ids_of(read_changes(lake.base_uri, "shop.orders")) == [2]
 
 
-def test_a_recommit_of_the_same_seq_replaces_the_killed_runs_file(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
+def test_a_restarted_run_removes_the_killed_runs_rows_before_it_cuts_its_batches_elsewhere(lake: Lakes) -> None:
+    users = TableSchema(TableId("shop", "users"), (ID, NAME), ("id",))
+    lake.current([(1, "a", 1)], off(1, 500))
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
-    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "c", 3)), insert((4, "d", 4)))))
-    # the restarted run reads from seq 1's offset and commits a smaller batch 2, then batch 3
-    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))))
-    assert read_changes(lake.base_uri, "shop.orders").column("id").to_pylist() == [1, 2, 3]
-    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 1), (2, "b", 2), (3, "c", 3)]
-
-    lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((4, "d", 4)))))
-    changes = read_changes(lake.base_uri, "shop.orders")
-    assert changes.column("id").to_pylist() == [1, 2, 3, 4]  # nothing doubled
-
-
-def test_a_recommit_with_fewer_parts_leaves_no_leftover_of_the_killed_run(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 1)]}, off(1, 500))
-    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
-    # the killed run's batch 2 went past an ALTER TABLE: two parts, one per schema
+    # the killed run's batch 2 went past an ALTER TABLE (two parts) and held a stopped table's change too
     altered = TableSchema(ORDERS, (ID, NAME), ("id",))
     after_alter = [ChangeRecord(ChangeKind.INSERT, ORDERS, (4, "d"), off(1, 800, 0, 1), 1)]
-    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))), (altered, after_alter))
-    # the restarted run (which first discards what the killed run left past the checkpoint) cuts batch 2
-    # before the ALTER: its batches close on time as well as size
+    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))), (altered, after_alter),
+                       (users, transaction(1, 750, insert((9, "u")), table=users.id)))
     checkpoint = lake.stream.read_checkpoint()
-    assert checkpoint is not None and lake.stream.discard_uncommitted(checkpoint) == 2
+    assert checkpoint is not None
+    checkpoint.stopped = {users.id: StoppedTable(users, off(1, 700), [])}
+    # the restarted run removes them first, then cuts batch 2 before the ALTER (batches close on time too)
+    assert lake.stream.remove_uncommitted(checkpoint) == 3
+    assert lake.changelog().transaction_version(STREAM_APP_ID) == 1
+    assert lake.changelog(users.id).transaction_version(STREAM_APP_ID) == 1
+    assert lake.stream.remove_uncommitted(checkpoint) == 0  # nothing left to remove
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((3, "c", 3)))))
     lake.commit_stream(3, off(1, 900), (altered, after_alter), schema=altered)
 
-    assert read_changes(lake.base_uri, "shop.orders").column("id").to_pylist() == [1, 2, 3, 4]
+    assert ids_of(read_changes(lake.base_uri, "shop.orders")) == [2, 3, 4]  # nothing doubled
+    assert lake.changelog(users.id).to_pyarrow_table().num_rows == 0
+
+
+def test_a_fenced_out_writer_makes_nothing_visible(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    version = lake.changelog().version()
+
+    def taken_over() -> None:
+        raise RuntimeError("lost the lease")
+
+    lake.stream.fence = taken_over
+    with pytest.raises(RuntimeError, match="lost the lease"):
+        lake.commit_stream(2, off(1, 900), (SCHEMA, transaction(1, 800, insert((2, "b", 2)))))
+    assert lake.changelog().version() == version
+    assert lake.stream.read_checkpoint().seq == 1  # type: ignore[union-attr]
 
 
 def test_eleven_stream_batches_all_count_in_order(lake: Lakes) -> None:
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.snapshot(plan, plan.batches[0], {0: [(1, "a", 0)]}, off(1, 100))
+    lake.current([(1, "a", 0)], off(1, 100))
     for seq in range(1, 12):
         lake.commit_stream(seq, off(1, 100 * seq + 100),
                            (SCHEMA, transaction(1, 100 * seq + 50, *update((1, "a", seq - 1), (1, "a", seq)))))
-    checkpoint = lake.stream.read_checkpoint()
-    assert checkpoint is not None
-    assert len(lake.stream.committed_change_files(ORDERS, checkpoint)) == 11
+    assert lake.changelog().transaction_version(STREAM_APP_ID) == 11
+    assert read_changes(lake.base_uri, "shop.orders").column(STREAM_SEQ_COLUMN).to_pylist() == [
+        s for s in range(1, 12) for _ in range(2)
+    ]
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 11)]
 
 
-def test_checkpoint_round_trips_through_the_lake(lake: Lakes) -> None:
+def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: Lakes) -> None:
     checkpoint = Checkpoint(seq=7, offset=off(4, 1234, 2, 3), schemas={ORDERS: SCHEMA},
-                            chunks={ORDERS: [[None, 10, off(4, 1000).to_dict()], [10, None, off(4, 1200).to_dict()]]})
+                            chunks={ORDERS: [[None, 10, off(4, 1000).to_dict()], [10, None, off(4, 1200).to_dict()]]},
+                            stopped={TableId("shop", "old"): StoppedTable(SCHEMA, off(4, 1000), [])})
     lake.stream.commit(checkpoint, {})
+    document = lake.stream.lake.read_json(lake.stream.checkpoint_path)
+    assert document["format_version"] == 2 and document["stopped"]["shop.old"]["format_version"] == 2
     read = lake.stream.read_checkpoint()
     assert read is not None
-    assert (read.seq, read.offset, read.schemas, read.chunks) == (7, off(4, 1234, 2, 3), {ORDERS: SCHEMA},
-                                                                  checkpoint.chunks)
+    assert (read.seq, read.offset, read.schemas, read.chunks, read.stopped) == (
+        7, off(4, 1234, 2, 3), {ORDERS: SCHEMA}, checkpoint.chunks, checkpoint.stopped)
     assert read.updated_at  # set by the commit
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d.pop("format_version"), r"format 1 \(change files beside the checkpoint\).*re-snapshot"),
+    (lambda d: d.update(format_version=3), r"format 3, this version of the provider reads format 2 only: upgrade"),
+    (lambda d: d["stopped"]["shop.old"].update(format_version=9), r"stopped table shop\.old is of format 9"),
+])
+def test_a_checkpoint_of_another_format_is_refused(lake: Lakes, change: Any, message: str) -> None:
+    checkpoint = Checkpoint(seq=7, offset=off(4, 1234), schemas={ORDERS: SCHEMA},
+                            stopped={TableId("shop", "old"): StoppedTable(SCHEMA, off(4, 1000), [])})
+    document = checkpoint.to_dict()
+    change(document)
+    lake.stream.lake.write_json(lake.stream.checkpoint_path, document)
+    with pytest.raises(CheckpointFormatError, match=message):
+        lake.stream.read_checkpoint()
 
 
 # -- nothing committed -------------------------------------------------------------------------------
@@ -445,9 +518,8 @@ def test_a_table_with_no_committed_rows_is_a_clear_error(lake: Lakes) -> None:
     with pytest.raises(ValueError, match=r"no committed rows of shop\.orders"):
         read_table(lake.base_uri, "shop.orders")
 
-    # a plan, an attempt without its manifest, and change files beyond the checkpoint are not rows
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.attempt(plan, plan.batches[0], "killed", {0: [(1, "a", 1)]}, {0: off(1, 100)})
+    # a plan, a checkpoint, and changelog rows beyond the checkpoint are not rows
+    lake.plan([Chunk(ORDERS, 0, None, None)])
     lake.commit_stream(0, off(1, 100))
     lake.killed_stream(1, off(1, 300), (SCHEMA, transaction(1, 200, insert((2, "b", 2)))))
     for read in (read_table, read_changes):
@@ -456,8 +528,8 @@ def test_a_table_with_no_committed_rows_is_a_clear_error(lake: Lakes) -> None:
 
     # another table's rows are not this table's
     other = TableSchema(TableId("shop", "users"), (ID, NAME), ("id",))
-    other_plan = lake.plan([Chunk(other.id, 0, None, None)], schema=other)
-    lake.snapshot(other_plan, other_plan.batches[0], {0: [(1, "u")]}, off(1, 100))
+    lake.plan([Chunk(other.id, 0, None, None)], schema=other)
+    lake.current([(1, "u")], off(1, 100), schema=other)
     assert rows_of(read_table(lake.base_uri, "shop.users")) == [(1, "u")]
     with pytest.raises(ValueError, match=r"no committed rows of shop\.orders"):
         read_table(lake.base_uri, "shop.orders")
@@ -466,3 +538,8 @@ def test_a_table_with_no_committed_rows_is_a_clear_error(lake: Lakes) -> None:
 def test_a_table_name_without_a_database_is_refused(lake: Lakes) -> None:
     with pytest.raises(ValueError, match="database.table"):
         read_table(lake.base_uri, "orders")
+
+
+def test_the_lake_package_exports_both_delta_uris(lake: Lakes) -> None:
+    assert table_uri(lake.base_uri, "shop.orders").endswith("/shop/orders/current")
+    assert changelog_uri(lake.base_uri, ORDERS).endswith("/shop/orders/changelog")
