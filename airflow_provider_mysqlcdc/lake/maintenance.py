@@ -46,6 +46,9 @@ MIB = 1024 * 1024
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
 DELETED_FILE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+TOMBSTONE_MARGIN_HOURS = 168
+"""How much longer than the vacuum retention a checkpoint keeps a removed file's tombstone: the lite vacuum
+finds files to delete only through tombstones, so one dropped before a vacuum ran would leak its file."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class MaintenancePolicy:
         return {
             CHECKPOINT_INTERVAL_PROPERTY: str(self.checkpoint_interval),
             LOG_RETENTION_PROPERTY: f"interval {seconds} seconds",
-            DELETED_FILE_RETENTION_PROPERTY: f"interval {self.vacuum_retention_hours} hours",
+            DELETED_FILE_RETENTION_PROPERTY: f"interval {self.vacuum_retention_hours + TOMBSTONE_MARGIN_HOURS} hours",
         }
 
 
@@ -182,7 +185,8 @@ def maintain(uri: str, policy: MaintenancePolicy, commits_since_last: int) -> Ma
     checkpoint interval (when the table's version crossed a multiple of it since the last look) it also
     vacuums and cleans the log. Not more often: a lite vacuum names the files of every tombstone past
     retention, already deleted or not, until a checkpoint drops the tombstones
-    (``delta.deletedFileRetentionDuration``, set to the vacuum retention), and writes two commits each time.
+    (``delta.deletedFileRetentionDuration``, the vacuum retention plus ``TOMBSTONE_MARGIN_HOURS``), and writes
+    two commits each time.
 
     The counts in the report: ``vacuumed_files`` are the files the vacuum named (some may have been gone).
     """
