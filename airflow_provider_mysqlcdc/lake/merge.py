@@ -6,8 +6,9 @@ partitions the changes touch; a 10M-row table absorbs 100k changed keys without 
 
 What the MERGE applies, per key:
 
-* only the key's last change in changelog order (``_binlog_file``, ``_binlog_pos``, ``_row_seq``); an
-  update is a ``-U``/``+U`` pair whose ``+U`` sorts last, so the after image wins;
+* only the key's last change in changelog order (``_binlog_file``, ``_binlog_pos``, ``_row_seq``), per
+  ``_batch`` (:func:`prepare_source` says why); an update is a ``-U``/``+U`` pair whose ``+U`` sorts last,
+  so the after image wins;
 * a last change that is a retraction (``-D``, or a ``-U`` whose ``+U`` carries another key: an update of
   the primary key) deletes the row; ``+I``/``+U`` replace or insert it;
 * only if it is newer than the target row by the same three columns, compared lexicographically: a
@@ -133,7 +134,11 @@ def _validate(changes: pa.Table, row_key: Sequence[str]) -> None:
 
 
 def prepare_source(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
-    """The MERGE's source: the last change per key, without ``_stream_seq``, ``_batch`` as int32."""
+    """The MERGE's source: the last change per key and batch, without ``_stream_seq``, ``_batch`` as int32.
+
+    Per batch, because each row image carries the batch of its own chunk-key value: a row whose chunk key
+    (when it is not the row key) moved it from batch A to B leaves a ``-U`` last in A (deleted there) and a
+    ``+U`` last in B (inserted there); with the chunk key as the row key this is the last change per key."""
     _validate(changes, row_key)
     if STREAM_SEQ_COLUMN in changes.column_names:
         changes = changes.drop_columns([STREAM_SEQ_COLUMN])
@@ -142,7 +147,9 @@ def prepare_source(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
         changes = changes.set_column(
             batch_index, pa.field(BATCH_COLUMN, pa.int32()), pc.cast(changes.column(BATCH_COLUMN), pa.int32())
         )
-    return last_change_per_key(changes, row_key)
+    # per key *and batch*: when the snapshot's chunk key is not the row key, an update can move a row to
+    # another batch; its before image (in the old batch) then deletes it there, its after image inserts it
+    return last_change_per_key(changes, [*row_key, BATCH_COLUMN])
 
 
 def _create(uri: str, source: pa.Table, through_seq: int) -> None:

@@ -113,6 +113,18 @@ def test_key_update_deletes_the_old_key(current: str) -> None:
     assert 7 not in got and got[200] == "n7"
 
 
+def test_row_moving_to_another_batch(current: str) -> None:
+    """A chunk key other than the row key: an update moved row 3 from batch 0 to batch 2 and back later."""
+    moved = [{**r, "_batch": 2} if r["_op"] == "+U" else r for r in update(3, "n3", "moved", 1000)]
+    merge_changes(current, changes(*moved), ["id"], 1)
+    rows = DeltaTable(current).to_pyarrow_table(columns=["id", "_batch", "name"]).to_pylist()
+    assert [(r["_batch"], r["name"]) for r in rows if r["id"] == 3] == [(2, "moved")]
+    back = [{**r, "_batch": 2} if r["_op"] == "-U" else r for r in update(3, "moved", "home", 1001)]
+    merge_changes(current, changes(*moved, *back), ["id"], 2, force=True)
+    rows = DeltaTable(current).to_pyarrow_table(columns=["id", "_batch", "name"]).to_pylist()
+    assert [(r["_batch"], r["name"]) for r in rows if r["id"] == 3] == [(0, "home")]
+
+
 def test_older_change_does_not_override_newer_target_row(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
     write_deltalake(uri, snapshot_rows(range(10), hw=(2, 50)), partition_by=["_batch"])  # a re-run batch
