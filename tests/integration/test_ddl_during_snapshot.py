@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -15,10 +16,10 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.delta import table_uri
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import example_dag
+from tests.integration.test_snapshot_dag import current_rows, example_dag
 from tests.integration.test_stream_dag import table_rows
 
 
@@ -83,7 +84,8 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
 def test_alter_after_the_split_through_the_example_dag(airflow_db, connections, mariadb_server, admin, cdc_conn,
                                                        database, tmp_path) -> None:
     """The split plans the table, an ALTER TABLE comes before the Spark batches read it: the batches read
-    the current columns with the planned chunks, and the stream goes on from there."""
+    the current columns with the planned chunks into the current-state Delta table (read here with
+    deltalake), and the stream goes on from there."""
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE evolving (id INT PRIMARY KEY, v INT, d DECIMAL(6,2))")
         cur.execute("INSERT INTO evolving SELECT seq, seq, seq / 100 FROM seq_1_to_20000")
@@ -109,4 +111,7 @@ def test_alter_after_the_split_through_the_example_dag(airflow_db, connections, 
     assert run.state == "success" and plan.exists()
     schema = load_table_schema(cdc_conn, TableId.parse(table))
     assert [c.name for c in schema.columns] == ["id", "v", "d", "note"]
-    assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
+    assert sorted(current_rows(base_uri, schema)) == table_rows(cdc_conn, schema)
+    delta = DeltaTable(table_uri(base_uri, table))
+    types = {f.name: str(f.type) for f in delta.schema().fields}
+    assert (types["note"], types["d"]) == ('PrimitiveType("string")', 'PrimitiveType("decimal(12,4)")')

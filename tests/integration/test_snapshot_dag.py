@@ -1,7 +1,8 @@
 """The snapshot as a user runs it: split -> mapped SparkSubmit per batch -> a downstream task, through
 ``dag.test()``, real ``spark-submit`` on ``local[2]``, a real MariaDB with a writer committing
 throughout. One batch's Spark job is killed (kill -9 of its JVM) and its attempt left with a torn
-file; the next run redoes that batch only.
+file in its Delta partition folder; the next run redoes that batch only. The lake is read with
+``deltalake`` itself: the table's current-state Delta table, and the batch manifests' watermarks.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
@@ -33,7 +33,9 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.delta import from_delta_types, table_uri
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, SnapshotStore
 from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
 
@@ -94,27 +96,33 @@ class Writer(threading.Thread):
                 self.count += 1
 
 
+def current_rows(base_uri: str, schema: TableSchema) -> list[tuple[Any, ...]]:
+    """The table's current-state Delta table read with deltalake, as the source's columns (no ``_batch``,
+    no metadata columns) in canonical values."""
+    rows = DeltaTable(table_uri(base_uri, schema.id)).to_pyarrow_table()
+    rows = from_delta_types(rows.select(list(schema.column_names)), lake_schema(schema))
+    return canonical_rows(rows)
+
+
 def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConfig, cdc_conn: Any,
                until: BinlogOffset) -> dict[Hashable, tuple[Any, ...]]:
-    """The committed snapshot, plus the binlog after each chunk's HW: what the stream will do."""
+    """The committed snapshot (the Delta table), plus the binlog after each chunk's HW (the manifests'):
+    what the stream will do."""
     plan = store.read_plan(schema.id)
     assert plan is not None
     key = row_key_of(schema)
     order = KeyOrder.for_column(cdc_conn, schema.chunk_key_column)
     state: dict[Hashable, tuple[Any, ...]] = {}
+    for row in current_rows(store.base_uri, schema):
+        assert key(row) not in state, f"{key(row)} written twice"
+        state[key(row)] = row
     finished = []
-    width = len(schema.columns)
     for batch in plan.batches:
         manifest = store.read_manifest(batch)
         assert manifest is not None, f"{batch.label} has no manifest"
-        for path in manifest["files"]:
-            for row in canonical_rows(pq.read_table(path, filesystem=store.lake.fs)):
-                assert key(row[:width]) not in state, f"{key(row)} written twice"
-                state[key(row[:width])] = row[:width]
-        for record in manifest["chunks"]:
-            chunk = Chunk.from_dict(record["chunk"])
-            start, end = order.sort_keys([chunk.start, chunk.end])
-            finished.append(FinishedChunk(start, end, BinlogOffset.from_dict(record["high_watermark"])))
+        for result in manifest.chunks:
+            start, end = order.sort_keys([result.chunk.start, result.chunk.end])
+            finished.append(FinishedChunk(start, end, result.high_watermark))
     emit = EmitFilter({schema.id: finished})
     stream = BinlogReader(config.replication_settings(), 5490, config.server_id, {schema.id: schema},
                           min(c.high_watermark for c in finished),  # the lowest HW: no chunk misses an event
@@ -168,9 +176,10 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     assert states == {b.label: "failed" if b == broken else "success" for b in plan.batches}
     assert store.read_manifest(broken) is None  # a killed job commits nothing
 
-    # a torn file of the killed attempt must not matter either; the next run redoes that batch only
+    # a torn file of the killed attempt in its partition folder must not matter either; the next run
+    # redoes that batch only
     manifests = [store.read_manifest(b) for b in plan.batches]
-    junk = f"{store.attempt_dir(broken, 'killed')}/part-00000.parquet"
+    junk = store.part_path(broken, "killed", 0)
     store.lake.fs.create_dir(junk.rsplit("/", 1)[0])
     with store.lake.fs.open_output_stream(junk) as stream:
         stream.write(b"half a file")
@@ -184,8 +193,14 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
         after = store.read_manifest(batch)
         assert after is not None
         # the others are not re-read
-        assert before is None if batch == broken else before is not None and after["attempt"] == before["attempt"]
-    assert not store.lake.exists(junk)
+        assert before is None if batch == broken else before is not None and after.attempt == before.attempt
+    # one Delta commit per batch, each replacing its own partition with its own attempt's files
+    delta = DeltaTable(table_uri(base_uri, schema.id))
+    files = sorted(uri.rsplit("/", 2)[-2] + "/" + uri.rsplit("/", 1)[-1] for uri in delta.file_uris())
+    committed = [store.read_manifest(b) for b in plan.batches]
+    assert files == sorted(f for m in committed if m is not None for f in m.files)
+    assert store.lake.exists(junk) and not any(f.endswith(junk.rsplit("/", 1)[-1]) for f in files)
+    assert sorted(m.delta_version for m in committed if m is not None) == list(range(1, len(plan.batches) + 1))
     # the mapped task's XComs reach the downstream task as one list of manifests
     (summary,) = [ti for ti in rerun.get_task_instances() if ti.task_id == "summarize"]
     assert summary.xcom_pull(task_ids="summarize")["batches"] == 1
@@ -200,7 +215,7 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
 
 
 def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
-    connections, mariadb_server, admin, database, tmp_path, monkeypatch: pytest.MonkeyPatch
+    connections, mariadb_server, admin, cdc_conn, database, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Several tables with several batches each, as the mapped tasks would run them all at once: no two
     readers (Spark tasks of any batch, or the stream) share an id; a range too small fails the split
@@ -247,6 +262,7 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
 
     # a later run assigns ids to the batches still pending only, again from the first id
     done = batches[0]
-    store.commit(done, {"attempt": "done", "batch": done.to_dict()})
+    store.write_manifest(BatchManifest(done, "done", load_table_schema(cdc_conn, done.table), (), bytes=0,
+                                       seconds=0.0, delta_version=1))
     again = split()
     assert again == batches[1:] and again[0].server_id(ids, 0) == 5460
