@@ -165,8 +165,9 @@ same rows unpartitioned, in files of the same key ranges; each on a fresh copy, 
 """ + "\n".join(lines) + """
 
 A MERGE rewrites every file holding a changed key, whole: keys spread uniformly over the table touch every \
-file, so partitions cannot save anything there (one such MERGE costs a rewrite of the table; merge less often \
-with more changes, since the cost hardly grows with the changes). Partitions pay off when the changes cluster \
+file, so partitions cannot save anything there, and here cost more (a writer per partition, files of a \
+partition's size): one such MERGE costs a rewrite of the table, so merge less often with more changes, since \
+the cost hardly grows with the changes. Partitions pay off when the changes cluster \
 in key ranges (recent rows, auto-increment keys), where the MERGE reads and rewrites only their partitions. \
 In both layouts only the files holding a changed key are \
 rewritten (a file's rows are copied only when one of them matched); what the partitions save is the scan \
