@@ -17,16 +17,15 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.delta import delta_schema, table_uri, to_delta_types
+from airflow_provider_mysqlcdc.lake.changelog import for_delta, lake_schema, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.delta import table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
 from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
 
@@ -56,21 +55,14 @@ def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) 
 
 def file_schema(schema: TableSchema) -> pa.Schema:
     """The columns of a batch's Parquet files: the table's and the metadata columns (``lake_schema``) in
-    the types the Delta tables store (``lake.delta.delta_schema``). No ``_batch`` column: the partition
-    value is in the Delta log."""
-    return delta_schema(lake_schema(schema))
+    the types the Delta tables store (``for_delta``: no unsigned integers, durations or wide decimals).
+    No ``_batch`` column: the partition value is in the Delta log."""
+    return for_delta(lake_schema(schema).empty_table()).schema
 
 
 def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:
-    """A chunk's rows as its file holds them: its columns, then the metadata columns of a snapshot row
-    (an insert at the chunk's high watermark with ``_row_seq`` 0, so every later change sorts after it),
-    in the Delta tables' types."""
-    n = rows.num_rows
-    constants = [ChangeKind.INSERT, schema.id.database, schema.id.table, 0, file_index(high_watermark.file),
-                 high_watermark.position, 0]
-    for field, value in zip(METADATA_FIELDS, constants, strict=True):
-        rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), n))
-    return to_delta_types(rows)
+    """A chunk's rows as its file holds them: with a snapshot row's metadata columns, in stored types."""
+    return for_delta(with_snapshot_metadata(rows, schema, high_watermark))
 
 
 def write_chunks(
