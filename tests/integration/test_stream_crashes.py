@@ -1,7 +1,7 @@
 """Exactly-once under kill -9: a stream worker killed at random moments, again and again, while a
 writer commits (small transactions, and large ones that the stream commits in parts); resumed each
-time from the lake's checkpoint; the lake equals the table at the end. Also a torn batch (files
-written, checkpoint not) is ignored and replaced."""
+time from the lake's checkpoint; the lake equals the table at the end. Also a torn batch (a changelog
+commit, no checkpoint) is ignored and replaced."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+from deltalake import CommitProperties, Transaction, write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -23,7 +23,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.changelog import for_delta, lake_schema
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests import stream_worker
@@ -62,12 +63,14 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     writer.join()
     assert kills >= 4 and writer.count > 200
 
-    # a torn batch: a change file written for the next sequence number, but no checkpoint naming it
+    # a torn batch: a changelog commit for the next sequence number, but no checkpoint naming it
     checkpoint = store.read_checkpoint()
     assert checkpoint is not None and checkpoint.seq > 3
-    torn = store.changes_file(table, checkpoint.seq + 1, 0)
-    pq.write_table(pa.Table.from_pylist([], schema=lake_schema(schema)), torn, filesystem=store.lake.fs)
-    assert torn not in store.committed_change_files(table, store.read_checkpoint())
+    torn = pa.Table.from_pylist([{"id": 0, "_op": "+I", "_binlog_file": 1}], schema=lake_schema(schema))
+    torn = for_delta(torn).append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint.seq + 1], pa.int64()))
+    torn_commit = CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, checkpoint.seq + 1)])
+    write_deltalake(store.changelog_uri(table), torn, mode="append", schema_mode="merge", commit_properties=torn_commit)
+    assert 0 not in read_changes(base_uri, str(table)).column("id").to_pylist()
 
     stream_worker.run(base_uri, config, once=True)  # catch up in this process
     assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)
@@ -77,10 +80,10 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     assert len(order) == len(set(order)), "a change was written twice"
     updates = sum(op == ChangeKind.UPDATE_BEFORE for op in changes.column("_op").to_pylist())
     assert updates > 2000  # the bulk updates were captured
-    # the transactions larger than a batch were committed in parts: one transaction, several files
-    files_of_transaction: dict[tuple[int, int], set[str]] = {}
-    for path in store.committed_change_files(table, store.read_checkpoint()):
-        starts = pq.read_table(path, columns=["_binlog_file", "_binlog_pos"], filesystem=store.lake.fs)
-        for start in zip(*(starts.column(c).to_pylist() for c in starts.column_names), strict=True):
-            files_of_transaction.setdefault(start, set()).add(path)
-    assert max(len(paths) for paths in files_of_transaction.values()) > 1
+    assert 0 not in changes.column("id").to_pylist()  # the torn batch was removed, not read
+    # the transactions larger than a batch were committed in parts: one transaction, several batches
+    batches_of_transaction: dict[tuple[int, int], set[int]] = {}
+    columns = ("_binlog_file", "_binlog_pos", STREAM_SEQ_COLUMN)
+    for file, pos, seq in zip(*(changes.column(c).to_pylist() for c in columns), strict=True):
+        batches_of_transaction.setdefault((file, pos), set()).add(seq)
+    assert max(len(seqs) for seqs in batches_of_transaction.values()) > 1
