@@ -129,8 +129,9 @@ commits/s), of which `maintain` {maintenance:.0f} s.
 
 The bound: referenced files never exceed `max_small_files + check_every_commits + 1` = {bound} (the excess small \
 files a look allows, the commits until the next look, the compacted file). On disk, vacuum runs about once per \
-checkpoint interval, so at most about {p.checkpoint_interval} more files wait for it (with a retention of R hours, \
-add R hours of commits). The log keeps the entries since the last checkpoint older than the log retention: with \
+checkpoint interval (counted in table versions, maintenance commits included), so the files compacted away in \
+up to about two intervals wait for it (measured peak above; with a retention of R hours, add R hours of \
+commits). The log keeps the entries since the last checkpoint older than the log retention: with \
 retention 0, at most about {p.checkpoint_interval} commits plus the maintenance commits; with the 24 h default, \
 a day of commits plus {p.checkpoint_interval}.
 
