@@ -2,7 +2,7 @@
 
     python -m tests.stream_worker <base_uri> <connection json>   (password in MYSQL_CDC_PASSWORD)
 
-It runs the same stream runner as the stream operator, without Airflow, with small batches (40
+It runs the same stream runner as the stream operator, without Airflow, with small batches (400
 events), so that a test can kill -9 it at any moment, also in the middle of a transaction.
 """
 
@@ -23,7 +23,7 @@ def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
     if checkpoint is None:
         raise SystemExit(f"no stream checkpoint in {base_uri}: the test commits the first one")
     # one writer name for all the workers, so that each restart takes over the killed one's lease
-    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=40), poll_interval=0.05,
+    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=400), poll_interval=0.05,
                             writer="crash-test stream worker")
     runner, control = StreamRunner(options, config), config.connect()
     try:

@@ -84,7 +84,7 @@ class StreamOptions:
     limits: BatchLimits = field(default_factory=BatchLimits)
     poll_interval: float = 1.0
     defer_after_idle_seconds: float = 60.0
-    merge_interval_seconds: float = 60.0
+    merge_interval_seconds: float = 300.0
     """How often a running stream brings the current-state tables up to date by MERGE (it also merges
     when it stops or defers): how far behind a reader of the current state alone may be."""
     writer: str = field(default_factory=lambda: f"{socket.gethostname()} pid {os.getpid()}")

@@ -21,8 +21,10 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
@@ -43,6 +45,7 @@ class StreamRunner:
         self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
         self.store = StreamStore(options.base_uri, fence=self.lease.check)
         self.server_id = config.server_id.stream_id
+        self.upkeep = TableUpkeep(options.base_uri)
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
@@ -66,24 +69,31 @@ class StreamRunner:
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
-        the server meanwhile, with server heartbeats while it is idle."""
+        the server meanwhile, with server heartbeats while it is idle. The current-state tables are
+        merged every ``merge_interval_seconds`` and before it returns."""
+        merger = StateMerger(self.options.base_uri, control)
         batches = self._batches(control, checkpoint, follow=True)
-        lease_checked = time.monotonic()
+        lease_checked = merged = time.monotonic()
         try:
             for item in batches:
                 if isinstance(item, BatchReport):
                     self._account(item, progress)  # its commit checked the lease
                     lease_checked = time.monotonic()
+                    if lease_checked - merged >= self.options.merge_interval_seconds:
+                        self.upkeep.current_committed(merger.merge(checkpoint))
+                        merged = time.monotonic()
                 elif time.monotonic() - lease_checked >= self.options.poll_interval:
                     self.lease.check()  # renews the lease while idle
                     lease_checked = time.monotonic()
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
+                    self.upkeep.current_committed(merger.merge(checkpoint))  # current state readers see all
                     _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
                     self.lease.release()
                     return stopped
                 idle = time.time() - progress.idle_since
                 if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
+                    self.upkeep.current_committed(merger.merge(checkpoint))
                     return None
         finally:
             batches.close()  # the binlog connection
@@ -104,8 +114,8 @@ class StreamRunner:
                               lambda table: load_table_schema(control, table), self.options.limits,
                               follow=self.options.poll_interval if follow else None)
 
-    @staticmethod
-    def _account(report: BatchReport, progress: StreamProgress) -> None:
+    def _account(self, report: BatchReport, progress: StreamProgress) -> None:
+        self.upkeep.changelogs_committed(TableId.parse(t) for t, rows in report.rows.items() if rows)
         written = sum(report.rows.values())
         progress.batches += 1
         progress.rows += written

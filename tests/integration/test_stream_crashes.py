@@ -46,7 +46,7 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
                               mariadb_server.port)
 
-    with admin.cursor() as cur:  # one transaction of 3,000 rows: more than a batch (40 events) holds
+    with admin.cursor() as cur:  # one transaction of 3,000 rows: more than a batch (400 events) holds
         cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_3000")
     writer = Writer(mariadb_server, database, 8, seed=5)
     writer.bulk_every = 15

@@ -1,0 +1,94 @@
+"""Bringing each table's current state up to date: MERGE of the changelog rows not merged yet.
+
+The stream appends every batch to the tables' changelogs; the current-state tables follow by MERGE
+every ``merge_interval_seconds`` and whenever the stream stops or defers, so a reader of the
+current state alone (any Delta reader) is at most that far behind, and ``read_table`` applies the
+rest itself. The current state is partitioned by snapshot batch: each changed row goes to the
+partition of the batch whose chunks hold its chunk-key value (in the column's collation order), so
+a MERGE rewrites only the partitions whose keys changed, and a re-run of one snapshot batch still
+replaces exactly its rows. A table captured without a snapshot has one partition, 0.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
+from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
+from airflow_provider_mysqlcdc.lake.read import unmerged_changes
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchRanges:
+    """Where each snapshot batch's key range starts, as sort keys, to find a key's partition by bisection."""
+
+    order: KeyOrder
+    column: str
+    starts: list[Any]
+    """The sort key of each batch's first chunk start, from the second batch on (the first is unbounded)."""
+    numbers: list[int]
+
+    def batches_of(self, values: list[Any]) -> list[int]:
+        keys = self.order.sort_keys(values)
+        # a NULL chunk key sorts first, as in the snapshot's first chunk
+        return [self.numbers[0] if k is None else self.numbers[bisect.bisect_right(self.starts, k)] for k in keys]
+
+
+class StateMerger:
+    """Merges the stream's committed changes into the current-state tables of one lake."""
+
+    def __init__(self, base_uri: str, control: Any) -> None:
+        self.base_uri = base_uri
+        self.control = control
+        self._ranges: dict[TableId, BatchRanges | None] = {}
+
+    def merge(self, checkpoint: Checkpoint) -> list[TableId]:
+        """Merge every table's changelog rows up to ``checkpoint``; returns the tables that had some."""
+        merged = []
+        for table in [*checkpoint.schemas, *checkpoint.stopped]:
+            schema = checkpoint.schema_of(table)
+            if schema is not None and self._merge_table(table, schema, checkpoint.seq):
+                merged.append(table)
+        return merged
+
+    def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int) -> int:
+        current = open_delta(table_uri(self.base_uri, table))
+        merged = merged_through(current) if current is not None else -1
+        if merged >= through_seq:
+            return 0
+        changes = unmerged_changes(self.base_uri, table, schema, merged, through_seq)
+        if not changes.num_rows:
+            return 0
+        changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
+        report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.row_key), through_seq)
+        _log.info("merged %d changes of %s (stream batches %d-%d) into its current state: %s",
+                  changes.num_rows, table, merged + 1, through_seq, report)
+        return int(changes.num_rows)
+
+    def _batches(self, table: TableId, schema: TableSchema, changes: pa.Table) -> list[int]:
+        if table not in self._ranges:
+            self._ranges[table] = self._batch_ranges(table, schema)
+        ranges = self._ranges[table]
+        if ranges is None:
+            return [0] * changes.num_rows
+        return ranges.batches_of(changes.column(ranges.column).to_pylist())
+
+    def _batch_ranges(self, table: TableId, schema: TableSchema) -> BatchRanges | None:
+        plan = SnapshotStore(self.base_uri).read_plan(table)
+        if plan is None or not plan.batches:
+            return None
+        column = plan.schema.chunk_key
+        order = KeyOrder.for_column(self.control, plan.schema.column(column))
+        firsts = [plan.chunks[b.first_chunk].start for b in plan.batches[1:]]
+        return BatchRanges(order, column, order.sort_keys(firsts), [b.number for b in plan.batches])

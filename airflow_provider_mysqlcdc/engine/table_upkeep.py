@@ -1,0 +1,48 @@
+"""Keeping the stream's Delta tables small while it runs: maintenance after commits, per table.
+
+The stream appends a file to a table's changelog with every batch that has rows of it, and each
+MERGE rewrites files of its current state; left alone, every commit (which loads the table's log and
+file list) and every reader gets slower as files pile up (measured: 36 ms a commit at 200 files,
+~200 ms at 3,600). The runner reports each commit here; every table is looked at once enough
+commits gathered (``MaintenancePolicy.check_every_commits``), and compacted, vacuumed and its log
+cleaned as the policy says (``lake/maintenance.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
+
+_log = logging.getLogger(__name__)
+
+
+class TableUpkeep:
+    """Counts the commits to each Delta table of one lake and maintains a table when they are due."""
+
+    def __init__(self, base_uri: str, policy: MaintenancePolicy = MaintenancePolicy()) -> None:
+        self.base_uri = base_uri
+        self.policy = policy
+        self._commits: Counter[str] = Counter()
+
+    def changelogs_committed(self, tables: Iterable[TableId]) -> None:
+        self._committed(changelog_uri(self.base_uri, t) for t in tables)
+
+    def current_committed(self, tables: Iterable[TableId]) -> None:
+        self._committed(table_uri(self.base_uri, t) for t in tables)
+
+    def _committed(self, uris: Iterable[str]) -> None:
+        for uri in uris:
+            self._commits[uri] += 1
+            report = maintain(uri, self.policy, self._commits[uri])
+            if not report.checked:
+                continue
+            self._commits[uri] = 0
+            if report.compacted or report.vacuumed_files:
+                _log.info("maintained %s in %.2f s: %d files (%d small), compacted %d into %d, vacuumed %d",
+                          uri, report.seconds, report.data_files, report.small_files, report.files_removed,
+                          report.files_added, report.vacuumed_files)
