@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.changelog import for_delta
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
@@ -70,6 +71,7 @@ class StateMerger:
         changes = unmerged_changes(self.base_uri, table, schema, merged, through_seq)
         if not changes.num_rows:
             return 0
+        changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
         report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.row_key), through_seq)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state: %s",

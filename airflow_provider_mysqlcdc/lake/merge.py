@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, open_delta
 
 if TYPE_CHECKING:
@@ -166,22 +166,29 @@ def _create(uri: str, source: pa.Table, through_seq: int) -> None:
 _ACCUMULATIONS = [kind.value for kind in ChangeKind.accumulations()]
 
 
-def _check_types(table: DeltaTable, source: pa.Table, uri: str) -> None:
-    """Refuse changes whose columns have another Delta type than the table's: delta-rs would cast them
-    (string to int, say) or fail halfway; a new column is fine (the MERGE adds it)."""
-    from deltalake import Schema
+def _widened(table: DeltaTable, source: pa.Table, uri: str) -> tuple[DeltaTable, pa.Table]:
+    """The table and the changes with one type per column: a column whose type changed upstream (INT to
+    BIGINT, a wider DECIMAL) is widened in the table by one overwrite that keeps the merged sequence
+    (rare; the table is read into memory once) and in the changes by a cast. Types that cannot hold
+    each other's values are a SchemaChangeError naming the columns (delta-rs would cast or fail halfway)."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
 
-    target = {field.name: str(field.type) for field in table.schema().fields}
-    changed = [
-        f"{field.name} ({target[field.name]} in the table, {field.type} in the changes)"
-        for field in Schema.from_arrow(source.schema).fields
-        if field.name in target and str(field.type) != target[field.name]
-    ]
-    if changed:
-        raise SchemaChangeError(
-            f"cannot merge changes into {uri}: column type(s) changed: {', '.join(changed)}; a column type "
-            f"change upstream needs the table re-snapshotted (or the column re-added under a new name)"
-        )
+    from airflow_provider_mysqlcdc.lake.stream_store import cast_to, wider
+
+    stored = pa.schema(table.schema().to_arrow())
+    common = [f for f in source.schema if f.name in stored.names]
+    target = {f.name: wider(stored.field(f.name).type, f.type) for f in common}
+    if any(target[f.name] != stored.field(f.name).type for f in common):
+        widened = pa.schema([f.with_type(target.get(f.name, f.type)) for f in stored])
+        rows = cast_to(table.to_pyarrow_table(), widened, f"the current state at {uri}")
+        version = merged_through(table)
+        properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, version)] if version >= 0 else None)
+        write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
+                        commit_properties=properties)
+        table = open_delta(uri) or table
+    source = cast_to(source, pa.schema([pa.field(f.name, target.get(f.name, f.type)) for f in source.schema]),
+                     f"the changes for {uri}")
+    return table, source
 
 
 def _merge(
@@ -243,7 +250,7 @@ def merge_changes(
                        metrics={"num_target_rows_inserted": inserted, "num_target_files_added": len(table.file_uris())})
     if source.num_rows == 0:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
-    _check_types(table, source, current_uri)
+    table, source = _widened(table, source, current_uri)
     metrics = _merge(table, source, row_key, through_seq)
     return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
 

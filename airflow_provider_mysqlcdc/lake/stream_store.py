@@ -216,7 +216,7 @@ def _append(uri: str, changelog: DeltaTable | None, parts: list[pa.Table], check
     target = _unified_schema(stored, [for_delta(p) for p in parts])
     if changelog is not None and stored is not None and _types_changed(stored, target):
         _rewrite_types(uri, changelog, target, checkpoint)
-    parts = [_cast_to(for_delta(p), target, f"the changes for {uri}") for p in parts]
+    parts = [cast_to(for_delta(p), target, f"the changes for {uri}") for p in parts]
     rows = pa.concat_tables(parts, promote_options="default")
     rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
                               pa.repeat(pa.scalar(checkpoint.seq, pa.int64()), rows.num_rows))
@@ -268,7 +268,7 @@ def _types_changed(stored: pa.Schema, target: pa.Schema) -> bool:
     return any(bool(target.field(f.name).type != f.type) for f in stored)
 
 
-def _cast_to(rows: pa.Table, target: pa.Schema, what: str = "") -> pa.Table:
+def cast_to(rows: pa.Table, target: pa.Schema, what: str = "") -> pa.Table:
     """``rows`` with the target's types for the columns they have; a value that does not fit is a
     SchemaChangeError naming the column."""
     fields = [target.field(name) for name in rows.column_names]
@@ -295,7 +295,7 @@ def _rewrite_types(uri: str, changelog: DeltaTable, target: pa.Schema, checkpoin
     stored = [f for f in target if f.name in rows.column_names]
     changed = ", ".join(f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in stored
                         if f.type != rows.schema.field(f.name).type)
-    rows = _cast_to(rows, pa.schema(stored), f"the changelog at {uri}")
+    rows = cast_to(rows, pa.schema(stored), f"the changelog at {uri}")
     version = _stream_version(changelog)
     properties = CommitProperties(
         app_transactions=[Transaction(STREAM_APP_ID, version)] if version >= 0 else None,

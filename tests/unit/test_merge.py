@@ -200,3 +200,17 @@ def test_last_change_per_key_keeps_input_rows() -> None:
     rows = changes(change("+I", 1, "a", 5), change("+U", 1, "b", 5, 3), change("+U", 1, "c", 4, 9),
                    change("+I", 2, "d", 1))
     assert last_change_per_key(rows, ["id"]).column("name").to_pylist() == ["b", "d"]
+
+
+def test_a_column_widened_upstream_widens_the_current_state(tmp_path: Path) -> None:
+    uri = str(tmp_path / "current")
+    write_deltalake(uri, snapshot_rows(range(10), qty=pa.array(range(10), pa.int32())), partition_by=["_batch"])
+    merge_changes(uri, changes(change("+I", 1, "x", 1, qty=1), extra={"qty": pa.int32()}), ["id"], through_seq=1)
+    # ALTER TABLE ... MODIFY qty BIGINT, then a value an INT cannot hold
+    big = changes(change("+I", 11, "big", 2, qty=30_000_000_000, stream_seq=2), extra={"qty": pa.int64()})
+    merge_changes(uri, big, ["id"], through_seq=2)
+    table = DeltaTable(uri)
+    assert pa.schema(table.schema().to_arrow()).field("qty").type == pa.int64()
+    rows = {r["id"]: r["qty"] for r in table.to_pyarrow_table(columns=["id", "qty"]).to_pylist()}
+    assert rows[11] == 30_000_000_000 and rows[5] == 5 and len(rows) == 11
+    assert table.transaction_version(MERGE_APP_ID) == 2
