@@ -48,9 +48,9 @@ class LakeLeaseError(MySqlCdcError):
     """Another stream holds the lake's lease (one writer per lake), or this one lost it to another."""
 
 
-class CheckpointFormatError(MySqlCdcError):
-    """The stream's checkpoint in the lake has a format this version does not know (written by an older
-    or a newer version of the provider)."""
+class LakeFormatError(MySqlCdcError):
+    """A document of the lake (split plan, batch manifest, stream checkpoint, lease) has a
+    ``format_version`` this version of the provider does not know: written by an older or a newer one."""
 
 
 class SnapshotJobError(MySqlCdcError):

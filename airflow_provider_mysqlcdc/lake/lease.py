@@ -24,17 +24,36 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
-from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError
 from airflow_provider_mysqlcdc.lake.storage import Lake
+
+LEASE_FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
 class Lease:
+    """``_stream/lease.json``: who may write the lake's stream, with which fencing token, until when."""
+
     holder: str
     token: int
     expires_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": LEASE_FORMAT_VERSION, "holder": self.holder, "token": self.token,
+                "expires_at": self.expires_at}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], path: str) -> Lease:
+        if d.get("format_version") != LEASE_FORMAT_VERSION:
+            raise LakeFormatError(
+                f"the stream lease {path} has format_version {d.get('format_version')!r}, but this version of "
+                f"airflow-provider-mysqlcdc reads version {LEASE_FORMAT_VERSION} only: run one provider version "
+                f"against a lake (delete the lease file only when no stream runs)"
+            )
+        return cls(d["holder"], d["token"], d["expires_at"])
 
     def valid(self, now: float) -> bool:
         return now < self.expires_at
@@ -54,10 +73,10 @@ class StreamLease:
 
     def _read(self) -> Lease | None:
         document = self.lake.read_json(self.path)
-        return Lease(**document) if document is not None else None
+        return Lease.from_dict(document, self.path) if document is not None else None
 
     def _write(self, token: int, until: float) -> None:
-        self.lake.write_json(self.path, asdict(Lease(self.holder, token, until)))
+        self.lake.write_json(self.path, Lease(self.holder, token, until).to_dict())
 
     def acquire(self) -> None:
         """Take the lease (or keep it, for the same holder); fail while another holder's is valid."""

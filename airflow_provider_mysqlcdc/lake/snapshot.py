@@ -17,7 +17,7 @@ kept so that a re-run after a failure keeps the same chunks and batch ids and sk
 batches.
 
 Both documents are typed dataclasses with a ``format_version``, written and read only here: a
-document of a version this code does not know is refused (``UnknownFormatVersionError``) rather than
+document of a version this code does not know is refused (``LakeFormatError``) rather than
 half understood.
 """
 
@@ -30,7 +30,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeFormatError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, CURRENT
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
@@ -38,15 +38,10 @@ PLAN_FORMAT_VERSION = 1
 MANIFEST_FORMAT_VERSION = 1
 
 
-class UnknownFormatVersionError(SnapshotStateError):
-    """A plan or batch manifest in the lake has a ``format_version`` this version of the provider does
-    not know (or none: a lake of the layout before Delta)."""
-
-
 def _check_version(document: Any, kind: str, path: str, known: int) -> None:
     version = document.get("format_version") if isinstance(document, dict) else None
     if version != known:
-        raise UnknownFormatVersionError(
+        raise LakeFormatError(
             f"the snapshot {kind} {path} has format_version {version!r}, but this version of "
             f"airflow-provider-mysqlcdc reads version {known} only: it was written by "
             f"{'an older' if version is None or (isinstance(version, int) and version < known) else 'a newer'} "

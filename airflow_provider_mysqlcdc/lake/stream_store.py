@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import CheckpointFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import for_delta
 from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, open_delta
 from airflow_provider_mysqlcdc.lake.storage import Lake
@@ -52,12 +52,12 @@ def _check_format(document: dict[str, Any], what: str) -> None:
     if version == CHECKPOINT_FORMAT_VERSION:
         return
     if version == 1:
-        raise CheckpointFormatError(
+        raise LakeFormatError(
             f"the stream's {what} is of format 1 (change files beside the checkpoint), written by an older version "
             f"of the provider; this one keeps changes in Delta tables: re-snapshot into a new base_uri (or delete "
             f"the lake's folder) and run the DAG again"
         )
-    raise CheckpointFormatError(
+    raise LakeFormatError(
         f"the stream's {what} is of format {version!r}, this version of the provider reads format "
         f"{CHECKPOINT_FORMAT_VERSION} only: upgrade the provider where the stream runs and where the lake is read"
     )

@@ -20,7 +20,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.exceptions import CheckpointFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table, for_delta, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN
@@ -507,7 +507,7 @@ def test_a_checkpoint_of_another_format_is_refused(lake: Lakes, change: Any, mes
     document = checkpoint.to_dict()
     change(document)
     lake.stream.lake.write_json(lake.stream.checkpoint_path, document)
-    with pytest.raises(CheckpointFormatError, match=message):
+    with pytest.raises(LakeFormatError, match=message):
         lake.stream.read_checkpoint()
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
@@ -54,3 +54,14 @@ def test_release_lets_the_next_writer_in_and_renewal_keeps_the_lease(tmp_path) -
 def test_a_holder_that_never_acquired_cannot_commit(tmp_path) -> None:
     with pytest.raises(LakeLeaseError, match="lost its lease .* held by nobody"):
         StreamLease(Lake.at(str(tmp_path)), "a", 60).check()
+
+
+def test_the_lease_is_a_versioned_document_and_an_unknown_version_is_refused(tmp_path) -> None:
+    lake = Lake.at(str(tmp_path))
+    lease = StreamLease(lake, "a", 60)
+    lease.acquire()
+    document = lake.read_json(lease.path)
+    assert document["format_version"] == 1 and document["holder"] == "a"
+    lake.write_json(lease.path, {**document, "format_version": 7})
+    with pytest.raises(LakeFormatError, match="format_version 7.*reads version 1 only"):
+        lease.check()

@@ -23,14 +23,13 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.engine import snapshot_batch
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import (
     BatchManifest,
     ChunkResult,
     Plan,
     SnapshotStore,
-    UnknownFormatVersionError,
     batch_read_with,
     group_batches,
 )
@@ -152,7 +151,7 @@ def test_unknown_format_versions_are_refused(snapshots: Snapshots, version: Any)
         else:
             document["format_version"] = version
         lake.write_json(document_path, document)
-        with pytest.raises(UnknownFormatVersionError, match=f"format_version {version!r}.*delete its folder"):
+        with pytest.raises(LakeFormatError, match=f"format_version {version!r}.*delete its folder"):
             read()
 
 
