@@ -10,7 +10,8 @@ They work on a Spark without the Delta Lake jars: the Parquet files each Delta t
 (``DeltaTable.file_uris``, read here with delta-rs, at the versions ``committed_table`` opened) are
 read with Spark's own Parquet reader, merging the schemas of files written before an ``ADD
 COLUMN``. Changelog files whose ``_stream_seq`` statistics lie outside the batches wanted are not
-read. A Spark with the Delta jars may read ``table_uri`` / ``changelog_uri`` directly instead.
+read. A session set up for Delta Lake (delta-spark's ``DeltaSparkSessionExtension`` in
+``spark.sql.extensions``) reads each table with Delta's own reader instead, at the same version.
 
 Spark sees the Delta-stored forms of the types Delta lacks (``changelog.stored_type``): UNSIGNED
 integers as the next wider signed type (BIGINT UNSIGNED as DECIMAL(20,0)), TIME as microseconds (a
@@ -61,20 +62,35 @@ def changelog_files(changelog: DeltaTable, after: int, through: int) -> list[str
     return [uri for uri in changelog.file_uris() if uri.rsplit("/", 1)[-1] in wanted]
 
 
-def _frame(spark: Any, base_uri: str, files: list[str], fields: pa.Schema) -> Any:
-    """The files as one DataFrame with at least ``fields`` (missing ones NULL), or an empty one."""
+def has_delta_reader(spark: Any) -> bool:
+    """Whether the session is set up for Delta Lake (delta-spark's SQL extension), so reads Delta itself."""
+    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def _frame(spark: Any, base_uri: str, table: DeltaTable, files: list[str], fields: pa.Schema) -> Any:
+    """The Delta ``table`` (through ``files``, the part of its files wanted, without Delta's reader) as
+    one DataFrame with at least ``fields`` (missing ones NULL), or an empty one."""
     from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
     from pyspark.sql.pandas.types import from_arrow_type
 
     stored = [pa.field(f.name, stored_type(f.type)) for f in fields]
-    if not files:
-        return spark.createDataFrame([], ", ".join(f"`{f.name}` {from_arrow_type(f.type).simpleString()}"
-                                                   for f in stored))
-    frame = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(base_uri, f) for f in files])
+    if has_delta_reader(spark):
+        frame = spark.read.format("delta").option("versionAsOf", table.version()).load(
+            spark_uri(base_uri, table.table_uri))
+    elif not files:
+        return _empty(spark, stored)
+    else:
+        frame = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(base_uri, f) for f in files])
     for f in stored:
         if f.name not in frame.columns:
             frame = frame.withColumn(f.name, F.lit(None).cast(from_arrow_type(f.type)))
     return frame
+
+
+def _empty(spark: Any, stored: list[pa.Field]) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return spark.createDataFrame([], ", ".join(f"`{f.name}` {from_arrow_type(f.type).simpleString()}" for f in stored))
 
 
 def _columns(schema: TableSchema) -> list[str]:
@@ -86,9 +102,13 @@ def changes_frame(spark: Any, base_uri: str, committed: CommittedTable, after: i
     from pyspark.sql import functions as F  # noqa: N812
 
     fields = pa.schema([*lake_schema(committed.schema), pa.field(STREAM_SEQ_COLUMN, pa.int64())])
-    files = changelog_files(committed.changelog, after, committed.through) if committed.changelog else []
     seq = F.col(STREAM_SEQ_COLUMN)
-    frame = _frame(spark, base_uri, files, fields).where((seq > after) & (seq <= committed.through))
+    if committed.changelog is None:
+        frame = _empty(spark, [pa.field(f.name, stored_type(f.type)) for f in fields])
+    else:
+        files = changelog_files(committed.changelog, after, committed.through)
+        frame = _frame(spark, base_uri, committed.changelog, files, fields)
+    frame = frame.where((seq > after) & (seq <= committed.through))
     return frame.select(*[F.col(f"`{c}`") for c in (*_columns(committed.schema), STREAM_SEQ_COLUMN)])
 
 
@@ -101,7 +121,7 @@ def current_frame(spark: Any, base_uri: str, committed: CommittedTable) -> Any:
     changes = changes_frame(spark, base_uri, committed, committed.merged).select(*[F.col(f"`{c}`") for c in columns])
     rows = changes.withColumn("__source", F.lit(1))
     if committed.current is not None:
-        current = _frame(spark, base_uri, list(committed.current.file_uris()), lake_schema(schema))
+        current = _frame(spark, base_uri, committed.current, list(committed.current.file_uris()), lake_schema(schema))
         current = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__source", F.lit(0))
         rows = current.unionByName(rows)
     latest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(

@@ -30,3 +30,24 @@ def test_decimals_over_38_digits_are_exact_plain_text_in_delta_and_come_back_as_
     assert stored.schema.field("d").type == pa.string() and stored.schema.field("n").type == pa.decimal128(10, 0)
     assert stored.column("d").to_pylist()[0] == "-0.000000000000000000000000000001"
     assert from_delta_types(stored, rows.schema).equals(rows)
+
+
+class _Conf:
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.settings.get(key, default)
+
+
+class _Session:
+    def __init__(self, **settings: str) -> None:
+        self.conf = _Conf(settings)
+
+
+def test_spark_views_use_deltas_own_reader_only_in_a_session_set_up_for_delta() -> None:
+    from airflow_provider_mysqlcdc.lake.spark_views import has_delta_reader
+
+    assert has_delta_reader(_Session(**{"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}))
+    assert not has_delta_reader(_Session())
+    assert not has_delta_reader(_Session(**{"spark.sql.extensions": "org.example.Other"}))
