@@ -9,6 +9,11 @@ to the first chunk.
 
 Hundreds of thousands of chunks travel through XCom, so the JSON form is short: ints and strings
 as themselves, other key types tagged.
+
+``FinishedChunkInfo`` is a chunk as the binlog stream needs it once its snapshot is done (Flink CDC's
+``FinishedSnapshotSplitInfo``): its key range and its high watermark, nothing else. It goes from the
+snapshot's manifest into the stream's checkpoint and on to the emit filter as this one typed value;
+only the checkpoint's JSON (``to_dict``/``from_dict``) encodes and decodes its keys.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, collated_parameter
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 
@@ -58,6 +65,45 @@ class Chunk:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Chunk:
         return cls(TableId.parse(d["t"]), d["i"], decode_key(d["s"]), decode_key(d["e"]))
+
+
+@dataclass(frozen=True)
+class FinishedChunkInfo:
+    """A chunk whose snapshot is done, as the stream needs it: its key range ``[start, end)`` (key
+    values; ``None`` is unbounded) and the high watermark its rows are as of. An event for a key in
+    the range is new only after ``high_watermark``."""
+
+    start: Any
+    end: Any
+    high_watermark: BinlogOffset
+
+    @classmethod
+    def of(cls, chunk: Chunk, high_watermark: BinlogOffset) -> FinishedChunkInfo:
+        return cls(chunk.start, chunk.end, high_watermark)
+
+    @classmethod
+    def unbounded(cls, high_watermark: BinlogOffset) -> FinishedChunkInfo:
+        """The whole key space as one chunk: no event up to ``high_watermark`` is new."""
+        return cls(None, None, high_watermark)
+
+    def with_floor(self, floor: BinlogOffset) -> FinishedChunkInfo:
+        """The same range with its HW raised to ``floor`` if it was lower (itself otherwise)."""
+        raised = max(self.high_watermark, floor)
+        return self if raised is self.high_watermark else replace(self, high_watermark=raised)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkpoint's JSON form ``{"s": start, "e": end, "hw": offset}``; computed once (the
+        checkpoint is written at every batch, with up to hundreds of thousands of chunks), so treat
+        it as read-only."""
+        return self._saved
+
+    @cached_property
+    def _saved(self) -> dict[str, Any]:
+        return {"s": encode_key(self.start), "e": encode_key(self.end), "hw": self.high_watermark.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FinishedChunkInfo:
+        return cls(decode_key(d["s"]), decode_key(d["e"]), BinlogOffset.from_dict(d["hw"]))
 
 
 def encode_key(value: Any) -> Any:

@@ -8,7 +8,15 @@ from decimal import Decimal
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where, decode_key, encode_key, key_parameter
+from airflow_provider_mysqlcdc.cdc.chunks import (
+    Chunk,
+    FinishedChunkInfo,
+    chunk_where,
+    decode_key,
+    encode_key,
+    key_parameter,
+)
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
 
 TABLE = TableId("shop", "or.ders")
@@ -32,6 +40,34 @@ def test_chunk_json_is_compact_and_exact() -> None:
     compact = '{"t":"shop.or.ders","i":17,"s":18446744073709551606,"e":null}'
     assert json.dumps(chunk.to_dict(), separators=(",", ":")) == compact
     assert Chunk.from_dict(json.loads(json.dumps(chunk.to_dict()))) == chunk
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [(None, None), (None, 10), (2**64 - 10, None), ("Émoji 😀", "z"), (b"\x00\xff", b"\xff"),
+     (Decimal("-1.50"), Decimal("12345678901234567890.123456789")),
+     (dt.datetime(1000, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999))],
+)
+def test_finished_chunk_info_json_round_trip_is_exact(start: object, end: object) -> None:
+    high_watermark = BinlogOffset("mysql-bin.000003", 4711, events_to_skip=2, rows_to_skip=1)
+    info = FinishedChunkInfo(start, end, high_watermark)
+    saved = json.loads(json.dumps(info.to_dict()))
+    assert set(saved) == {"s", "e", "hw"} and saved["hw"] == high_watermark.to_dict()
+    again = FinishedChunkInfo.from_dict(saved)
+    assert again == info and type(again.start) is type(start) and type(again.end) is type(end)
+    assert again.high_watermark == high_watermark
+
+
+def test_finished_chunk_info_of_a_chunk_and_its_floor() -> None:
+    low, high = BinlogOffset("bin.000001", 100), BinlogOffset("bin.000001", 300)
+    info = FinishedChunkInfo.of(Chunk(TABLE, 3, "a", "m"), low)
+    assert info == FinishedChunkInfo("a", "m", low)
+    assert info.to_dict()["hw"] == low.to_dict()
+    raised = info.with_floor(high)
+    assert raised == FinishedChunkInfo("a", "m", high) and raised.to_dict()["hw"] == high.to_dict()
+    kept = FinishedChunkInfo("a", "m", high)
+    assert kept.with_floor(low) is kept  # never lowered
+    assert FinishedChunkInfo.unbounded(high) == FinishedChunkInfo(None, None, high)
 
 
 def test_chunk_where() -> None:
