@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
@@ -33,22 +33,22 @@ from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
 
 @dataclass(frozen=True)
 class TableStart:
-    """Where a table's capture begins: its schema and its finished chunks as the checkpoint keeps
-    them (``[start, end, high watermark]``, JSON forms); no chunks means from the checkpoint on."""
+    """Where a table's capture begins: its schema and its finished chunks (what the checkpoint keeps);
+    no chunks means from the checkpoint on."""
 
     schema: TableSchema
-    chunks: list[list[Any]]
+    chunks: list[FinishedChunkInfo]
 
     @property
     def lowest_high_watermark(self) -> BinlogOffset | None:
-        return min((BinlogOffset.from_dict(c[2]) for c in self.chunks), default=None)
+        return min((c.high_watermark for c in self.chunks), default=None)
 
 
-def floored(chunks: Iterable[list[Any]], floor: BinlogOffset) -> list[list[Any]]:
+def floored(chunks: Iterable[FinishedChunkInfo], floor: BinlogOffset) -> list[FinishedChunkInfo]:
     """Chunks whose HWs are at least ``floor`` (one unbounded chunk at ``floor`` when there are none):
     events up to ``floor`` are then never emitted again."""
-    raised = [[s, e, max(BinlogOffset.from_dict(hw), floor).to_dict()] for s, e, hw in chunks]
-    return raised or [[None, None, floor.to_dict()]]
+    raised = [c.with_floor(floor) for c in chunks]
+    return raised or [FinishedChunkInfo.unbounded(floor)]
 
 
 def reconcile_tables(

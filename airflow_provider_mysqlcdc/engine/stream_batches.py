@@ -22,7 +22,6 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, Heartbeat, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import decode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
@@ -197,14 +196,14 @@ def _emitted(
 
 
 def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:
-    """The emit filter of the checkpoint's chunks, and each table's key order (the sort keys it compares)."""
+    """The emit filter of the checkpoint's chunks, and each table's key order (the sort keys it compares):
+    each ``FinishedChunkInfo``'s key bounds become sort keys (one batch per table), its HW stays."""
     orders = {t: KeyOrder.for_column(control, s.chunk_key_column) for t, s in checkpoint.schemas.items()}
     finished = {}
     for table, chunks in checkpoint.chunks.items():
-        order = orders[table]
-        bounds = order.sort_keys([decode_key(v) for c in chunks for v in (c[0], c[1])])
+        bounds = orders[table].sort_keys([bound for c in chunks for bound in (c.start, c.end)])
         finished[table] = [
-            FinishedChunk(bounds[2 * i], bounds[2 * i + 1], BinlogOffset.from_dict(c[2])) for i, c in enumerate(chunks)
+            FinishedChunk(bounds[2 * i], bounds[2 * i + 1], c.high_watermark) for i, c in enumerate(chunks)
         ]
     return EmitFilter(finished), orders
 
@@ -225,7 +224,8 @@ def _commit(
     checkpoint.offset = boundary
     checkpoint.schemas = dict(schemas)
     checkpoint.chunks = {  # a table past its highest HW needs no chunk lookups any more
-        t: c for t, c in checkpoint.chunks.items() if not max(BinlogOffset.from_dict(x[2]) for x in c) < boundary
+        t: chunks for t, chunks in checkpoint.chunks.items()
+        if not max(c.high_watermark for c in chunks) < boundary
     }
     store.commit(checkpoint, changes)  # the changelogs, then the checkpoint
     rows = {str(t): sum(len(r) for _, r in parts) for t, parts in pending.parts.items()}

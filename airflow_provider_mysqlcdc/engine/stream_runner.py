@@ -13,7 +13,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.chunks import encode_key
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
@@ -180,7 +180,6 @@ class StreamRunner:
                 f"run the snapshot tasks first (or choose another startup_mode)"
             )
         committed = [m for m in manifests if m is not None]
-        chunks = [[encode_key(r.chunk.start), encode_key(r.chunk.end), r.high_watermark.to_dict()]
-                  for m in committed for r in m.chunks]
+        chunks = [FinishedChunkInfo.of(r.chunk, r.high_watermark) for m in committed for r in m.chunks]
         # the columns in effect where the stream starts for the table; it follows later changes itself
         return TableStart(batch_read_with(committed, plan, latest=False), chunks)

@@ -2,7 +2,7 @@
 
 Layout under the base URI::
 
-    _stream/checkpoint.json      format version, sequence number, offset, tables, schemas, chunk HWs
+    _stream/checkpoint.json      format version, sequence number, offset, tables, schemas, finished chunks
     <db>/<table>/changelog/      the table's changelog Delta table (``delta.changelog_uri``)
 
 A stream batch appends each table's change rows to that table's changelog in one Delta commit
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
@@ -71,28 +72,29 @@ class StoppedTable:
 
     schema: TableSchema
     offset: BinlogOffset
-    chunks: list[list[Any]]
+    chunks: list[FinishedChunkInfo]
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": CHECKPOINT_FORMAT_VERSION, "schema": self.schema.to_dict(),
-                "offset": self.offset.to_dict(), "chunks": self.chunks}
+                "offset": self.offset.to_dict(), "chunks": [c.to_dict() for c in self.chunks]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], table: str = "") -> StoppedTable:
         _check_format(d, f"stopped table {table}".rstrip())
-        return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]), d["chunks"])
+        return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]),
+                   [FinishedChunkInfo.from_dict(c) for c in d["chunks"]])
 
 
 @dataclass
 class Checkpoint:
     """Where the stream is. ``schemas`` are the captured tables; ``chunks`` holds, per table still in
-    its snapshot phase, the finished chunks as ``[start, end, high watermark]`` (JSON forms); a table
-    past its highest HW drops them. ``stopped`` remembers the tables no longer captured."""
+    its snapshot phase, its finished chunks (key range and HW; in the JSON ``{"s", "e", "hw"}``); a
+    table past its highest HW drops them. ``stopped`` remembers the tables no longer captured."""
 
     seq: int
     offset: BinlogOffset
     schemas: dict[TableId, TableSchema]
-    chunks: dict[TableId, list[list[Any]]] = field(default_factory=dict)
+    chunks: dict[TableId, list[FinishedChunkInfo]] = field(default_factory=dict)
     updated_at: str = ""
     stopped: dict[TableId, StoppedTable] = field(default_factory=dict)
 
@@ -108,7 +110,7 @@ class Checkpoint:
             "seq": self.seq,
             "offset": self.offset.to_dict(),
             "schemas": {str(t): s.to_dict() for t, s in self.schemas.items()},
-            "chunks": {str(t): c for t, c in self.chunks.items()},
+            "chunks": {str(t): [c.to_dict() for c in chunks] for t, chunks in self.chunks.items()},
             "updated_at": self.updated_at,
             "stopped": {str(t): s.to_dict() for t, s in self.stopped.items()},
         }
@@ -120,7 +122,8 @@ class Checkpoint:
             seq=d["seq"],
             offset=BinlogOffset.from_dict(d["offset"]),
             schemas={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["schemas"].items()},
-            chunks={TableId.parse(t): c for t, c in d["chunks"].items()},
+            chunks={TableId.parse(t): [FinishedChunkInfo.from_dict(c) for c in chunks]
+                    for t, chunks in d["chunks"].items()},
             updated_at=d.get("updated_at", ""),
             stopped={TableId.parse(t): StoppedTable.from_dict(s, t) for t, s in d.get("stopped", {}).items()},
         )

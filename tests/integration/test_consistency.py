@@ -21,7 +21,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
-from airflow_provider_mysqlcdc.cdc.chunks import encode_key
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.emit_filter import FinishedChunk
@@ -150,7 +150,7 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     # the pipeline's own filter: from a checkpoint holding the chunks as the stream keeps them
     lowest = min(s.high_watermark for s in snapshots)
     checkpoint = Checkpoint(0, lowest, {schema.id: schema}, {schema.id: [
-        [encode_key(s.chunk.start), encode_key(s.chunk.end), s.high_watermark.to_dict()] for s in snapshots]})
+        FinishedChunkInfo.of(s.chunk, s.high_watermark) for s in snapshots]})
     emit, orders = emit_filter_for(checkpoint, cdc_conn)
     order = orders[schema.id]
     finished = []  # the reference below: chunks as sort-key ranges, scanned one by one

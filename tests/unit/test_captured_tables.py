@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, floored, reconcile_tables
@@ -23,11 +24,11 @@ def at(position: int) -> BinlogOffset:
     return BinlogOffset("bin.000001", position)
 
 
-def hw(position: int) -> dict[str, Any]:
-    return at(position).to_dict()
+def chunk(start: Any, end: Any, hw: int) -> FinishedChunkInfo:
+    return FinishedChunkInfo(start, end, at(hw))
 
 
-def checkpoint(position: int = 500, chunks: dict[TableId, list[list[Any]]] | None = None) -> Checkpoint:
+def checkpoint(position: int = 500, chunks: dict[TableId, list[FinishedChunkInfo]] | None = None) -> Checkpoint:
     return Checkpoint(7, at(position), {OLD: schema(OLD)}, dict(chunks or {}))
 
 
@@ -47,7 +48,7 @@ def test_unchanged_tables_change_nothing() -> None:
 
 def test_added_table_snapshotted_after_the_checkpoint_joins_without_moving_the_stream() -> None:
     cp = checkpoint(500)
-    start = TableStart(schema(NEW), [[None, 10, hw(600)], [10, None, hw(650)]])
+    start = TableStart(schema(NEW), [chunk(None, 10, 600), chunk(10, None, 650)])
     notes = reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: start}), no_schema)
     assert cp.offset == at(500)
     assert cp.schemas == {OLD: schema(OLD), NEW: schema(NEW)}
@@ -57,20 +58,20 @@ def test_added_table_snapshotted_after_the_checkpoint_joins_without_moving_the_s
 
 def test_added_table_behind_the_checkpoint_rewinds_and_floors_the_others() -> None:
     # OLD is still in its snapshot phase with one chunk HW below the checkpoint and one above
-    cp = checkpoint(500, {OLD: [[None, 5, hw(300)], [5, None, hw(700)]]})
-    start = TableStart(schema(NEW), [[None, None, hw(400)]])
+    cp = checkpoint(500, {OLD: [chunk(None, 5, 300), chunk(5, None, 700)]})
+    start = TableStart(schema(NEW), [chunk(None, None, 400)])
     notes = reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: start}), no_schema)
     assert cp.offset == at(400)  # back to the new table's HW
-    assert cp.chunks[NEW] == [[None, None, hw(400)]]
+    assert cp.chunks[NEW] == [chunk(None, None, 400)]
     # OLD never emits again what was committed up to 500, and keeps its HW of 700 above that
-    assert cp.chunks[OLD] == [[None, 5, hw(500)], [5, None, hw(700)]]
+    assert cp.chunks[OLD] == [chunk(None, 5, 500), chunk(5, None, 700)]
     assert any("goes back to bin.000001:400" in n for n in notes)
 
 
 def test_rewind_gives_a_table_without_chunks_one_unbounded_chunk_at_the_checkpoint() -> None:
     cp = checkpoint(500)
-    reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: TableStart(schema(NEW), [[None, None, hw(450)]])}), no_schema)
-    assert cp.chunks[OLD] == [[None, None, hw(500)]]
+    reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: TableStart(schema(NEW), [chunk(None, None, 450)])}), no_schema)
+    assert cp.chunks[OLD] == [chunk(None, None, 500)]
 
 
 def test_removed_table_stops_and_resumes_where_it_stopped() -> None:
@@ -81,18 +82,18 @@ def test_removed_table_stops_and_resumes_where_it_stopped() -> None:
     assert "shop.refunds is no longer in tables" in notes[0]
 
     cp.offset = at(900)  # the stream went on without it
-    old_snapshot = TableStart(schema(NEW), [[None, None, hw(100)]])  # taken before the stop
+    old_snapshot = TableStart(schema(NEW), [chunk(None, None, 100)])  # taken before the stop
     notes = reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: old_snapshot}), no_schema)
     assert NEW not in cp.stopped and cp.schemas[NEW] == schema(NEW)
-    assert cp.offset == at(500) and cp.chunks[NEW] == [[None, None, hw(500)]]
-    assert cp.chunks[OLD] == [[None, None, hw(900)]]
+    assert cp.offset == at(500) and cp.chunks[NEW] == [chunk(None, None, 500)]
+    assert cp.chunks[OLD] == [chunk(None, None, 900)]
     assert "resumes from bin.000001:500" in notes[0]
 
 
 def test_a_snapshot_taken_after_the_stop_wins_over_the_stop() -> None:
     cp = checkpoint(900)
     cp.stopped[NEW] = reconcile_stop(NEW, 500)
-    fresh = TableStart(schema(NEW), [[None, None, hw(950)]])
+    fresh = TableStart(schema(NEW), [chunk(None, None, 950)])
     reconcile_tables(cp, [OLD, NEW], snapshot_of({NEW: fresh}), no_schema)
     assert cp.offset == at(900) and cp.chunks[NEW] == fresh.chunks
 
@@ -121,8 +122,8 @@ def test_unfinished_snapshot_of_an_added_table_fails_before_anything_changes() -
 
 
 def test_floored_keeps_higher_watermarks() -> None:
-    assert floored([[1, 2, hw(10)], [2, None, hw(30)]], at(20)) == [[1, 2, hw(20)], [2, None, hw(30)]]
-    assert floored([], at(20)) == [[None, None, hw(20)]]
+    assert floored([chunk(1, 2, 10), chunk(2, None, 30)], at(20)) == [chunk(1, 2, 20), chunk(2, None, 30)]
+    assert floored([], at(20)) == [chunk(None, None, 20)]
 
 
 def test_stopped_tables_survive_the_checkpoint_document() -> None:

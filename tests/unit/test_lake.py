@@ -16,7 +16,7 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk, FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
@@ -484,11 +484,15 @@ def test_eleven_stream_batches_all_count_in_order(lake: Lakes) -> None:
 
 def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: Lakes) -> None:
     checkpoint = Checkpoint(seq=7, offset=off(4, 1234, 2, 3), schemas={ORDERS: SCHEMA},
-                            chunks={ORDERS: [[None, 10, off(4, 1000).to_dict()], [10, None, off(4, 1200).to_dict()]]},
-                            stopped={TableId("shop", "old"): StoppedTable(SCHEMA, off(4, 1000), [])})
+                            chunks={ORDERS: [FinishedChunkInfo(None, 10, off(4, 1000)),
+                                             FinishedChunkInfo(10, None, off(4, 1200))]},
+                            stopped={TableId("shop", "old"): StoppedTable(
+                                SCHEMA, off(4, 1000), [FinishedChunkInfo(None, None, off(4, 1000))])})
     lake.stream.commit(checkpoint, {})
     document = lake.stream.lake.read_json(lake.stream.checkpoint_path)
     assert document["format_version"] == 2 and document["stopped"]["shop.old"]["format_version"] == 2
+    assert document["chunks"]["shop.orders"][1] == {"s": 10, "e": None, "hw": off(4, 1200).to_dict()}
+    assert document["stopped"]["shop.old"]["chunks"] == [{"s": None, "e": None, "hw": off(4, 1000).to_dict()}]
     read = lake.stream.read_checkpoint()
     assert read is not None
     assert (read.seq, read.offset, read.schemas, read.chunks, read.stopped) == (
