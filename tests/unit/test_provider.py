@@ -9,8 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import tomllib
+from packaging.specifiers import SpecifierSet
+
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.get_provider_info import get_provider_info
+
+PYPROJECT = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
 
 
 def _class_paths(info: dict) -> list[str]:
@@ -32,6 +37,23 @@ def test_every_named_path_imports() -> None:
         except ModuleNotFoundError:
             module, _, name = path.rpartition(".")
             assert hasattr(importlib.import_module(module), name), path
+
+
+def test_the_package_reports_the_version_pyproject_declares() -> None:
+    """One place states the version (pyproject); the package and Airflow's provider list read it from there."""
+    assert airflow_provider_mysqlcdc.__version__ == PYPROJECT["version"]
+    assert get_provider_info()["versions"] == [PYPROJECT["version"]]
+
+
+def test_classifiers_name_the_provider_and_only_pythons_requires_python_allows() -> None:
+    classifiers = PYPROJECT["classifiers"]
+    assert {"Framework :: Apache Airflow", "Framework :: Apache Airflow :: Provider", "Topic :: Database"} <= set(
+        classifiers)
+    versions = [c.rsplit(" :: ", 1)[1] for c in classifiers if c.startswith("Programming Language :: Python :: 3.")]
+    assert versions and all(v in SpecifierSet(PYPROJECT["requires-python"]) for v in versions)
+    # PEP 639: the SPDX expression states the license; setuptools refuses a License :: classifier beside it
+    assert PYPROJECT["license"] == "Apache-2.0" and not [c for c in classifiers if c.startswith("License ::")]
+    assert PYPROJECT["license-files"] == ["LICENSE"]
 
 
 def test_entry_point_resolves_to_this_function() -> None:
