@@ -8,6 +8,10 @@ from airflow_provider_mysqlcdc import __version__
 from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
 
 _STRING = {"type": ["string", "null"]}
+# JSON-schema patterns of the form fields; the hook validates the same values (a unit test keeps them in step)
+SERVER_ID_PATTERN = r"^\s*\d+\s*(-\s*\d+\s*)?$"
+TIME_ZONE_PATTERN = r"^([+-](0\d|1[0-4]):[0-5]\d|[A-Za-z][A-Za-z0-9_+\-/]*)$"
+CHARSET_PATTERN = r"^[A-Za-z0-9_]+$"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -48,31 +52,48 @@ def get_provider_info() -> dict[str, Any]:
                 "ui-field-behaviour": {
                     "hidden-fields": [],
                     "relabeling": {"login": "CDC user", "schema": "Default database"},
-                    "placeholders": {"port": "3306", "extra": f'{{"server_id": "{DEFAULT_SERVER_ID_RANGE}"}}'},
+                    "placeholders": {
+                        "host": "db.example.com",
+                        "port": "3306",
+                        "login": "cdc",
+                        "schema": "optional: checked for SELECT by the Test button",
+                        "extra": f'{{"server_id": "{DEFAULT_SERVER_ID_RANGE}"}}',
+                    },
                 },
                 "conn-fields": {
                     "server_id": {
                         "label": "Server id range",
-                        "description": "Server ids for binlog readers, one per concurrent reader, e.g. "
-                        f"{DEFAULT_SERVER_ID_RANGE}. "
+                        "description": "Server ids for binlog readers, one per concurrent reader: a number or a "
+                        f"range N-M, e.g. {DEFAULT_SERVER_ID_RANGE} (1 <= N <= M <= 4294967295). "
                         "A DAG run needs (snapshot batches x readers_per_batch of the split task) + 1 for the "
                         "stream; the split task fails naming the range to set when it is too small. "
                         "Must not clash with any replica or other CDC tool.",
-                        "schema": {**_STRING, "default": DEFAULT_SERVER_ID_RANGE},
+                        "schema": {**_STRING, "default": DEFAULT_SERVER_ID_RANGE, "pattern": SERVER_ID_PATTERN},
                     },
                     "server_time_zone": {
                         "label": "Server time zone",
-                        "description": "Session time zone of CDC connections; TIMESTAMP values are read as UTC.",
-                        "schema": {**_STRING, "default": "+00:00"},
+                        "description": "Session time zone of CDC connections: an offset like +00:00 (default) "
+                        "or a zone name the server knows (Europe/Paris needs the server's time zone tables). "
+                        "TIMESTAMP values are read as UTC instants whatever it is.",
+                        "schema": {**_STRING, "default": "+00:00", "pattern": TIME_ZONE_PATTERN},
                     },
                     "connect_timeout": {
                         "label": "Connect timeout (s)",
-                        "schema": {"type": ["integer", "null"], "default": 10},
+                        "description": "Seconds to wait for the server when connecting, a whole number >= 1 "
+                        "(default 10).",
+                        "schema": {"type": ["integer", "null"], "default": 10, "minimum": 1},
+                    },
+                    "charset": {
+                        "label": "Character set",
+                        "description": "Character set of the CDC connections (default utf8mb4, which holds "
+                        "every character; a narrower one cannot carry what utf8mb4 columns hold).",
+                        "schema": {**_STRING, "default": "utf8mb4", "pattern": CHARSET_PATTERN},
                     },
                     "ssl": {
                         "label": "SSL",
-                        "description": 'JSON object, e.g. {"ca": "/path/ca.pem", "cert": "...", "key": "...", '
-                        '"verify": true}',
+                        "description": 'TLS to the server, a JSON object with keys among ca, cert, key, verify, '
+                        'e.g. {"ca": "/path/ca.pem", "cert": "...", "key": "...", "verify": true}. verify '
+                        "(default true) checks the server's certificate and host name. Empty: no TLS.",
                         "schema": {"type": ["object", "null"]},
                     },
                 },

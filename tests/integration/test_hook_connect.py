@@ -42,3 +42,64 @@ def test_unreachable_server_is_clear(monkeypatch, mariadb_server) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_TEST", json.dumps(conn))
     with pytest.raises(SourceConfigError, match="cannot reach the server at 127.0.0.1:1"):
         MySqlCdcHook("mysql_cdc_test").get_conn()
+
+
+def test_test_button_on_the_harness_user_names_the_database_it_checked(monkeypatch, mariadb_server, database) -> None:
+    conn = {"conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
+            "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password, "schema": database,
+            "extra": {"server_id": "6100-6104", "charset": "utf8mb4", "connect_timeout": 5}}
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_TEST", json.dumps(conn))
+    ok, message = MySqlCdcHook("mysql_cdc_test").test_connection()
+    assert ok, message
+    assert f"SELECT on {database} included" in message and "server ids 6100-6104" in message
+
+
+@pytest.fixture()
+def binlog_monitor_only_user(mariadb_server):
+    """A user with BINLOG MONITOR and nothing else, while the server writes MINIMAL row images."""
+    admin = mariadb_server.admin_connect()
+    with admin.cursor() as cur:
+        cur.execute("DROP USER IF EXISTS 'button'@'%'")
+        cur.execute("CREATE USER 'button'@'%' IDENTIFIED BY 'Button-Pw-456'")
+        cur.execute("GRANT BINLOG MONITOR ON *.* TO 'button'@'%'")
+        cur.execute("SELECT @@GLOBAL.binlog_row_image")
+        (image,) = cur.fetchone()
+        cur.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
+    try:
+        yield "button", "Button-Pw-456"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_image = %s", (image,))
+            cur.execute("DROP USER 'button'@'%'")
+        admin.close()
+
+
+def test_test_button_reports_grants_binlog_settings_and_extras_at_once(
+    monkeypatch, mariadb_server, binlog_monitor_only_user
+) -> None:
+    user, password = binlog_monitor_only_user
+    conn = {"conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port, "login": user,
+            "password": password, "extra": {"server_id": "5400"}}
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_TEST", json.dumps(conn))
+    ok, message = MySqlCdcHook("mysql_cdc_test").test_connection()
+    assert not ok and "(3 problems)" in message, message
+    assert "binlog_row_image is MINIMAL: SET GLOBAL binlog_row_image = 'FULL'" in message
+    assert "GRANT REPLICATION SLAVE ON *.* TO <cdc user>" in message
+    assert "GRANT SELECT ON <captured database>.* TO <cdc user>" in message
+    assert password not in message
+
+    # a bad extra is named too, and the server is still checked with the extra's default
+    conn["extra"] = {"server_id": "5400-", "connect_timeout": 0}
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_TEST", json.dumps(conn))
+    ok, message = MySqlCdcHook("mysql_cdc_test").test_connection()
+    assert not ok and "(5 problems)" in message, message
+    assert "server_id must be a number or a range" in message and "connect_timeout extra" in message
+    assert "binlog_row_image is MINIMAL" in message
+
+
+def test_test_button_with_a_bad_password_names_it_and_what_was_not_checked(monkeypatch, mariadb_server) -> None:
+    hook = use_connection(monkeypatch, mariadb_server, "Wrong-Pass-987")
+    ok, message = hook.test_connection()
+    assert not ok and "(1 problem)" in message
+    assert "access denied for cdc@" in message and "binlog settings and grants are not checked" in message
+    assert "Wrong-Pass-987" not in message

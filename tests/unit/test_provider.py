@@ -81,11 +81,11 @@ def test_connection_form_shows_the_extras_without_hook_methods() -> None:
     """Airflow 3.2+ builds the form from ``conn-fields`` (the hook methods are deprecated there)."""
     from airflow.providers_manager import ProvidersManager
 
-    from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+    from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook, accepted_extras
 
     manager = ProvidersManager()
     fields = {name for name in manager.connection_form_widgets if name.startswith("extra__mysql_cdc__")}
-    assert fields == {f"extra__mysql_cdc__{f}" for f in ("server_id", "server_time_zone", "connect_timeout", "ssl")}
+    assert fields == {f"extra__mysql_cdc__{f}" for f in accepted_extras()}
     assert manager.field_behaviours["mysql_cdc"]["relabeling"]["login"] == "CDC user"
     # with conn-fields declared, Airflow 3.3 never calls them (and warns they are deprecated)
     assert not {"get_connection_form_widgets", "get_ui_field_behaviour"} & set(vars(MySqlCdcHook))
