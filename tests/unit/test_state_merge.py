@@ -1,0 +1,36 @@
+"""Which partition of the current state a changed key belongs to: the snapshot batch whose chunks
+hold it, so that a re-run of one batch (which replaces its partition) replaces exactly its keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
+
+ORDERS = TableId("shop", "orders")
+SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),), ("id",), "id")
+
+
+def plan_with_chunk_ends(ends: list[int], chunks_per_batch: int) -> Plan:
+    """Chunks [-inf, e0), [e0, e1), ..., [e_last, +inf), batched ``chunks_per_batch`` at a time."""
+    bounds = [None, *ends, None]
+    chunks = [Chunk(ORDERS, i, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    return Plan(SCHEMA, chunks, group_batches(ORDERS, chunks, chunks_per_batch))
+
+
+def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path: Path) -> None:
+    base_uri = str(tmp_path / "lake")
+    # chunks (-inf,10) [10,20) | [20,30) [30,40) | [40,+inf): three batches
+    SnapshotStore(base_uri).write_plan(plan_with_chunk_ends([10, 20, 30, 40], chunks_per_batch=2))
+    merger = StateMerger(base_uri, control=None)  # integer keys need no server for their order
+    ranges = merger._batch_ranges(ORDERS, SCHEMA)
+    assert ranges is not None
+    keys = [-5, 0, 19, 20, 29, 39, 40, 10**12, None]
+    assert ranges.batches_of(keys) == [0, 0, 0, 1, 1, 1, 2, 2, 0]
+
+
+def test_a_table_without_snapshot_is_one_partition(tmp_path: Path) -> None:
+    assert StateMerger(str(tmp_path / "lake"), control=None)._batch_ranges(ORDERS, SCHEMA) is None
