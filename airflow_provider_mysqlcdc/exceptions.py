@@ -19,6 +19,11 @@ class SourceConfigError(MySqlCdcError):
     cannot be reached with the ``mysql_cdc`` connection, or no longer has the binlog we need."""
 
 
+class BinlogRetentionError(SourceConfigError):
+    """The snapshot would likely outlast the server's binlog retention: the binlog the stream starts
+    from would be purged before the stream reads it (the split task's ``retention_check``)."""
+
+
 class TableNotSupportedError(MySqlCdcError):
     """A captured table cannot be snapshotted as configured (e.g. no primary key and no chunk key)."""
 
