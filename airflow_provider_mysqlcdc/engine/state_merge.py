@@ -76,7 +76,8 @@ class StateMerger:
         report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.row_key), through_seq)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
                   "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
-                  through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted, report.files_removed)
+                  through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
+                  report.files_removed)
         return int(changes.num_rows)
 
     def _batches(self, table: TableId, schema: TableSchema, changes: pa.Table) -> list[int]:
