@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import (
     DEFAULT_CHUNK_SIZE,
@@ -16,6 +18,9 @@ from airflow_provider_mysqlcdc.cdc.splitter import (
     DEFAULT_DISTRIBUTION_FACTOR_UPPER,
 )
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, Plan, SnapshotStore
 
 DEFAULT_ROWS_PER_BATCH = 4_000_000
 DEFAULT_MAX_BATCHES = 64
@@ -41,6 +46,14 @@ class MySqlChunkSplitOperator(BaseOperator):
     id. The task fails before planning anything when the range is smaller than that: it must hold at
     least (batches x readers_per_batch) + 1 ids.
 
+    Binlog retention: the stream starts from the binlog at the snapshot's lowest high watermark and
+    reads it once the last batch is committed, so the server must keep its binlog that long. Before
+    returning any batch the task estimates how long the batches still to run take (rows per second
+    of the batches already committed in the lake, else a conservative default; one batch at a time)
+    and compares it with the server's ``binlog_expire_logs_seconds`` / ``expire_logs_days``
+    (``cdc.binlog_retention``): above half of the retention it warns, above all of it it fails with
+    ``BinlogRetentionError`` naming the setting and the value to raise it to.
+
     :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``
     :param tables: tables as ``database.table``; or select them with the next three
     :param include_databases: regular expression matching whole database names
@@ -57,11 +70,14 @@ class MySqlChunkSplitOperator(BaseOperator):
         one batch's job runs at once; the connection's ``server_id`` range must hold
         (batches of the run x readers_per_batch) + 1 ids
     :param mysql_cdc_conn_id: the source connection (type MySQL CDC)
+    :param retention_check: ``"error"`` (default): fail when the snapshot's estimated duration exceeds
+        the server's binlog retention, warn above half of it; ``"warn"``: only warn (e.g. when the
+        snapshot tasks run several batches at once); ``"off"``: do not check
     """
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id",
+        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check",
     )
 
     def __init__(
@@ -80,6 +96,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         max_batches: int = DEFAULT_MAX_BATCHES,
         readers_per_batch: int = DEFAULT_READERS_PER_BATCH,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
+        retention_check: RetentionCheck | str = RetentionCheck.ERROR,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -96,8 +113,10 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.max_batches = max_batches
         self.readers_per_batch = readers_per_batch
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.retention_check = retention_check
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
+        from airflow_provider_mysqlcdc.cdc import binlog_retention
         from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
         from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
         from airflow_provider_mysqlcdc.cdc.source_checks import check_source
@@ -112,9 +131,11 @@ class MySqlChunkSplitOperator(BaseOperator):
                 f"and {self.max_batches!r}"
             )
         readers_per_batch = _positive_int("readers_per_batch", self.readers_per_batch)
+        retention_check = RetentionCheck.parse(self.retention_check)
         include_databases, include_tables = self._selection()
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         server_ids = config.server_id
+        retention, approximate = None, {}
         conn = config.connect()
         try:
             server = check_source(conn)
@@ -126,6 +147,9 @@ class MySqlChunkSplitOperator(BaseOperator):
             plans = {s.id: store.read_plan(s.id) for s in schemas}
             new = {s.id: split_table(conn, s, self.chunk_size, self.distribution_factor_lower,
                                      self.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+            if retention_check is not RetentionCheck.OFF:
+                retention = binlog_retention.read_retention(conn)
+                approximate = binlog_retention.approximate_rows(conn, [s.id for s in schemas])
         finally:
             conn.close()
         chunks_per_batch = max(1, int(self.rows_per_batch) // self.chunk_size)
@@ -134,19 +158,32 @@ class MySqlChunkSplitOperator(BaseOperator):
             chunks_per_batch = math.ceil(total / self.max_batches)
         new_plans: list[Plan] = []
         pending: list[Batch] = []
+        work: list[TableWork] = []
         for schema in schemas:
             plan = plans[schema.id]
             if plan is None:
                 chunks = new[schema.id]
                 plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
                 new_plans.append(plan)
-            todo = store.pending_batches(plan)
+                manifests: list[BatchManifest | None] = [None] * len(plan.batches)
+            else:
+                manifests = store.manifests(plan)
+            todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
+            if retention_check is not RetentionCheck.OFF:
+                work.append(_table_work(store, plan, manifests, approximate.get(schema.id, 0)))
             self.log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks),
                           len(plan.batches), len(todo))
             pending += todo
         # distinct binlog server ids for every reader that can run at once; checked before any plan is written
         counts = [min(readers_per_batch, b.chunk_count) for b in pending]
         firsts = assign_snapshot_readers(server_ids, counts, readers_per_batch, self.mysql_cdc_conn_id)
+        if pending and retention is not None:  # checked before any plan is written, too
+            estimate = binlog_retention.estimate_snapshot(work, self.chunk_size)
+            self.log.info("binlog retention: %s = %s; the stream reads the snapshot's binlog in about %s (%s)",
+                          retention.setting, retention.value, binlog_retention.duration(estimate.seconds),
+                          estimate.describe())
+            for warning in binlog_retention.check_retention(estimate, retention, retention_check):
+                self.log.warning("binlog retention: %s", warning)
         for plan in new_plans:
             store.write_plan(plan)
         if pending:
@@ -166,6 +203,27 @@ class MySqlChunkSplitOperator(BaseOperator):
         if not self.include_databases:
             raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
         return self.include_databases, self.include_tables
+
+
+def _table_work(
+    store: SnapshotStore, plan: Plan, manifests: Sequence[BatchManifest | None], approximate_rows: int
+) -> TableWork:
+    """What the retention estimate needs of one table: its plan, its committed manifests, and when
+    its first committed batch took its high watermarks (the manifest is written right after the batch,
+    so its file's time less the batch's ``seconds``)."""
+    done = [m for m in manifests if m is not None]
+    todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
+    age = 0.0
+    if todo and done:
+        now = time.time()
+        for manifest in done:
+            info = store.lake.fs.get_file_info(f"{store.batch_dir(manifest.batch)}/_manifest.json")
+            if info.mtime_ns is not None:
+                age = max(age, now - info.mtime_ns / 1e9 + manifest.seconds)
+    return TableWork(
+        plan.schema.id, len(plan.chunks), len(todo), sum(b.chunk_count for b in todo), approximate_rows,
+        len(done), sum(m.rows for m in done), sum(len(m.chunks) for m in done), sum(m.seconds for m in done), age,
+    )
 
 
 def _positive_int(name: str, value: Any) -> int:
