@@ -24,8 +24,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError
-from airflow_provider_mysqlcdc.lake.changelog import for_delta, lake_schema, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.changelog import lake_schema, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.delta import for_delta, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
 from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
 

@@ -20,8 +20,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.changelog import for_delta
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta, open_delta, table_uri
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore

@@ -6,12 +6,8 @@ the whole changelog: a change sorts by the start of its transaction and its plac
 snapshot row takes its chunk's high watermark with ``_row_seq`` 0, so it sorts before every change
 after that HW and after every change it already contains.
 
-Delta Lake has no unsigned integers, no durations and no decimals wider than 38 digits, so the lake
-stores those columns as the nearest Delta type that holds every value (``stored_type``: UNSIGNED as
-the next wider signed integer, BIGINT UNSIGNED as DECIMAL(20,0), TIME as microseconds, a wide
-DECIMAL as its exact text: ``delta.to_delta_types``); readers cast back to the table's Arrow types
-(``lake_schema``). Every stored column is nullable: a column dropped from the source stays in the
-Delta schema, NULL in later rows.
+These are the lake's own Arrow types (``lake_schema``); the Delta tables store the few types Delta
+lacks in another form (``delta.stored_type``), and readers cast back to these.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.lake.delta import delta_type, to_delta_types
 
 METADATA_FIELDS = [
     pa.field("_op", pa.string()),
@@ -37,27 +32,6 @@ METADATA_FIELDS = [
 
 def lake_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([*arrow_schema(schema), *METADATA_FIELDS])
-
-
-_WIDER_SIGNED = {
-    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
-}
-
-
-def stored_type(arrow_type: pa.DataType) -> pa.DataType:
-    """The type a column of ``arrow_type`` is stored with in a Delta table (the same when Delta has it)."""
-    if arrow_type in _WIDER_SIGNED:
-        return _WIDER_SIGNED[arrow_type]
-    if pa.types.is_duration(arrow_type):
-        return pa.int64()
-    return delta_type(arrow_type)
-
-
-def for_delta(rows: pa.Table) -> pa.Table:
-    """``rows`` with Delta-storable types (wide decimals as exact text), every column nullable."""
-    rows = to_delta_types(rows)
-    target = pa.schema([pa.field(f.name, stored_type(f.type), nullable=True) for f in rows.schema])
-    return rows if rows.schema == target else rows.cast(target)
 
 
 def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:

@@ -7,9 +7,10 @@ Per source table ``db.table`` under the base URI::
     <db>/<table>/changelog/   every change the stream committed, append-only (``changelog_uri``)
 
 Both are ordinary Delta tables written with ``deltalake`` (delta-rs), so Spark, DuckDB, Polars and
-Trino read them with their own Delta readers. Delta's decimals stop at 38 digits: a wider DECIMAL
-(MySQL allows 65) is stored as its exact text in plain notation, and our readers turn it back into
-a 256-bit decimal (``to_delta_types`` / ``from_delta_types``). Partitioning the current state by snapshot batch is
+Trino read them with their own Delta readers. Delta has no unsigned integers, no durations and no
+decimals over 38 digits (MySQL allows 65): such columns are stored as the nearest Delta type that
+holds every value (``stored_type``, ``for_delta``), and our readers cast them back to the table's
+Arrow types. Partitioning the current state by snapshot batch is
 what lets a re-run of one batch replace exactly its rows in one Delta transaction (an overwrite of
 its partition), and lets a MERGE of changes rewrite only the partitions whose keys changed.
 
@@ -78,30 +79,32 @@ MERGE_APP_ID = "airflow-provider-mysqlcdc-merge"
 stream sequence number merged, so a reader applies only later changelog rows on top."""
 
 
-def delta_type(arrow: pa.DataType) -> pa.DataType:
-    """The type a column of ``arrow`` has in the Delta tables."""
-    return pa.string() if pa.types.is_decimal256(arrow) else arrow
+_WIDER_SIGNED = {
+    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
+}
 
 
-def delta_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([field.with_type(delta_type(field.type)) for field in schema])
+def stored_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type a column of ``arrow_type`` is stored with in the Delta tables (the same when Delta has it):
+    UNSIGNED as the next wider signed integer (BIGINT UNSIGNED as DECIMAL(20,0)), TIME as microseconds,
+    a DECIMAL over 38 digits as its exact text."""
+    if arrow_type in _WIDER_SIGNED:
+        return _WIDER_SIGNED[arrow_type]
+    if pa.types.is_duration(arrow_type):
+        return pa.int64()
+    if pa.types.is_decimal256(arrow_type):
+        return pa.string()
+    return arrow_type
 
 
-def to_delta_types(rows: pa.Table) -> pa.Table:
-    """``rows`` as Delta can store them: decimals over 38 digits as exact text (``-0.000001``, not
-    pyarrow's ``-1E-6``), everything else unchanged."""
+def for_delta(rows: pa.Table) -> pa.Table:
+    """``rows`` with the types the Delta tables store, every column nullable (a column dropped from the
+    source stays in the Delta schema, NULL in later rows). A wide decimal becomes its exact text in plain
+    notation (``-0.000001``, not pyarrow's ``-1E-6``)."""
     for index, field in enumerate(rows.schema):
         if pa.types.is_decimal256(field.type):
             text = pa.array([None if v is None else format(v, "f") for v in rows.column(index).to_pylist()],
                             pa.string())
             rows = rows.set_column(index, field.with_type(pa.string()), text)
-    return rows
-
-
-def from_delta_types(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Rows read from a Delta table back in the lake's own types (``schema``: the columns' Arrow types)."""
-    for index, field in enumerate(rows.schema):
-        if field.name in schema.names and pa.types.is_decimal256(wanted := schema.field(field.name).type) \
-                and not pa.types.is_decimal256(field.type):
-            rows = rows.set_column(index, field.with_type(wanted), rows.column(index).cast(wanted))
-    return rows
+    target = pa.schema([pa.field(f.name, stored_type(f.type), nullable=True) for f in rows.schema])
+    return rows if rows.schema == target else rows.cast(target)

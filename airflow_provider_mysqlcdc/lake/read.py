@@ -12,7 +12,7 @@ change older than the current table's row for its key (a snapshot batch re-run a
 override it; keys whose last row is a delete are dropped.
 
 Rows written before a column changed type are read as the current type (a value that cannot be is
-a ``SchemaChangeError`` naming the column); Delta-stored forms (``changelog.stored_type``) are cast
+a ``SchemaChangeError`` naming the column); Delta-stored forms (``delta.stored_type``) are cast
 back to the table's Arrow types. The checkpoint is read first, then the current table, then the
 changelog: whatever the stream and the MERGE commit meanwhile, the result is a committed state.
 """

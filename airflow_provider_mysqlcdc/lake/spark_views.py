@@ -13,7 +13,7 @@ COLUMN``. Changelog files whose ``_stream_seq`` statistics lie outside the batch
 read. A session set up for Delta Lake (delta-spark's ``DeltaSparkSessionExtension`` in
 ``spark.sql.extensions``) reads each table with Delta's own reader instead, at the same version.
 
-Spark sees the Delta-stored forms of the types Delta lacks (``changelog.stored_type``): UNSIGNED
+Spark sees the Delta-stored forms of the types Delta lacks (``delta.stored_type``): UNSIGNED
 integers as the next wider signed type (BIGINT UNSIGNED as DECIMAL(20,0)), TIME as microseconds (a
 long), DECIMAL wider than 38 digits as its text.
 """
@@ -28,8 +28,8 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema, stored_type
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.read import CommittedTable, committed_table
 
 if TYPE_CHECKING:

@@ -36,8 +36,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
-from airflow_provider_mysqlcdc.lake.changelog import for_delta
-from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, open_delta
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, for_delta, open_delta
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
 if TYPE_CHECKING:

@@ -7,13 +7,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.lake.delta import (
-    changelog_uri,
-    delta_schema,
-    from_delta_types,
-    table_uri,
-    to_delta_types,
-)
+from airflow_provider_mysqlcdc.lake.delta import changelog_uri, for_delta, stored_type, table_uri
 
 
 def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folder() -> None:
@@ -22,14 +16,21 @@ def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folde
     assert table_uri("lake", "shop.orders") == os.path.join(os.getcwd(), "lake", "shop", "orders", "current")
 
 
-def test_decimals_over_38_digits_are_exact_plain_text_in_delta_and_come_back_as_decimals() -> None:
+def test_types_delta_lacks_are_stored_in_forms_that_hold_every_value_and_cast_back() -> None:
     values = [Decimal("-0.000000000000000000000000000001"), None, Decimal("9" * 35 + "." + "9" * 30)]
-    rows = pa.table({"d": pa.array(values, pa.decimal256(65, 30)), "n": pa.array([1, 2, 3], pa.decimal128(10, 0))})
-    stored = to_delta_types(rows)
-    assert stored.schema == delta_schema(rows.schema)
-    assert stored.schema.field("d").type == pa.string() and stored.schema.field("n").type == pa.decimal128(10, 0)
-    assert stored.column("d").to_pylist()[0] == "-0.000000000000000000000000000001"
-    assert from_delta_types(stored, rows.schema).equals(rows)
+    rows = pa.table({
+        "d": pa.array(values, pa.decimal256(65, 30)),
+        "n": pa.array([1, 2, 3], pa.decimal128(10, 0)),
+        "u": pa.array([0, 2**64 - 1, None], pa.uint64()),
+        "t": pa.array([-1, 0, 3_020_399_000_000], pa.duration("us")),
+    })
+    stored = for_delta(rows)
+    assert [stored.schema.field(c).type for c in "dnut"] == [pa.string(), pa.decimal128(10, 0),
+                                                            pa.decimal128(20, 0), pa.int64()]
+    assert [stored_type(rows.schema.field(c).type) for c in "dnut"] == [stored.schema.field(c).type for c in "dnut"]
+    assert stored.column("d").to_pylist()[0] == "-0.000000000000000000000000000001"  # plain, not 1E-30
+    assert all(f.nullable for f in stored.schema)
+    assert stored.cast(rows.schema).equals(rows)
 
 
 class _Conf:

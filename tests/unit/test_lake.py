@@ -22,8 +22,8 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table, for_delta, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.storage import Lake
