@@ -23,6 +23,12 @@ from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_positi
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
+from airflow_provider_mysqlcdc.engine.stream_observer import (
+    BatchObservation,
+    MergeObservation,
+    NoStreamObserver,
+    StreamObserver,
+)
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
@@ -37,11 +43,20 @@ DEFAULT_WAKE_SECONDS = 300.0
 
 
 class StreamRunner:
-    """Runs the stream of ``options`` against one server; ``open`` first, then ``run``."""
+    """Runs the stream of ``options`` against one server; ``open`` first, then ``run``.
 
-    def __init__(self, options: StreamOptions, config: ConnectionConfig) -> None:
+    ``observer`` is told of each committed batch, each MERGE and each idle heartbeat (for metrics);
+    by default nobody is."""
+
+    def __init__(self, options: StreamOptions, config: ConnectionConfig,
+                 observer: StreamObserver | None = None) -> None:
         self.options = options
         self.config = config
+        self.observer: StreamObserver = observer or NoStreamObserver()
+        # changelog rows per table committed since the last MERGE, and whether any since the last
+        # CaughtUp: what the observer is told of merges and of idleness
+        self._unmerged: dict[str, int] = {}
+        self._wrote_since_caught_up = False
         self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
         self.store = StreamStore(options.base_uri, fence=self.lease.check)
         self.server_id = config.server_id.stream_id
@@ -80,20 +95,22 @@ class StreamRunner:
                     self._account(item, progress)  # its commit checked the lease
                     lease_checked = time.monotonic()
                     if lease_checked - merged >= self.options.merge_interval_seconds:
-                        self.upkeep.current_committed(merger.merge(checkpoint))
+                        self._merge(merger, checkpoint)
                         merged = time.monotonic()
-                elif time.monotonic() - lease_checked >= self.options.poll_interval:
-                    self.lease.check()  # renews the lease while idle
-                    lease_checked = time.monotonic()
+                else:
+                    self._caught_up()
+                    if time.monotonic() - lease_checked >= self.options.poll_interval:
+                        self.lease.check()  # renews the lease while idle
+                        lease_checked = time.monotonic()
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
-                    self.upkeep.current_committed(merger.merge(checkpoint))  # current state readers see all
+                    self._merge(merger, checkpoint)  # current state readers see all
                     _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
                     self.lease.release()
                     return stopped
                 idle = time.time() - progress.idle_since
                 if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
-                    self.upkeep.current_committed(merger.merge(checkpoint))
+                    self._merge(merger, checkpoint)
                     return None
         finally:
             batches.close()  # the binlog connection
@@ -105,6 +122,8 @@ class StreamRunner:
         for item in self._batches(control, checkpoint, follow=False):
             if isinstance(item, BatchReport):
                 self._account(item, progress)
+            else:
+                self._caught_up()
 
     def _batches(
         self, control: Any, checkpoint: Checkpoint, follow: bool
@@ -124,6 +143,30 @@ class StreamRunner:
         lag = f"{time.time() - report.last_ts_ms / 1000:.1f} s" if report.last_ts_ms else "n/a"
         _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
                   report.seq, report.events_read, report.rows, report.offset, lag)
+        for table, rows in report.rows.items():
+            if rows:
+                self._unmerged[table] = self._unmerged.get(table, 0) + rows
+        # the report's last change time carries over from an earlier batch when this one wrote nothing
+        lag_seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if written and report.last_ts_ms else None
+        self._wrote_since_caught_up = self._wrote_since_caught_up or bool(written)
+        self.observer.batch_committed(BatchObservation(report.seq, dict(report.rows), report.events_read, lag_seconds))
+
+    def _caught_up(self) -> None:
+        """A ``CaughtUp``: the lag is 0 only if nothing was written since the previous one. A busy server
+        also yields ``CaughtUp`` right after a batch cut for latency, and that batch's lag stands."""
+        if not self._wrote_since_caught_up:
+            self.observer.caught_up()
+        self._wrote_since_caught_up = False
+
+    def _merge(self, merger: StateMerger, checkpoint: Checkpoint) -> None:
+        started = time.monotonic()
+        tables = merger.merge(checkpoint)
+        seconds = time.monotonic() - started
+        self.upkeep.current_committed(tables)
+        if tables:
+            rows = {str(t): self._unmerged.get(str(t), 0) for t in tables}
+            self.observer.merged(MergeObservation(seconds, rows))
+        self._unmerged = {}  # everything up to the checkpoint is merged now
 
     def stop_reason(self, progress: StreamProgress, offset: BinlogOffset, caught_up: bool = True) -> str | None:
         """Why the stream should stop now, if it should; idleness counts only once caught up (a backlog

@@ -1,0 +1,61 @@
+"""What the stream runner tells an observer, for metrics: committed batches, lag, merges.
+
+The engine stays free of Airflow (Spark executors and lean workers import it), so it only states
+facts through this protocol; the operator passes an implementation backed by Airflow's ``Stats``
+(``operators.stream_metrics``). The default observer does nothing, so the runner's other callers
+(tests, benchmarks, the crash-test worker) need not care.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class BatchObservation:
+    """One committed batch. ``lag_seconds`` is now minus the commit time of the batch's last change
+    (never below 0; commit times have second resolution, so it reads up to a second high), None when
+    the batch wrote no change (it only moved the checkpoint past other traffic)."""
+
+    seq: int
+    rows: Mapping[str, int]
+    """Changelog rows written per table (``db.table``); an UPDATE writes two (before and after)."""
+    events_read: int
+    """Row changes read from the binlog for this batch, including those the snapshot's emit filter skipped."""
+    lag_seconds: float | None
+
+
+@dataclass(frozen=True)
+class MergeObservation:
+    """One MERGE of the changelogs into the current-state tables."""
+
+    seconds: float
+    rows: Mapping[str, int]
+    """Per merged table, the changelog rows this run committed since its previous merge (rows an
+    interrupted earlier run left unmerged are merged too, but not counted)."""
+
+
+class StreamObserver(Protocol):
+    """Receives the stream's facts as they happen; must be cheap and must not raise."""
+
+    def batch_committed(self, batch: BatchObservation) -> None: ...
+
+    def caught_up(self) -> None:
+        """The stream is caught up and wrote nothing for a heartbeat period or more: its lag is 0."""
+
+    def merged(self, merge: MergeObservation) -> None: ...
+
+
+class NoStreamObserver:
+    """The default: observes nothing."""
+
+    def batch_committed(self, batch: BatchObservation) -> None:
+        pass
+
+    def caught_up(self) -> None:
+        pass
+
+    def merged(self, merge: MergeObservation) -> None:
+        pass
