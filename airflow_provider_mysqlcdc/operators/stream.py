@@ -103,7 +103,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         if options.startup_mode is StartupMode.SNAPSHOT:
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
-        return self._stream(options, StreamProgress.start())
+        return self._stream(options, StreamProgress.start(), context)
 
     @staticmethod
     def _writer(context: Any) -> str:
@@ -118,7 +118,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
         if event.get("reason") == "error":
             raise error_from_event(event)
-        return self._stream(self._options(context), StreamProgress.from_dict(event))
+        return self._stream(self._options(context), StreamProgress.from_dict(event), context)
 
     def _options(self, context: Any) -> StreamOptions:
         return StreamOptions.from_values(
@@ -131,13 +131,14 @@ class MySqlBinlogStreamOperator(BaseOperator):
             merge_interval_seconds=self.merge_interval_seconds, writer=self._writer(context),
         )
 
-    def _stream(self, options: StreamOptions, progress: StreamProgress) -> dict[str, Any] | None:
+    def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, task_tags
         from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        runner = StreamRunner(options, config)
+        runner = StreamRunner(options, config, StatsStreamObserver(task_tags(context, self.task_id)))
         control = config.connect()
         try:
             checkpoint = runner.open(control)

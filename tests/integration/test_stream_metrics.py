@@ -1,0 +1,220 @@
+"""The stream's metrics, received from Airflow's real StatsD backend on a UDP socket.
+
+The operator runs as in ``test_stream_modes`` (``execute`` without a DAG run, stopping once idle).
+Outside a task run nobody initialises Airflow's ``Stats``, so the test does what the task runner's
+``main`` does, from ``[metrics]`` set in the environment (Airflow reads it at that moment), and
+puts the no-op backend back afterwards. The second half turns on ``statsd_influxdb_enabled`` to see
+the tags (plain StatsD drops them).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.engine.stream_observer import BatchObservation, MergeObservation, NoStreamObserver
+from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, tag_value, task_tags
+
+PREFIX = "cdctest"
+
+
+@pytest.fixture(autouse=True)
+def connection(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
+        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
+        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password}))
+
+
+@pytest.fixture()
+def statsd(monkeypatch: pytest.MonkeyPatch) -> Iterator[StatsdListener]:
+    listener = StatsdListener()
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_ON", "True")
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_HOST", "127.0.0.1")
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_PORT", str(listener.port))
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_PREFIX", PREFIX)
+    listener.initialise_stats()
+    yield listener
+    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
+    from airflow.sdk.observability import stats
+
+    stats.initialize(factory=NoStatsLogger, export_legacy_names=False)
+    listener.sock.close()
+
+
+class StatsdListener:
+    """A UDP socket standing in for the StatsD daemon; ``metrics()`` returns what arrived since last asked."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+
+    @staticmethod
+    def initialise_stats() -> None:
+        """What Airflow's task runner does at start: a backend from ``[metrics]`` as configured now."""
+        from airflow.sdk.configuration import conf
+        from airflow.sdk.observability import stats
+        from airflow.sdk.observability.metrics import stats_utils
+
+        stats.initialize(factory=stats_utils.get_stats_factory(),
+                         export_legacy_names=conf.getboolean("metrics", "legacy_names_on"))
+
+    def metrics(self) -> dict[str, list[tuple[float, str]]]:
+        """Per metric name (prefix and influx tags removed): (value, kind) in arrival order; the
+        influx-style tags, if any, stay in ``self.tagged`` per name."""
+        self.sock.settimeout(0.5)
+        received: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.tagged: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+        while True:
+            try:
+                packet = self.sock.recv(65536).decode()
+            except TimeoutError:
+                return received
+            for line in packet.splitlines():
+                stat, _, rest = line.partition(":")
+                value, kind = rest.split("|")[:2]
+                name, *tags = stat.split(",")
+                assert name.startswith(PREFIX + "."), line
+                name = name[len(PREFIX) + 1:]
+                received[name].append((float(value), kind))
+                self.tagged[name].append((dict(t.split("=", 1) for t in tags), float(value)))
+
+
+def stream(base_uri: str, tables: list[str], **kwargs: Any) -> Any:
+    operator = MySqlBinlogStreamOperator(task_id="stream_metrics", base_uri=base_uri, tables=tables, deferrable=False,
+                                         **{"stop_after_idle_seconds": 0, **kwargs})
+    return operator.execute(context={})
+
+
+def total(values: list[tuple[float, str]], kind: str) -> float:
+    assert {k for _, k in values} == {kind}, values
+    return sum(v for v, _ in values)
+
+
+def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: StatsdListener,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = f"{database}.metrics_a", f"{database}.metrics_b"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE metrics_a (id INT PRIMARY KEY, v VARCHAR(5))")
+        cur.execute("CREATE TABLE metrics_b (id INT PRIMARY KEY, v VARCHAR(5))")
+    lake = str(tmp_path / "lake")
+    stream(lake, [a, b], startup_mode="latest-offset")  # the first checkpoint; nothing to write, caught up
+    first = statsd.metrics()
+    assert first["mysql_cdc.stream.lag_seconds"] == [(0.0, "g")]  # caught up and idle: lag 0
+    assert "mysql_cdc.stream.rows" not in first
+
+    with admin.cursor() as cur:
+        for key in range(1, 4):
+            cur.execute("INSERT INTO metrics_a VALUES (%s, 'x')", (key,))
+        cur.execute("INSERT INTO metrics_b VALUES (1, 'x'), (2, 'y')")
+    summary = stream(lake, [a, b])
+    got = statsd.metrics()
+    assert summary["rows"] == 5
+    assert total(got["mysql_cdc.stream.rows"], "c") == 5
+    assert total(got["mysql_cdc.stream.events"], "c") == 5
+    assert total(got["mysql_cdc.stream.batches"], "c") == summary["batches"] >= 1
+    assert total(got["mysql_cdc.stream.batch_rows"], "g") == 5  # one gauge per batch, summing to all rows
+    assert len(got["mysql_cdc.stream.batch_events"]) == summary["batches"]
+    lags = [v for v, kind in got["mysql_cdc.stream.lag_seconds"] if kind == "g"]
+    assert lags and all(0 <= lag < 60 for lag in lags), lags
+    assert total(got["mysql_cdc.stream.merges"], "c") == 1  # the merge when the stream stops
+    assert total(got["mysql_cdc.stream.merge_rows"], "c") == 5
+    (duration, kind), = got["mysql_cdc.stream.merge_duration"]
+    assert kind == "ms" and 0 < duration < 60_000
+
+    # influx-style tags: the table on the row counters, the task on everything
+    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED", "True")
+    statsd.initialise_stats()
+    with admin.cursor() as cur:
+        cur.execute("UPDATE metrics_a SET v = 'z' WHERE id = 1")  # -U and +U: two changelog rows
+        cur.execute("INSERT INTO metrics_b VALUES (3, 'x')")
+    summary = stream(lake, [a, b])
+    statsd.metrics()
+    rows: dict[str, float] = defaultdict(float)
+    for tags, value in statsd.tagged["mysql_cdc.stream.rows"]:
+        assert tags["task_id"] == "stream_metrics"
+        rows[tags["table"]] += value
+    assert rows == {a: 2, b: 1} and summary["rows"] == 3
+    merged = {tags["table"]: value for tags, value in statsd.tagged["mysql_cdc.stream.merge_rows"]}
+    assert merged == {a: 2, b: 1}
+    assert all(tags == {"task_id": "stream_metrics"} for tags, _ in statsd.tagged["mysql_cdc.stream.lag_seconds"])
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def batch_committed(self, batch: BatchObservation) -> None:
+        self.seen.append(batch)
+
+    def caught_up(self) -> None:
+        self.seen.append("caught up")
+
+    def merged(self, merge: MergeObservation) -> None:
+        self.seen.append(merge)
+
+
+def test_runner_tells_its_observer(admin, database, tmp_path, cdc_conn) -> None:
+    """The runner's calls in order: idle heartbeats say caught up only when nothing was written since the
+    previous one; the merge counts the rows of the batches before it."""
+
+    table = f"{database}.observed"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE observed (id INT PRIMARY KEY)")
+    config = MySqlCdcHook().get_config()
+    options = StreamOptions(str(tmp_path / "lake"), (TableId.parse(table),), StartupMode.LATEST,
+                            stop_after_idle_seconds=1.0, poll_interval=0.2, writer="observer test")
+    recording = Recording()
+    runner = StreamRunner(options, config, recording)
+    control = config.connect()
+    try:
+        checkpoint = runner.open(control)
+        with admin.cursor() as cur:
+            cur.execute("INSERT INTO observed VALUES (1), (2)")
+        runner.run(control, checkpoint, StreamProgress.start(), may_wait=False)
+    finally:
+        control.close()
+    batches = [s for s in recording.seen if isinstance(s, BatchObservation)]
+    assert sum(sum(b.rows.values()) for b in batches) == 2
+    written = next(i for i, s in enumerate(recording.seen) if isinstance(s, BatchObservation) and s.rows)
+    assert recording.seen[written].lag_seconds is not None and recording.seen[written].lag_seconds >= 0
+    assert "caught up" in recording.seen[written + 1:]  # idle for a second after the write: lag 0
+    assert isinstance(recording.seen[-1], MergeObservation) and recording.seen[-1].rows == {table: 2}
+
+
+def test_observer_defaults_and_tags() -> None:
+    observer = NoStreamObserver()  # the runner's default: accepts everything, does nothing
+    assert observer.batch_committed(BatchObservation(1, {"a.b": 1}, 1, 0.5)) is None
+    assert observer.caught_up() is None
+    assert observer.merged(MergeObservation(0.1, {"a.b": 1})) is None
+    assert tag_value("shop.order lines$") == "shop.order_lines_"
+    assert task_tags({}, "stream") == {"task_id": "stream"}
+
+    class Ti:
+        stats_tags = {"dag_id": "cdc", "task_id": "stream"}
+
+    assert task_tags({"ti": Ti()}, "stream") == {"dag_id": "cdc", "task_id": "stream"}
+
+
+def test_idle_lag_is_resent_only_now_and_then(statsd: StatsdListener) -> None:
+    clock = [100.0]
+    observer = StatsStreamObserver({"task_id": "t"}, clock=lambda: clock[0])
+    observer.caught_up()
+    clock[0] += 1
+    observer.caught_up()  # a heartbeat later: not again
+    clock[0] += 10
+    observer.caught_up()
+    observer.batch_committed(BatchObservation(1, {"a.b": 2}, 2, 1.5))
+    observer.caught_up()  # idle again after a batch: at once
+    assert [v for v, _ in statsd.metrics()["mysql_cdc.stream.lag_seconds"]] == [0.0, 0.0, 1.5, 0.0]
