@@ -71,6 +71,10 @@ class RetentionCheck(str, Enum):
     WARN = "warn"  # only warn
     OFF = "off"  # do not look
 
+    def __str__(self) -> str:
+        """The value: Airflow renders templated arguments with ``str()``, which would give ``RetentionCheck.ERROR``."""
+        return self.value
+
     @classmethod
     def parse(cls, value: Any) -> RetentionCheck:
         """From the operator argument: a member, or its name as text (a rendered template)."""

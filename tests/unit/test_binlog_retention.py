@@ -61,6 +61,8 @@ def test_retention_check_parses_its_values_and_names_them_when_wrong() -> None:
     assert RetentionCheck.parse(" WARN ") is RetentionCheck.WARN
     assert RetentionCheck.parse(RetentionCheck.OFF) is RetentionCheck.OFF
     assert RetentionCheck.parse("error") is RetentionCheck.ERROR
+    # Airflow renders a templated argument with str(): the default must survive it
+    assert all(RetentionCheck.parse(str(m)) is m and f"{m}" == m.value for m in RetentionCheck)
     with pytest.raises(InvalidOptionError, match="retention_check must be one of 'error', 'warn', 'off', not 'no'"):
         RetentionCheck.parse("no")
 
