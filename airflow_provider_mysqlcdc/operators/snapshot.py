@@ -1,4 +1,16 @@
-"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our application."""
+"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our application.
+
+Where the job's Python comes from depends on the master. On ``local[*]`` the executors live in the
+driver's JVM on the Airflow worker, so the operator points ``spark-submit`` and the Python workers at
+this environment (PATH, ``PYSPARK_PYTHON``). On a cluster it does not: there the Spark provider turns
+``env_vars`` into driver settings (``spark.kubernetes.driverEnv.*``, ``spark.yarn.appMasterEnv.*``), and
+this worker's PATH would replace the PATH of a driver pod. Cluster users ship dependencies the Spark
+way (``spark.pyspark.python``, ``--archives``); the operator adds only its ``--py-files`` zip.
+
+The CDC password never goes into ``env_vars`` or ``conf``: both end up on the ``spark-submit`` command
+line (``ps``) or in the Spark UI's environment. It is put into the environment of the ``spark-submit``
+process alone, which the driver inherits in client deploy mode; the driver hands it to its tasks.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +18,15 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 import airflow_provider_mysqlcdc
-from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotJobError
 
 APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
 
@@ -28,6 +41,21 @@ def quiet_spark_conf() -> dict[str, str]:
     }
 
 
+@contextmanager
+def _environment_variable(name: str, value: str) -> Iterator[None]:
+    """``name`` in this process's environment while the block runs: ``spark-submit`` is started with a copy
+    of it (the Spark hook's ``Popen``), and nothing else of ours reads it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
 
@@ -37,8 +65,17 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     the batch as one Delta transaction replacing the batch's partition, then its manifest. The task
     returns that manifest as a dict (``BatchManifest.to_dict``: ``rows``, ``bytes``, ``seconds``, and
     ``chunks`` with their ``low_watermark``/``high_watermark``). Re-running a batch replaces its rows only.
-    The CDC password reaches Spark through the ``MYSQL_CDC_PASSWORD`` environment variable. On a
-    cluster master the package and its pure-Python drivers are shipped as ``--py-files``.
+    The CDC password reaches the Spark driver through the ``MYSQL_CDC_PASSWORD`` environment variable of
+    the ``spark-submit`` process only (never a command-line argument or a Spark property), and the
+    executors inside their tasks. So the driver must run here: client deploy mode (Spark's default), or,
+    on Kubernetes in cluster mode, a driver environment from a secret
+    (``spark.kubernetes.driver.secretKeyRef.MYSQL_CDC_PASSWORD``); other cluster deploy modes are refused.
+
+    On a local master (``local``, ``local[N]``, ``local[*]``) ``spark-submit`` and the Python workers are
+    this environment's (PATH, ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON``, unless ``env_vars`` or the
+    environment set them). On a cluster master nothing is injected: ``spark-submit`` comes from PATH, the
+    Python of the driver and executors from ``spark.pyspark.python`` (or a packed environment in
+    ``archives``), and the package and its pure-Python drivers are shipped as ``--py-files``.
 
     Binlog server ids: the job runs as many Spark tasks as the batch has readers (``readers`` in its
     dict, set by the split task from its ``readers_per_batch``, at most one per chunk), and task ``i``
@@ -102,25 +139,26 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             "--base-uri", self.base_uri, "--batch", json.dumps(self.batch),
             "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
         ]
-        # spark-submit and the Python workers must be this environment's (AIRFLOW.md: PATH decides)
-        bin_dir = str(Path(sys.executable).parent)
-        self.env_vars = {
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
-            **(self.env_vars or {}),
-            PASSWORD_ENV: config.password,
-        }
         self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
-        master = SparkSubmitHook(conn_id=self._conn_id)._connection["master"]
-        if not is_local_master(master):
+        connection = SparkSubmitHook(conn_id=self._conn_id, deploy_mode=self._deploy_mode)._connection
+        master = connection["master"]
+        if is_local_master(master):
+            # spark-submit and the Python workers must be this environment's (AIRFLOW.md: PATH decides)
+            bin_dir = str(Path(sys.executable).parent)
+            self.env_vars = {
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+                "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
+                **(self.env_vars or {}),
+            }
+        else:
+            self._check_password_reaches_driver(master, connection["deploy_mode"], PASSWORD_ENV)
             shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
-            # executors outside this machine get the password through Spark's executor environment
-            self.conf = {**(self.conf or {}), f"spark.executorEnv.{PASSWORD_ENV}": config.password}
         self.log.info("snapshot %s through Spark (master %s): %d tasks, binlog server ids %d-%d", batch.label,
                       master, tasks, ids[0], ids[-1])
-        super().execute(context)
+        with _environment_variable(PASSWORD_ENV, config.password):
+            super().execute(context)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
         if manifest is None or manifest.batch.batch_id != batch.batch_id:
             raise SnapshotJobError(
@@ -132,3 +170,19 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
                       manifest.rows, manifest.seconds, manifest.rows_per_second, manifest.bytes,
                       manifest.delta_version)
         return manifest.to_dict()
+
+    def _check_password_reaches_driver(self, master: str, deploy_mode: str | None, password_env: str) -> None:
+        """In cluster deploy mode the driver does not inherit ``spark-submit``'s environment; only a
+        Kubernetes secret gives it the password without a Spark property holding the value."""
+        if (deploy_mode or "client") != "cluster":
+            return
+        secret = f"spark.kubernetes.driver.secretKeyRef.{password_env}"
+        if master.startswith("k8s://") and secret in (self.conf or {}):
+            return
+        raise InvalidOptionError(
+            f"the Spark connection {self._conn_id!r} runs the driver in cluster deploy mode (master {master}), "
+            f"where it cannot get the CDC password from this task's environment, and a Spark property holding "
+            f"it would show on the command line and in the Spark UI: use client deploy mode (Spark's default), "
+            f"or on Kubernetes give the driver {password_env} from a secret with conf "
+            f"{{{secret!r}: '<secret name>:<key>'}}"
+        )

@@ -9,6 +9,7 @@ them with ``--py-files``. The executors' Python must still provide the compiled 
 from __future__ import annotations
 
 import importlib
+import re
 import zipfile
 from pathlib import Path
 
@@ -26,5 +27,11 @@ def build_py_files(directory: Path) -> Path:
     return target
 
 
+# local, local[4], local[*], and with a task retry count: local[4,2], local[*,2]. Not local-cluster[...]:
+# its executors are JVMs of their own, as on a cluster.
+_LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?")
+
+
 def is_local_master(master: str) -> bool:
-    return master.startswith("local")
+    """Spark's executors run inside the driver's JVM (and its Python workers are this environment's)."""
+    return _LOCAL_MASTER.fullmatch(master.strip()) is not None

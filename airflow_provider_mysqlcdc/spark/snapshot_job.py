@@ -4,8 +4,10 @@ Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and w
 themselves, into the batch's partition folder of the table's current-state Delta table; the driver
 only gets a ``ChunkResult`` per chunk back, logs progress, and commits the batch: one Delta
 transaction replacing the batch's partition, then the batch manifest with the chunks' watermarks.
-The CDC user's password comes from an environment variable, never from the arguments (which show
-in process lists and the Spark UI).
+The CDC user's password comes from an environment variable of the driver, never from the arguments
+or the Spark configuration (both show in process lists and the Spark UI's environment). The driver
+hands it to its tasks inside their serialized closure, so executors on a cluster need no environment
+of their own for it (``spark.executorEnv.*`` would be another Spark property on the command line).
 
     spark-submit snapshot_job.py --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
         --connection '{"host": ..., "user": ...}'
@@ -49,7 +51,7 @@ def read_partition(
     schema_dict: dict[str, Any],
     attempt: str,
     config_dict: dict[str, Any],
-    password_env: str,
+    password: str,
     progress: tuple[Any, Any] | None = None,
 ) -> Iterator[ChunkResult]:
     """Runs on an executor: this partition's chunks into one Parquet file of the attempt."""
@@ -59,7 +61,7 @@ def read_partition(
     from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
-    config = ConnectionConfig.from_dict(config_dict, os.environ.get(password_env, ""))
+    config = ConnectionConfig.from_dict(config_dict, password)
     batch = Batch.from_dict(batch_dict)
     # the split gave this batch its own run of ids among all batches of the DAG run (first_reader, readers)
     server_id = batch.server_id(config.server_id, index)
@@ -103,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chunks = plan.chunks_of(batch)
     config = json.loads(args.connection)
+    password = os.environ.get(args.password_env, "")
     try:
-        schema = batch_schema(plan.schema, ConnectionConfig.from_dict(config, os.environ.get(args.password_env, "")),
-                              args.base_uri)
+        schema = batch_schema(plan.schema, ConnectionConfig.from_dict(config, password), args.base_uri)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=_report_progress, args=(progress, len(chunks), stop, started), daemon=True).start()
     settings = {
         "base_uri": args.base_uri, "batch_dict": batch.to_dict(), "schema_dict": schema.to_dict(),
-        "attempt": attempt, "config_dict": config, "password_env": args.password_env,
+        "attempt": attempt, "config_dict": config, "password": password,  # in the pickled closure only
         "progress": progress,
     }
     records = (
