@@ -124,6 +124,25 @@ def test_local_masters_are_only_local() -> None:
                                                 "k8s://https://api:6443", "localhost"))
 
 
+def test_cluster_deploy_mode_needs_the_password_from_a_secret() -> None:
+    """A driver on the cluster does not inherit spark-submit's environment: refused, but for a Kubernetes
+    driver given the variable from a secret (no Spark property holds the value)."""
+    from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+    from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
+
+    secret = {"spark.kubernetes.driver.secretKeyRef.MYSQL_CDC_PASSWORD": "cdc:password"}
+    plain = MySqlSnapshotSparkOperator(task_id="s", batch={}, base_uri="/lake")
+    with_secret = MySqlSnapshotSparkOperator(task_id="t", batch={}, base_uri="/lake", conf=secret)
+    for master in ("spark://127.0.0.1:7077", "yarn", "k8s://https://api:6443"):
+        plain._check_password_reaches_driver(master, None, "MYSQL_CDC_PASSWORD")  # client mode
+        plain._check_password_reaches_driver(master, "client", "MYSQL_CDC_PASSWORD")
+        with pytest.raises(InvalidOptionError, match="client deploy mode"):
+            plain._check_password_reaches_driver(master, "cluster", "MYSQL_CDC_PASSWORD")
+    with_secret._check_password_reaches_driver("k8s://https://api:6443", "cluster", "MYSQL_CDC_PASSWORD")
+    with pytest.raises(InvalidOptionError):
+        with_secret._check_password_reaches_driver("yarn", "cluster", "MYSQL_CDC_PASSWORD")
+
+
 def test_example_dag_snapshots_on_a_standalone_cluster_without_showing_the_password(
     airflow_db: None, cluster: SparkCluster, mariadb_server: Any, admin: Any, cdc_conn: Any, cdc_user: str,
     database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
