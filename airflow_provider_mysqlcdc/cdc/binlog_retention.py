@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
@@ -64,16 +64,13 @@ _VARIABLES = (
 )
 
 
-class RetentionCheck(str, Enum):
-    """What the split task does when the snapshot may outlast the binlog's retention."""
+class RetentionCheck(StrEnum):
+    """What the split task does when the snapshot may outlast the binlog's retention. A ``StrEnum``: Airflow
+    renders templated arguments with ``str()``, which must give the value (not ``RetentionCheck.ERROR``)."""
 
     ERROR = "error"  # refuse (BinlogRetentionError) when the estimate exceeds the retention; warn above half
     WARN = "warn"  # only warn
     OFF = "off"  # do not look
-
-    def __str__(self) -> str:
-        """The value: Airflow renders templated arguments with ``str()``, which would give ``RetentionCheck.ERROR``."""
-        return self.value
 
     @classmethod
     def parse(cls, value: Any) -> RetentionCheck:

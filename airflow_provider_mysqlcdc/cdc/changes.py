@@ -7,14 +7,14 @@ consumer that only keeps the last record per key gets deletes and key changes ri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 
 
-class ChangeKind(str, Enum):
+class ChangeKind(StrEnum):
     """The kind of a changelog row, Flink's ``RowKind``; the value is its short string, which the lake
     stores in ``_op``.
 
@@ -35,12 +35,6 @@ class ChangeKind(str, Enum):
     def __init__(self, value: str) -> None:
         # a plain attribute of each member, as cheap to read in a loop as a module constant
         self.is_retraction = value.startswith("-")
-
-    def __str__(self) -> str:
-        return str.__str__(self)
-
-    def __format__(self, format_spec: str) -> str:
-        return str.__format__(self, format_spec)
 
     @classmethod
     def accumulations(cls) -> tuple[ChangeKind, ...]:

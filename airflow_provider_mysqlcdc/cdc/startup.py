@@ -28,7 +28,7 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 _log = logging.getLogger(__name__)
 
 
-class StartupMode(str, enum.Enum):
+class StartupMode(enum.StrEnum):
     """Where a new stream starts (Flink CDC's ``scan.startup.mode``)."""
 
     INITIAL = "initial"  # from the snapshot's high watermarks
@@ -147,7 +147,7 @@ def parse_timestamp_ms(value: Any) -> int:
             f"(e.g. '2026-11-22T10:00:00+00:00'), not {value!r}"
         )
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     return int(moment.timestamp() * 1000)
 
 

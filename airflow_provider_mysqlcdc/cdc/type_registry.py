@@ -204,7 +204,7 @@ def _utc_from_wall_clock(zone: str) -> Converter | None:
         offset = dt.timedelta(hours=hours, minutes=minutes) * (1 if zone[0] == "+" else -1)
         return lambda v: v - offset if isinstance(v, dt.datetime) else None
     tz = ZoneInfo(zone)
-    utc = dt.timezone.utc
+    utc = dt.UTC
     return (
         lambda v: v.replace(tzinfo=tz).astimezone(utc).replace(tzinfo=None) if isinstance(v, dt.datetime) else None
     )

@@ -59,7 +59,7 @@ class Lease:
         return now < self.expires_at
 
     def describe(self) -> str:
-        until = dt.datetime.fromtimestamp(self.expires_at, dt.timezone.utc).isoformat(timespec="seconds")
+        until = dt.datetime.fromtimestamp(self.expires_at, dt.UTC).isoformat(timespec="seconds")
         return f"{self.holder!r} (token {self.token}, valid until {until})"
 
 

@@ -167,7 +167,7 @@ class StreamStore:
                 fenced = True
             _append(self.changelog_uri(table), changelog, rows, checkpoint)
         self._fence()
-        checkpoint.updated_at = dt.datetime.now(dt.timezone.utc).isoformat()
+        checkpoint.updated_at = dt.datetime.now(dt.UTC).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
 
     def remove_uncommitted(self, checkpoint: Checkpoint) -> int:

@@ -11,11 +11,11 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
-import tomllib
 
 pytestmark = pytest.mark.checks
 

@@ -7,9 +7,9 @@ import importlib.metadata
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-import tomllib
 from packaging.specifiers import SpecifierSet
 
 import airflow_provider_mysqlcdc

@@ -47,7 +47,7 @@ def test_timestamps() -> None:
     assert parse_timestamp_ms("1700000000123") == 1_700_000_000_123
     assert parse_timestamp_ms("2023-11-14T22:13:20") == 1_700_000_000_000  # naive: UTC
     assert parse_timestamp_ms("2023-11-15T00:13:20+02:00") == 1_700_000_000_000
-    assert parse_timestamp_ms(dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)) == 1_700_000_000_000
+    assert parse_timestamp_ms(dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)) == 1_700_000_000_000
     for bad in (None, True, "noon", ""):
         with pytest.raises(InvalidOptionError, match="startup_timestamp"):
             parse_timestamp_ms(bad)
