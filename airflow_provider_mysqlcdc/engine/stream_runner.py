@@ -61,6 +61,7 @@ class StreamRunner:
         self.store = StreamStore(options.base_uri, fence=self.lease.check)
         self.server_id = config.server_id.stream_id
         self.upkeep = TableUpkeep(options.base_uri)
+        self._stop_at: BinlogOffset | None = None
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
@@ -173,7 +174,9 @@ class StreamRunner:
         of other tables' events is not idleness)."""
         options, now = self.options, time.time()
         if options.stop_at_offset:
-            if not offset < parse_file_position(options.stop_at_offset, "stop_at_offset", offset.flavor):
+            if self._stop_at is None:  # parsed once, in the flavour of the stream's offsets
+                self._stop_at = parse_file_position(options.stop_at_offset, "stop_at_offset", offset.flavor)
+            if not offset < self._stop_at:
                 return f"reached {options.stop_at_offset}"
         if options.max_duration_seconds is not None and now - progress.started >= options.max_duration_seconds:
             return f"ran {options.max_duration_seconds:g} s"

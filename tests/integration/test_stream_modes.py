@@ -46,6 +46,25 @@ def inserted_ids(base_uri: str, table: str) -> list[int]:
             if op == ChangeKind.INSERT]
 
 
+def test_stop_at_offset_stops_once_the_checkpoint_reaches_it(admin, cdc_conn, database, tmp_path) -> None:
+    table = f"{database}.stopping"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE stopping (id INT PRIMARY KEY)")
+    base_uri = str(tmp_path / "lake")
+    stream(base_uri, table, startup_mode="latest-offset")
+    with admin.cursor() as cur:
+        for row in (1, 2):
+            cur.execute("INSERT INTO stopping VALUES (%s)", (row,))
+    target = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
+    stop_at = f"{target.file}:{target.position}"
+    # only the offset can stop it: no idleness stop; the duration is a safety net the test would see
+    summary = stream(base_uri, table, stop_at_offset=stop_at, stop_after_idle_seconds=None, max_duration_seconds=30)
+    assert summary["stopped"] == f"reached {stop_at}"
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    assert checkpoint is not None and not checkpoint.offset < target
+    assert inserted_ids(base_uri, table) == [1, 2]
+
+
 def test_startup_modes(admin, cdc_conn, database, tmp_path) -> None:
     table = f"{database}.modes"
     with admin.cursor() as cur:
