@@ -24,6 +24,14 @@ class BinlogRetentionError(SourceConfigError):
     from would be purged before the stream reads it (the split task's ``retention_check``)."""
 
 
+class ServerChangedError(SourceConfigError):
+    """The checkpoint's binlog position belongs to another server than the connection now reaches
+    (a failover, an edited connection), and the stream cannot find the same point on this one: its
+    offset has no GTIDs, or this server lacks transactions the lake already has. Enable GTIDs
+    (MySQL ``gtid_mode=ON``; MariaDB has them) and fail over to a replica that has caught up, or
+    re-snapshot the tables."""
+
+
 class TableNotSupportedError(MySqlCdcError):
     """A captured table cannot be snapshotted as configured (e.g. no primary key and no chunk key)."""
 

@@ -6,6 +6,10 @@ the provider needs. The admin account is root over the private socket.
 
     python dev/mariadb.py start --dir .local/mariadb --port 33061   # prints the server as JSON
     python dev/mariadb.py stop --dir .local/mariadb
+
+A second server can be a GTID replica of the first (the failover test): start it with its own
+``server_id``, a ``log_bin`` basename of its own (so its binlog file names and positions differ
+from the primary's) and ``REPLICA_ARGS``, then ``replicate(replica, primary)``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +32,11 @@ CDC_PASSWORD = "cdc-secret"
 # to read binlog offsets, REPLICATION SLAVE to stream the binlog. No RELOAD: the snapshot takes
 # no locks. SHOW DATABASES lets discovery list databases by regular expression.
 CDC_GRANTS = "SELECT, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR"
+REPL_USER = "repl"
+REPL_PASSWORD = "repl-secret"
+# What a primary and its replica need for GTID failover: the replica writes what it applies to its
+# own binlog (a stream can continue there), and strict mode refuses out-of-order GTIDs in a domain.
+REPLICA_ARGS = ("--log-slave-updates=ON", "--gtid-strict-mode=ON")
 
 
 @dataclass(frozen=True)
@@ -88,8 +98,13 @@ def running(base: Path) -> MariaDbServer | None:
     return server if _alive(server.pid) else None
 
 
-def start(base: Path, port: int, timeout: float = 60.0) -> MariaDbServer:
-    """Start (or reuse) the server under ``base``; the data directory is created on first use."""
+def start(base: Path, port: int, timeout: float = 60.0, server_id: int = 1, log_bin: str = "mysql-bin",
+          extra_args: Sequence[str] = ()) -> MariaDbServer:
+    """Start (or reuse) the server under ``base``; the data directory is created on first use.
+
+    The CDC account is created with ``sql_log_bin=0``: it is each server's own, not a change to
+    replicate (on a replica it would be a GTID of its own ahead of the primary's, which strict mode
+    then refuses)."""
     base = base.resolve()
     existing = running(base)
     if existing:
@@ -109,11 +124,11 @@ def start(base: Path, port: int, timeout: float = 60.0) -> MariaDbServer:
         _binary("mariadbd"), "--no-defaults", *user_args,
         f"--datadir={data_dir}", f"--socket={socket}", f"--port={port}",
         "--bind-address=127.0.0.1", f"--pid-file={base / 'mysqld.pid'}", f"--log-error={log}",
-        "--server-id=1", "--log-bin=mysql-bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
+        f"--server-id={server_id}", f"--log-bin={log_bin}", "--binlog-format=ROW", "--binlog-row-image=FULL",
         "--binlog-row-metadata=FULL", "--skip-name-resolve",
         "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
         "--default-time-zone=+00:00", "--innodb-buffer-pool-size=512M",
-        "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--max-connections=300",
+        "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--max-connections=300", *extra_args,
     ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -133,12 +148,55 @@ def start(base: Path, port: int, timeout: float = 60.0) -> MariaDbServer:
                 raise RuntimeError(f"mariadbd did not accept connections within {timeout}s; see {log}") from err
             time.sleep(0.2)
     with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (CDC_USER, CDC_PASSWORD))
         cur.execute(f"GRANT {CDC_GRANTS} ON *.* TO %s@'%%'", (CDC_USER,))
     conn.close()
     server = MariaDbServer("127.0.0.1", port, str(socket), proc.pid, str(data_dir))
     _state_file(base).write_text(json.dumps(asdict(server)))
     return server
+
+
+def replicate(replica: MariaDbServer, primary: MariaDbServer) -> None:
+    """Make ``replica`` a GTID replica of ``primary`` (``MASTER_USE_GTID=slave_pos``) and start it.
+
+    The replication account is created on the primary without binlogging it, like the CDC one.
+    """
+    with primary.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        cur.execute("CREATE USER IF NOT EXISTS %s@'127.0.0.1' IDENTIFIED BY %s", (REPL_USER, REPL_PASSWORD))
+        cur.execute("GRANT REPLICATION SLAVE ON *.* TO %s@'127.0.0.1'", (REPL_USER,))
+    with replica.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute("STOP SLAVE")
+        cur.execute("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, MASTER_PASSWORD = %s, "
+                    "MASTER_USE_GTID = slave_pos", (primary.host, primary.port, REPL_USER, REPL_PASSWORD))
+        cur.execute("START SLAVE")
+
+
+def _gtid_seqs(text: str) -> dict[int, int]:
+    """A MariaDB GTID position as sequence number per domain."""
+    parts = [p.strip().split("-") for p in (text or "").split(",") if p.strip()]
+    return {int(domain): int(seq) for domain, _, seq in parts}
+
+
+def wait_caught_up(replica: MariaDbServer, primary: MariaDbServer, timeout: float = 60.0) -> str:
+    """Wait until the replica has applied everything in the primary's binlog (its ``gtid_slave_pos``
+    covers the primary's ``gtid_binlog_pos``, domain by domain); returns that position."""
+    with primary.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@gtid_binlog_pos")
+        target = str(cur.fetchone()[0])
+    deadline = time.monotonic() + timeout
+    with replica.admin_connect() as conn, conn.cursor() as cur:
+        while True:
+            cur.execute("SELECT @@gtid_slave_pos")
+            applied = _gtid_seqs(str(cur.fetchone()[0]))
+            if all(applied.get(domain, 0) >= seq for domain, seq in _gtid_seqs(target).items()):
+                return target
+            if time.monotonic() > deadline:
+                cur.execute("SHOW SLAVE STATUS")
+                status = cur.fetchone()
+                raise RuntimeError(f"the replica did not reach {target} within {timeout}s: {status}")
+            time.sleep(0.05)
 
 
 def stop(base: Path, timeout: float = 60.0) -> None:

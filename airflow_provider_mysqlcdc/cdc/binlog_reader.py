@@ -15,7 +15,10 @@ consistent pipeline needs on top of it:
 - clear errors for a purged binlog and a server-id clash.
 
 For file/position starts ``is_mariadb`` stays off even on MariaDB: with it on and no GTID,
-mysql-replication ignores the position and starts from the first binlog.
+mysql-replication ignores the position and starts from the first binlog. The reader always reads
+by file and position; GTIDs ride along in the offsets (the start's, advanced at every commit, and
+the start's server identity), and a failover finds the file and position on the new server from
+them before the reader starts (``startup.anchor``), so no GTID-mode connection is ever needed.
 """
 
 from __future__ import annotations
@@ -210,7 +213,7 @@ class BinlogReader:
         try:
             for event in stream:
                 file = stream.log_file
-                end = BinlogOffset(file, stream.log_pos, position.boundary.gtid, start.flavor)
+                end = BinlogOffset(file, stream.log_pos, position.boundary.gtid, start.flavor, server=start.server)
                 ts_ms = int(event.timestamp) * 1000
                 if isinstance(event, RotateEvent):
                     if not position.in_transaction:

@@ -16,14 +16,20 @@ import enum
 import logging
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, binlog_files, read_current_offset
+from airflow_provider_mysqlcdc.cdc.offset import (
+    BinlogOffset,
+    binlog_files,
+    gtid_at,
+    read_current_offset,
+    server_identity,
+)
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB, MYSQL, ServerInfo
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError
 
 _log = logging.getLogger(__name__)
 
@@ -205,3 +211,113 @@ def scan_transactions(
         if isinstance(item, Committed):
             yield Transaction(start, item.offset, item.gtid, item.ts_ms)
             start = item.offset
+
+
+# -- the stream's offset on the server the connection reaches now ---------------------------------
+
+
+def _gtids(flavor: str, text: str) -> GtidSet | MariaDbGtidPosition:
+    return GtidSet.parse(text) if flavor == MYSQL else MariaDbGtidPosition.parse(text)
+
+
+def _covers(big: GtidSet | MariaDbGtidPosition, small: GtidSet | MariaDbGtidPosition) -> bool:
+    return small.issubset(big)  # type: ignore[arg-type]
+
+
+def anchor(
+    control: Any, server: ServerInfo, config: ConnectionConfig, server_id: int, offset: BinlogOffset
+) -> BinlogOffset:
+    """``offset`` (a checkpoint's) made valid on the server ``control`` reaches, with its GTIDs and identity.
+
+    On the server the offset was taken on, it gains what it lacks: the server's identity, and on
+    MariaDB the GTID position at its file and position (snapshot watermarks are read without one,
+    for speed), which the binlog reader then advances at every commit, so that every committed
+    offset carries GTIDs. On MySQL the executed set comes with ``SHOW MASTER STATUS`` offsets
+    (``initial``, ``latest-offset``); other startup offsets on MySQL stay without one.
+
+    On another server (a failover, an edited connection: another identity, or on MariaDB a GTID
+    position at that file and position that differs or does not exist) file and position mean
+    nothing. The offset's GTIDs then find the same point in this server's binlog
+    (:func:`reanchor`); without GTIDs that is impossible and a ``ServerChangedError`` says what to do.
+    """
+    identity = server_identity(control, server)
+    here = gtid_at(control, offset.file, offset.position) if server.is_mariadb else None
+    same = offset.flavor == server.flavor and offset.server in (None, identity)
+    if same and server.is_mariadb and offset.gtid is not None:
+        same = here is not None and _covers(_gtids(MARIADB, here), _gtids(MARIADB, offset.gtid)) and _covers(
+            _gtids(MARIADB, offset.gtid), _gtids(MARIADB, here))
+    if same:
+        gtid = offset.gtid if offset.gtid is not None else here
+        return replace(offset, gtid=gtid, server=identity)
+    if not offset.gtid or offset.flavor != server.flavor:
+        raise ServerChangedError(
+            f"the stream's checkpoint {offset} is a position in the binlog of "
+            f"{offset.server or 'another server'}, but the mysql_cdc connection now reaches {identity} "
+            f"({server.flavor}), and the checkpoint has no GTIDs to find the same point there: file and "
+            f"position cannot be carried over. Point the connection back at the old server, or enable GTIDs "
+            f"(MySQL: gtid_mode=ON, enforce_gtid_consistency=ON) and re-snapshot the tables on this server "
+            f"(a new lake, or startup_mode 'initial' after new snapshot tasks)."
+        )
+    anchored = reanchor(control, server, config, server_id, offset)
+    anchored = replace(anchored, server=identity)
+    _log.warning("the mysql_cdc connection now reaches %s, not %s: the stream continues from GTIDs %s at %s "
+                 "(was %s on the old server)", identity, offset.server or "the checkpoint's server",
+                 anchored.gtid, f"{anchored.file}:{anchored.position}", f"{offset.file}:{offset.position}")
+    return anchored
+
+
+def reanchor(
+    control: Any, server: ServerInfo, config: ConnectionConfig, server_id: int, offset: BinlogOffset
+) -> BinlogOffset:
+    """The point of this server's binlog right after the transactions in ``offset.gtid``, with its skips.
+
+    The transactions are found as for a GTID ``startup_offset``: the start of the first transaction
+    the GTIDs do not cover. The stream then reads by file and position again, as ever (no GTID-mode
+    binlog connection, whose reconnects mysql-replication gets wrong on MariaDB). It refuses, rather
+    than lose or repeat changes, when this server lacks some of those transactions (a replica that
+    had not caught up), or, on MariaDB, when the binlog before that point holds other transactions
+    than exactly those (purged binlogs; local writes in another replication domain before them).
+    MySQL cannot be run here: its path follows the same steps on paper, with ``@@gtid_executed`` and
+    ``@@gtid_purged`` for the checks.
+    """
+    assert offset.gtid
+    wanted = _gtids(server.flavor, offset.gtid)
+    with control.cursor() as cur:
+        cur.execute("SELECT @@gtid_binlog_pos" if server.is_mariadb else "SELECT @@GLOBAL.gtid_executed")
+        executed = _gtids(server.flavor, str(cur.fetchone()[0] or ""))
+    if not _covers(executed, wanted):
+        raise ServerChangedError(
+            f"the mysql_cdc connection reaches another server than the stream's checkpoint came from, and it "
+            f"lacks transactions the lake already has (checkpoint GTIDs {offset.gtid}, this server has "
+            f"{executed}): it is not a caught-up replica of the old server. Wait until it has applied them, "
+            f"point the connection at a server that has, or re-snapshot the tables."
+        )
+    files = binlog_files(control)
+
+    def transactions(file: str) -> Iterator[Transaction]:
+        return scan_transactions(config, server_id, server, control, file)
+
+    start = find_first_uncovered(files, transactions, covered_by_gtids(wanted), server.flavor)
+    if server.is_mariadb:
+        before = gtid_at(control, start.file, start.position)
+        parsed = _gtids(MARIADB, before or "")
+        if before is None or not (_covers(wanted, parsed) and _covers(parsed, wanted)):
+            raise ServerChangedError(
+                f"the mysql_cdc connection reaches another server than the stream's checkpoint came from; the "
+                f"checkpoint's GTID position {offset.gtid} is not a point of its binlog (at "
+                f"{start.file}:{start.position} it has {before!r}): binlogs purged, or transactions of other "
+                f"replication domains in between. Re-snapshot the tables."
+            )
+        gtid = str(parsed)
+    else:
+        if start.file == files[0] and start.position <= 4:
+            with control.cursor() as cur:
+                cur.execute("SELECT @@GLOBAL.gtid_purged")
+                purged = GtidSet.parse(str(cur.fetchone()[0] or ""))
+            if not purged.issubset(wanted):  # type: ignore[arg-type]
+                raise ServerChangedError(
+                    f"the server the mysql_cdc connection now reaches purged transactions the lake lacks "
+                    f"(gtid_purged {purged}, checkpoint {offset.gtid}). Re-snapshot the tables."
+                )
+        gtid = offset.gtid
+    return BinlogOffset(start.file, start.position, gtid, server.flavor, offset.events_to_skip, offset.rows_to_skip)

@@ -19,7 +19,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position, start_offset
+from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
@@ -31,7 +31,7 @@ from airflow_provider_mysqlcdc.engine.stream_observer import (
 )
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.storage import Lake
@@ -71,16 +71,34 @@ class StreamRunner:
             _log.info("removed %d changelog rows of an interrupted run past batch %d", stale, checkpoint.seq)
         if checkpoint is None:
             checkpoint = self._first_checkpoint(control)
+            checkpoint.offset = self._anchor(control, checkpoint)
             _log.info("stream starts at %s (startup_mode %s)", checkpoint.offset, self.options.startup_mode.value)
         else:
+            anchored = self._anchor(control, checkpoint)
+            moved, checkpoint.offset = anchored != checkpoint.offset, anchored
             notes = reconcile_tables(checkpoint, self.options.tables, self._snapshot_start,
                                      lambda table: load_table_schema(control, table))
-            if not notes:
+            if not notes and not moved:
                 return checkpoint
             for note in notes:
                 _log.warning("%s", note)
         self.store.commit(checkpoint, {})
         return checkpoint
+
+    def _anchor(self, control: Any, checkpoint: Checkpoint) -> BinlogOffset:
+        """The checkpoint's offset on the server the connection reaches now (``startup.anchor``): with
+        its GTIDs, and found again by them after a failover. Snapshot high watermarks that the stream
+        has not passed yet are file positions of the old server without GTIDs: a failover then is
+        refused, not guessed."""
+        offset = anchor(control, ServerInfo.read(control), self.config, self.server_id, checkpoint.offset)
+        moved = (offset.file, offset.position) != (checkpoint.offset.file, checkpoint.offset.position)
+        if moved and checkpoint.chunks:
+            raise ServerChangedError(
+                f"the mysql_cdc connection reaches another server than the stream's checkpoint came from, and the "
+                f"stream has not yet passed the snapshot's high watermarks of {sorted(map(str, checkpoint.chunks))} "
+                f"(positions on the old server): re-snapshot those tables on this server."
+            )
+        return offset
 
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
