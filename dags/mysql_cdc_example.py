@@ -3,7 +3,7 @@ the binlog (deferrable) from the snapshot's watermarks.
 
 Copy this file and change the defaults of ``params`` (or pass them per run with ``--conf``):
 
-- ``mysql_conn_id``: the source, a connection of type MySQL CDC
+- ``mysql_cdc_conn_id``: the source, a connection of type MySQL CDC
 - ``spark_conn_id``: Spark (``{"conn_type": "spark", "host": "local[*]"}`` runs it inside the worker)
 - ``tables``: the tables to capture, as ``database.table``
 - ``base_uri``: where the lake lives (a local path, ``s3a://bucket/prefix``, ``hdfs://...``)
@@ -11,6 +11,9 @@ Copy this file and change the defaults of ``params`` (or pass them per run with 
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
 - ``defer_after_idle_seconds``: how long the caught-up stream polls in the worker before it hands the
   wait to the triggerer (low latency while changes keep coming; no worker slot held while idle)
+
+The argument names are the operators' (``mysql_cdc_conn_id``, ``spark_conn_id``, ...). The stream sets
+``deferrable=True`` itself, whatever Airflow's ``[operators] default_deferrable`` says.
 
 A second run skips the finished snapshot and streams on from the lake's checkpoint.
 """
@@ -36,7 +39,7 @@ with DAG(
     max_active_runs=1,  # one stream writes a lake at a time (a second one fails on the lake's lease)
     render_template_as_native_obj=True,
     params={
-        "mysql_conn_id": Param("mysql_cdc_default", type="string"),
+        "mysql_cdc_conn_id": Param("mysql_cdc_default", type="string"),
         "spark_conn_id": Param("spark_default", type="string"),
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(DEFAULT_LAKE, type="string"),
@@ -48,15 +51,15 @@ with DAG(
 ) as dag:
     split = MySqlChunkSplitOperator(
         task_id="split",
-        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
+        mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         rows_per_batch="{{ params.rows_per_batch }}",
     )
     snapshot = MySqlSnapshotSparkOperator.partial(
         task_id="snapshot",
-        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
-        conn_id="{{ params.spark_conn_id }}",
+        mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
+        spark_conn_id="{{ params.spark_conn_id }}",
         base_uri="{{ params.base_uri }}",
     ).expand(batch=split.output)
 
@@ -76,11 +79,14 @@ with DAG(
 
     stream = MySqlBinlogStreamOperator(
         task_id="stream",
-        mysql_cdc_conn_id="{{ params.mysql_conn_id }}",
+        mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
         defer_after_idle_seconds="{{ params.defer_after_idle_seconds }}",
+        # explicit: the operator's default is Airflow's [operators] default_deferrable (False unless set),
+        # and this DAG hands an idle stream's wait to the triggerer whatever the deployment's setting
+        deferrable=True,
         # a retry continues from the checkpoint: Airflow 3.3.2 can mark a task resumed right after it
         # deferred up_for_retry, so retry soon rather than after the default 5 minutes
         retries=3,

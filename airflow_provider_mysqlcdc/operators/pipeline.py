@@ -1,4 +1,4 @@
-"""The whole pipeline in one call: split -> mapped Spark snapshot -> deferrable binlog stream.
+"""The whole pipeline in one call: split -> mapped Spark snapshot -> binlog stream.
 
 For DAGs that capture many tables, or several groups of tables into different lakes, without
 writing three operators each time. Every argument may be a template (``"{{ params.tables }}"``).
@@ -34,8 +34,23 @@ def mysql_cdc_pipeline(
 
     The stream runs once no snapshot task failed, also when nothing was left to snapshot (a later
     run); it has 3 retries 10 s apart, which continue from the checkpoint (Airflow 3.3 can fail a task that
-    defers often). ``*_kwargs`` go to the operators as they are, e.g. ``snapshot_kwargs={"conf":
-    {...}}`` for Spark settings or ``stream_kwargs={"max_batch_events": 20_000}``.
+    defers often). The arguments have the operators' names; ``*_kwargs`` go to the operators as they
+    are, e.g. ``snapshot_kwargs={"conf": {...}}`` for Spark settings or ``stream_kwargs={"max_batch_events":
+    20_000, "deferrable": True}`` (the stream's ``deferrable`` defaults to ``[operators]
+    default_deferrable``, as on the operator).
+
+    :param tables: the tables to capture, as ``database.table``, for the split and stream tasks; required
+    :param base_uri: the lake of all three tasks; required
+    :param group_id: the task group's id. Default: ``mysql_cdc``
+    :param mysql_cdc_conn_id: the source connection of all three tasks. Default: ``mysql_cdc_default``
+    :param spark_conn_id: the Spark connection of the snapshot tasks. Default: ``spark_default``
+    :param rows_per_batch: the split's rows per Spark job. Default: ``4_000_000``
+    :param stop_after_idle_seconds: the stream's; None: it never stops when idle. Default: ``None``
+    :param split_kwargs: more arguments of ``MySqlChunkSplitOperator``. Default: ``None``
+    :param snapshot_kwargs: more arguments of ``MySqlSnapshotSparkOperator`` (its ``.partial()``).
+        Default: ``None``
+    :param stream_kwargs: more arguments of ``MySqlBinlogStreamOperator``, over the 3 retries.
+        Default: ``None``
     """
     with TaskGroup(group_id=group_id) as group:
         split = MySqlChunkSplitOperator(
@@ -43,7 +58,8 @@ def mysql_cdc_pipeline(
             mysql_cdc_conn_id=mysql_cdc_conn_id, **(split_kwargs or {}),
         )
         snapshot = MySqlSnapshotSparkOperator.partial(
-            task_id="snapshot", base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id, conn_id=spark_conn_id,
+            task_id="snapshot", base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+            spark_conn_id=spark_conn_id,
             **(snapshot_kwargs or {}),
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(

@@ -84,20 +84,44 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     from an older split without them is refused (clear the split task). Spark speculation is refused
     too: a speculative copy of a task would read with the same id.
 
-    :param batch: one item of the split task's XCom (a ``Batch.to_dict``)
-    :param base_uri: the same lake as the split task's
-    :param mysql_cdc_conn_id: the source connection; the same as the split task's, whose
-        ``server_id`` range the split checked
-    :param partitions: Spark tasks of the job; 0 (default): the batch's readers. More than those
-        is refused (raise ``readers_per_batch`` on the split task instead)
-    :param conn_id: the Spark connection
-    :param conf: Spark settings, over ours: Spark logs at WARN (``spark.log.level`` and a log4j2 file
-        in ``spark.driver.extraJavaOptions``); set them here to see more
-    :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks 0-123``
+    Arguments follow the official providers' ``<type>_conn_id`` names: the source is ``mysql_cdc_conn_id``
+    and Spark is ``spark_conn_id``, as on the split and stream operators, the pipeline helper and the
+    example DAG's params. ``SparkSubmitOperator``'s own ``conn_id`` is not accepted (a ``TypeError``
+    names ``spark_conn_id``): ``spark_conn_id`` is handed to it, and unlike the base class's argument
+    (kept as ``_conn_id``) it is templated, so a DAG param can choose the Spark connection. Every other
+    ``SparkSubmitOperator`` argument applies as documented there (``application`` and
+    ``application_args`` are ours).
+
+    :param batch: one item of the split task's XCom (a ``Batch.to_dict``); required, usually mapped with
+        ``.expand(batch=split.output)`` (templated)
+    :param base_uri: the lake, the same as the split task's: a local path (local masters only) or
+        ``s3://``/``s3a://``/``hdfs://`` shared by the worker, the driver and the executors; required
+        (templated)
+    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC; the same as the split task's,
+        whose ``server_id`` range the split checked. The password reaches Spark as the
+        ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit`` only. Default:
+        ``mysql_cdc_default`` (templated)
+    :param partitions: Spark tasks of the job; 0: the batch's readers (the split's ``readers_per_batch``,
+        at most one per chunk). More than those is refused (raise ``readers_per_batch`` on the split
+        task instead). Default: ``0``
+    :param spark_conn_id: the Spark connection: ``{"conn_type": "spark", "host": "local[*]"}``, YARN,
+        Kubernetes or a standalone master; passed to ``SparkSubmitOperator`` as its ``conn_id``.
+        Default: ``spark_default`` (templated)
+    :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks
+        0-123``. Default: ``{{ task.batch['label'] }}``
+    :param conf: ``SparkSubmitOperator``'s Spark settings, over ours: Spark logs at WARN
+        (``spark.log.level`` and a log4j2 file in ``spark.driver.extraJavaOptions``); set them here to see
+        more. Default: ``None`` (templated)
+    :param name: ``SparkSubmitOperator``'s application name. Default: ``mysql-cdc-snapshot`` (templated)
+    :param env_vars: ``SparkSubmitOperator``'s environment of ``spark-submit``; on a local master ours
+        (``PATH``, ``PYSPARK_PYTHON``, ``PYSPARK_DRIVER_PYTHON``) are added under it, so a value given
+        here wins. Default: ``None`` (templated)
+    :param py_files: ``SparkSubmitOperator``'s ``--py-files``; on a cluster master the package's zip
+        is appended. Default: ``None`` (templated)
     """
 
     template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "conn_id",
+        *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "spark_conn_id",
     )
 
     def __init__(
@@ -107,17 +131,22 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         base_uri: str,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         partitions: int = 0,
-        conn_id: str = "spark_default",
+        spark_conn_id: str = "spark_default",
         map_index_template: str | None = "{{ task.batch['label'] }}",
         **kwargs: Any,
     ) -> None:
+        if "conn_id" in kwargs:
+            raise TypeError(
+                f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
+            )
         kwargs.setdefault("name", "mysql-cdc-snapshot")
-        super().__init__(application=APPLICATION, conn_id=conn_id, map_index_template=map_index_template, **kwargs)
+        super().__init__(application=APPLICATION, conn_id=spark_conn_id, map_index_template=map_index_template,
+                         **kwargs)
         self.batch = batch
         self.base_uri = base_uri
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.partitions = partitions
-        self.conn_id = conn_id  # templated (a DAG param may choose the Spark connection); the base class keeps _conn_id
+        self.spark_conn_id = spark_conn_id  # templated; the base class keeps its conn_id as _conn_id, untemplated
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -128,7 +157,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
         from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
 
-        self._conn_id = self.conn_id
+        self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
         tasks = batch.spark_tasks(self.partitions)  # refuses a batch without server ids, or too many tasks
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()

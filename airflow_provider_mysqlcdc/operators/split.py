@@ -54,25 +54,34 @@ class MySqlChunkSplitOperator(BaseOperator):
     (``cdc.binlog_retention``): above half of the retention it warns, above all of it it fails with
     ``BinlogRetentionError`` naming the setting and the value to raise it to.
 
-    :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``
-    :param tables: tables as ``database.table``; or select them with the next three
-    :param include_databases: regular expression matching whole database names
-    :param include_tables: regular expression matching whole ``database.table`` names
-    :param exclude_tables: regular expressions of ``database.table`` names to leave out
+    :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``; required (templated)
+    :param tables: tables as ``database.table``; or select them with the next three. Default: ``None``
+        (templated)
+    :param include_databases: regular expression matching whole database names, like Flink CDC's
+        ``database-name``. Default: ``None`` (templated)
+    :param include_tables: regular expression matching whole ``database.table`` names, like Flink
+        CDC's ``table-name``. Default: ``None`` (all tables of the databases) (templated)
+    :param exclude_tables: regular expressions of ``database.table`` names to leave out.
+        Default: ``()`` (templated)
     :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the first
-        primary-key column (needed for a table without primary key)
-    :param chunk_size: rows per chunk
-    :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split
-    :param distribution_factor_upper: upper bound of it
-    :param rows_per_batch: about how many rows one Spark job (one mapped task) reads
-    :param max_batches: at most this many batches per plan; batches grow instead
+        primary-key column (needed for a table without primary key), like Flink CDC's
+        ``scan.incremental.snapshot.chunk.key-column``. Default: ``None`` (templated)
+    :param chunk_size: rows per chunk, like Flink CDC's ``scan.incremental.snapshot.chunk.size``.
+        Default: ``8096``
+    :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split, like
+        Flink CDC's ``chunk-key.even-distribution.factor.lower-bound``. Default: ``0.05``
+    :param distribution_factor_upper: upper bound of it (``...factor.upper-bound``). Default: ``1000.0``
+    :param rows_per_batch: about how many rows one Spark job (one mapped task) reads.
+        Default: ``4_000_000`` (templated)
+    :param max_batches: at most this many batches per plan; batches grow instead. Default: ``64``
     :param readers_per_batch: how many Spark tasks (chunk readers, each with its own binlog server id)
         one batch's job runs at once; the connection's ``server_id`` range must hold
-        (batches of the run x readers_per_batch) + 1 ids
-    :param mysql_cdc_conn_id: the source connection (type MySQL CDC)
-    :param retention_check: ``"error"`` (default): fail when the snapshot's estimated duration exceeds
-        the server's binlog retention, warn above half of it; ``"warn"``: only warn (e.g. when the
-        snapshot tasks run several batches at once); ``"off"``: do not check
+        (batches of the run x readers_per_batch) + 1 ids. Default: ``2`` (templated)
+    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
+        (templated)
+    :param retention_check: ``"error"``: fail when the snapshot's estimated duration exceeds the
+        server's binlog retention, warn above half of it; ``"warn"``: only warn (e.g. when the snapshot
+        tasks run several batches at once); ``"off"``: do not check. Default: ``error`` (templated)
     """
 
     template_fields: Sequence[str] = (

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
@@ -26,31 +26,45 @@ class MySqlBinlogStreamOperator(BaseOperator):
     defers often, and a retry simply continues from the checkpoint. The work is done by
     ``engine.stream_runner.StreamRunner``.
 
-    :param base_uri: the lake: a local path or ``s3://bucket/prefix`` (templated)
-    :param tables: the tables to capture, as ``database.table`` (templated)
+    ``deferrable`` defaults to Airflow's ``[operators] default_deferrable`` setting (False unless set), as
+    in the official providers: read from the configuration when this module is imported, nothing else.
+    Without deferral the caught-up stream keeps polling in the worker, holding its slot until a stop
+    condition; the example DAG and ``mysql_cdc_many_tables`` set ``deferrable=True``.
+
+    :param base_uri: the lake: a local path or ``s3://bucket/prefix``; required (templated)
+    :param tables: the tables to capture, as ``database.table`` (a list, or text such as ``"db.a, db.b"``
+        or a rendered list); required (templated)
     :param startup_mode: where a new stream starts, like Flink CDC's ``scan.startup.mode``: ``initial``
         from the snapshot's high watermarks (every table's snapshot must be committed), ``snapshot``
         no stream at all, ``latest-offset``, ``earliest-offset``, ``specific-offset``
-        (``startup_offset``), ``timestamp`` (``startup_timestamp``) (templated)
+        (``startup_offset``), ``timestamp`` (``startup_timestamp``). Only the first run reads it; later
+        runs continue from the checkpoint. Default: ``initial`` (templated)
     :param startup_offset: for ``specific-offset``: ``"mysql-bin.000003:4"``, a MySQL GTID set or a
-        MariaDB GTID position of what was already captured (templated)
-    :param startup_timestamp: for ``timestamp``: epoch milliseconds or ISO 8601 (naive = UTC) (templated)
+        MariaDB GTID position of what was already captured. Default: ``None`` (templated)
+    :param startup_timestamp: for ``timestamp``: epoch milliseconds or ISO 8601 (naive = UTC).
+        Default: ``None`` (templated)
     :param stop_after_idle_seconds: stop once caught up and without a captured change this long;
-        None: never (templated)
-    :param max_duration_seconds: stop after running this long; None: never (templated)
-    :param stop_at_offset: stop at this ``binlog-file:position`` (templated)
-    :param max_batch_events: commit a batch after this many change rows
-    :param max_batch_seconds: commit a batch after this many seconds
-    :param max_batch_bytes: commit a batch after about this many bytes of values; a transaction
-        larger than a batch is committed in parts
-    :param poll_interval: the trigger's polling period, and near real time how long a batch gathers
-        (an idle stream commits at the server's next heartbeat, every quarter second)
+        None: never. Default: ``None`` (templated)
+    :param max_duration_seconds: stop after running this long; None: never. Default: ``None`` (templated)
+    :param stop_at_offset: stop once the checkpoint reaches this ``binlog-file:position``; None: never.
+        Default: ``None`` (templated)
+    :param max_batch_events: commit a batch after this many change rows. Default: ``100_000``
+    :param max_batch_seconds: commit a batch after this many seconds. Default: ``10.0``
+    :param max_batch_bytes: commit a batch after about this many bytes of values (64 MiB); a transaction
+        larger than a batch is committed in parts. Default: ``67_108_864``
+    :param poll_interval: the trigger's polling period in seconds, and near real time how long a batch
+        gathers (an idle stream commits at the server's next heartbeat, every quarter second).
+        Default: ``1.0``
     :param defer_after_idle_seconds: how long a caught-up stream waits in the worker before it hands
-        the wait to the triggerer (templated)
+        the wait to the triggerer (only with ``deferrable``). Default: ``60.0`` (templated)
     :param merge_interval_seconds: how often the current-state Delta tables are brought up to date by
-        MERGE while streaming (also on every stop and deferral); the changelog is always current (templated)
-    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC (templated)
-    :param deferrable: False keeps polling in the worker instead of deferring
+        MERGE while streaming (also on every stop and deferral); the changelog is always current.
+        Default: ``300.0`` (templated)
+    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
+        (templated)
+    :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer
+        (``MySqlBinlogTrigger``) and free the worker slot; False: keep polling in the worker. Default: the
+        ``[operators] default_deferrable`` setting, False unless set
     """
 
     template_fields: Sequence[str] = (
@@ -77,7 +91,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
         merge_interval_seconds: float = StreamOptions.merge_interval_seconds,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

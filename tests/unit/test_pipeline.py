@@ -18,7 +18,7 @@ def test_pipeline_wires_split_snapshot_stream() -> None:
     assert snapshot.upstream_task_ids == {"crm.split"} and stream.upstream_task_ids == {"crm.snapshot"}
     assert stream.trigger_rule == "none_failed" and stream.retries == 5 and stream.max_batch_events == 5_000
     assert split.mysql_cdc_conn_id == stream.mysql_cdc_conn_id == "crm_db"
-    assert snapshot.partial_kwargs["conn_id"] == "spark_yarn" and snapshot.partial_kwargs["base_uri"] == "s3a://lake/crm"
+    assert snapshot.partial_kwargs["spark_conn_id"] == "spark_yarn" and snapshot.partial_kwargs["base_uri"] == "s3a://lake/crm"
 
 
 @pytest.mark.parametrize("name", ["mysql_cdc_example", "mysql_cdc_many_tables"])
