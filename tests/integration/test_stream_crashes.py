@@ -53,10 +53,16 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     writer.start()
     env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
     rnd, kills = random.Random(3), 0
-    while writer.is_alive():
+    while writer.is_alive() or kills < 4:
+        committed = store.read_checkpoint().seq  # type: ignore[union-attr]
         worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
                                   env=env, cwd=ROOT)
-        time.sleep(rnd.uniform(0.8, 2.0))
+        # each worker commits at least once before it dies (its start, imports and lease take a while on
+        # a loaded machine), then is killed at a random moment: in a batch, a Delta commit, a checkpoint
+        progress_by = time.monotonic() + 30
+        while store.read_checkpoint().seq == committed and time.monotonic() < progress_by:  # type: ignore[union-attr]
+            time.sleep(0.05)
+        time.sleep(rnd.uniform(0.0, 1.2))
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         kills += 1
