@@ -1,0 +1,306 @@
+"""The lake on S3: moto's S3 server on loopback (``tests/s3_server.py``), found by everything through the
+standard AWS variables only.
+
+- The commits: delta-rs 1.6 commits a Delta log entry with a conditional put (``If-None-Match: *``), the
+  server refuses a second writer of the same version, and snapshot batches committing in parallel to one
+  table on S3 all land (``replace_partition``'s retry); our JSON documents are written in place, whole.
+- The example DAG with ``base_uri="s3a://..."``: split, the Spark snapshot (``local[2]``: executors write
+  Parquet to S3 with pyarrow), the deferrable stream and its MERGE, under a writer; then ``read_table``,
+  ``read_changes`` and plain ``deltalake`` equal the source, and compaction, vacuum and checkpoints run
+  on the bucket. (No Spark views: those need Hadoop's s3a jars.)
+- kill -9 of a stream worker at random moments, on S3: the lake equals the table, no change twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, for_delta, table_uri
+from airflow_provider_mysqlcdc.lake.maintenance import checkpoint, compact, vacuum
+from airflow_provider_mysqlcdc.lake.merge import merged_through
+from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
+from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from tests import s3_server, stream_worker
+from tests.airflow_connections import set_airflow_connections
+from tests.arrow_rows import canonical_rows
+from tests.integration.test_snapshot_dag import example_dag
+from tests.integration.test_stream_dag import Writer, table_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s3_server.S3Server]:
+    """The S3 server, and the standard AWS variables pointing at it for this module's tests (and the
+    processes they start: spark-submit, its Python workers, the stream workers)."""
+    server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.variables().items():
+                patch.setenv(name, value)
+            yield server
+    finally:
+        s3_server.stop(server)
+
+
+def test_commits_are_conditional_puts(s3: s3_server.S3Server) -> None:
+    # the server refuses a PUT with If-None-Match: * of a key that exists, as S3 does since 2024
+    client = s3.client()
+    client.put_object(Bucket=s3.bucket, Key="probe", Body=b"first")  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="PreconditionFailed"):
+        client.put_object(Bucket=s3.bucket, Key="probe", Body=b"second", IfNoneMatch="*")  # type: ignore[attr-defined]
+
+    # delta-rs commits with exactly that: without conditional puts it cannot commit on S3 at all
+    rows = pa.table({"writer": [-1], "n": [-1]})
+    with pytest.raises(OSError, match="PutMode::Create"):
+        write_deltalake("s3://bucket/no-conditional-put", rows, storage_options={"conditional_put": "disabled"})
+
+    # racing writers, no retries: every commit that succeeded is in the table, none overwrote another's version
+    uri = "s3://bucket/race"
+    write_deltalake(uri, rows)
+    succeeded, failed = [], []
+
+    def append(writer: int) -> None:
+        for n in range(8):
+            try:
+                write_deltalake(uri, pa.table({"writer": [writer], "n": [n]}), mode="append",
+                                commit_properties=CommitProperties(max_commit_retries=0))
+                succeeded.append((writer, n))
+            except Exception:  # noqa: BLE001  (a lost race: CommitFailedError)
+                failed.append((writer, n))
+
+    threads = [threading.Thread(target=append, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    table = DeltaTable(uri).to_pyarrow_table()
+    assert sorted(zip(table.column("writer").to_pylist(), table.column("n").to_pylist(), strict=True))[1:] == sorted(
+        succeeded)
+    assert DeltaTable(uri).version() == len(succeeded)
+    assert succeeded and len(succeeded) + len(failed) == 32
+
+
+def test_parallel_snapshot_batches_commit_to_one_table(s3: s3_server.S3Server) -> None:
+    """Four batches of one table commit at once (as parallel mapped tasks do): each lands, by
+    ``replace_partition``'s retries on S3's refused conditional puts."""
+    base_uri = "s3://bucket/parallel"
+    lake, table = Lake.at(base_uri), TableId("shop", "orders")
+    table_dir = lake.path("shop", "orders", "current")
+    file_schema = pa.schema([pa.field("id", pa.int64()), pa.field("note", pa.string())])
+    errors: list[BaseException] = []
+
+    def batch(number: int) -> None:
+        try:
+            relative = f"_batch={number}/part-0.parquet"
+            rows = pa.table({"id": list(range(number * 100, number * 100 + 100)), "note": ["x"] * 100},
+                            schema=file_schema)
+            pq.write_table(rows, f"{table_dir}/{relative}", filesystem=lake.fs)
+            adds = [add_action(lake.fs, table_dir, relative, number)]
+            replace_partition(table_uri(base_uri, table), lake.fs, table_dir, table, number, adds, file_schema,
+                              {"mysql_cdc.batch": str(number)})
+        except BaseException as error:  # noqa: BLE001  (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=batch, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    ids = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    assert sorted(ids) == list(range(400))
+
+
+def test_json_documents_are_written_in_place(s3: s3_server.S3Server) -> None:
+    lake = Lake.at("s3a://bucket/documents")
+    assert lake.object_store and lake.root == "bucket/documents"
+    lake.write_json(lake.path("_stream", "checkpoint.json"), {"seq": 1})
+    lake.write_json(lake.path("_stream", "checkpoint.json"), {"seq": 2})
+    assert lake.read_json(lake.path("_stream", "checkpoint.json")) == {"seq": 2}
+    # one object, no temporary one left beside it, no folder markers
+    assert s3.keys("documents/") == ["documents/_stream/checkpoint.json"]
+
+    # read while rewritten (of other sizes): never a torn document (pyarrow's HEAD, then ranged GET, see one
+    # in six torn without read_json's check)
+    path, stopping, writes = lake.path("_stream", "checkpoint.json"), threading.Event(), [0]
+
+    def rewrite() -> None:
+        while not stopping.is_set():
+            writes[0] += 1
+            lake.write_json(path, {"seq": writes[0], "pad": "x" * (writes[0] * 37 % 1500)})
+
+    lake.write_json(path, {"seq": 0, "pad": ""})
+    rewriter = threading.Thread(target=rewrite)
+    rewriter.start()
+    try:
+        deadline, seqs = time.monotonic() + 3, []
+        while time.monotonic() < deadline:
+            document = lake.read_json(path)
+            assert document is not None and document["pad"] == "x" * (document["seq"] * 37 % 1500)
+            seqs.append(document["seq"])
+    finally:
+        stopping.set()
+        rewriter.join()
+    assert len(set(seqs)) > 10 and writes[0] > 10
+
+
+def test_example_dag_on_s3(s3: s3_server.S3Server, airflow_db, monkeypatch: pytest.MonkeyPatch, mariadb_server,
+                           admin, cdc_conn, database, tmp_path: Path) -> None:
+    set_airflow_connections(monkeypatch, mariadb_server, "5700-5715")
+    monkeypatch.chdir(tmp_path)  # a URI taken for a relative local path would land here
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
+        cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_20000")
+        cur.execute("ANALYZE TABLE orders")
+        cur.fetchall()
+    table = f"{database}.orders"
+    schema = load_table_schema(cdc_conn, TableId.parse(table))
+    spark_uri, uri = "s3a://bucket/lake", "s3://bucket/lake"
+    conf = {"tables": [table], "base_uri": spark_uri, "rows_per_batch": 16_000, "stop_after_idle_seconds": 4,
+            "defer_after_idle_seconds": 0}
+
+    def stream_started_a_while_ago() -> bool:
+        checkpoint = StreamStore(uri).read_checkpoint()
+        return checkpoint is not None and checkpoint.seq >= 3
+
+    writer = Writer(mariadb_server, database, 150, 1, until=stream_started_a_while_ago)
+    writer.start()
+    started = time.monotonic()
+    run = example_dag().test(run_conf=conf)
+    writer.join()
+    print(f"the example DAG on S3: {time.monotonic() - started:.0f} s, {writer.count} writes")
+    assert run.state == "success" and writer.count > 50
+    snapshots = [ti for ti in run.get_task_instances() if ti.task_id == "snapshot"]
+    assert len(snapshots) >= 2 and all(ti.state == "success" for ti in snapshots)
+    assert not {"s3a:", "s3:", "bucket"} & set(os.listdir(tmp_path)), "something wrote the lake to a local path"
+
+    source = table_rows(cdc_conn, schema)
+    assert canonical_rows(read_table(uri, table)) == source
+    assert canonical_rows(read_table(spark_uri, table)) == source
+    assert read_changes(uri, table).num_rows > 0
+    # the stream merged its changes when it stopped: plain deltalake, through the environment only, reads the table
+    columns = list(schema.column_names)
+    current = DeltaTable(table_uri(spark_uri, table))
+    assert canonical_rows(current.to_pyarrow_table(columns=columns).sort_by("id")) == source
+    assert merged_through(current) == StreamStore(uri).read_checkpoint().seq  # type: ignore[union-attr]
+
+    keys = s3.keys(f"lake/{database}/orders/")
+    assert f"lake/{database}/orders/snapshot/_plan.json" in keys
+    assert len({k.split("/")[4] for k in keys if "/current/_batch=" in k}) == len(snapshots)  # a partition a batch
+    assert not [k for k in keys + s3.keys("lake/_stream/") if k.endswith(".tmp")]
+    assert "lake/_stream/checkpoint.json" in s3.keys("lake/_stream/")
+
+    # maintenance on the bucket: compaction, vacuum of what it replaced, a checkpoint; the data unchanged
+    for delta_uri in (changelog_uri(uri, table), table_uri(uri, table)):
+        before = len(DeltaTable(delta_uri).file_uris())
+        metrics = compact(delta_uri, target_file_bytes=64 * 1024 * 1024)
+        assert len(DeltaTable(delta_uri).file_uris()) == before - metrics["numFilesRemoved"] + metrics["numFilesAdded"]
+        deleted = vacuum(delta_uri, retention_hours=0)
+        assert deleted and not set(deleted) & set(s3.keys(delta_uri.removeprefix("s3://bucket/")))
+        checkpoint(delta_uri)
+    changelog_files = s3.keys(changelog_uri(uri, table).removeprefix("s3://bucket/") + "/_delta_log/")
+    assert any(k.endswith(".checkpoint.parquet") for k in changelog_files)
+    assert canonical_rows(read_table(uri, table)) == source
+
+
+def test_killed_stream_on_s3_resumes_without_loss_or_duplicates(s3: s3_server.S3Server, mariadb_server, admin,
+                                                                 cdc_conn, database) -> None:
+    """tests/integration/test_stream_crashes.py's kill -9 at random moments, with the lake on S3, where
+    a commit is several requests (Parquet file, log entry, checkpoint document) that a kill can split."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE crashes (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
+    table = TableId(database, "crashes")
+    schema = load_table_schema(cdc_conn, table)
+    base_uri = "s3://bucket/crashes"
+    store = StreamStore(base_uri)
+    start = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
+    store.commit(Checkpoint(0, start, {table: schema}), {})
+    config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                              mariadb_server.port)
+
+    with admin.cursor() as cur:
+        cur.execute("INSERT INTO crashes SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_3000")
+    # no bulk updates (test_stream_crashes has them): each stream batch is a few requests to a server in
+    # Python, and a catch-up of 200,000 updated rows in batches of 400 events would take minutes here
+    writer = CrashesWriter(mariadb_server, database, 10, seed=7)
+    writer.start()
+    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
+    rnd, kills, torn = random.Random(4), 0, 0
+    while writer.is_alive():
+        worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
+                                  env=env, cwd=ROOT)
+        time.sleep(rnd.uniform(1.5, 3.5))  # a worker's first commit on S3 comes ~2 s after its start
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        kills += 1
+        torn += _changelog_ahead(store, table)  # killed between the changelog's commit and the checkpoint's
+    writer.join()
+    assert kills >= 3 and writer.count > 100
+    checkpoint_seq = store.read_checkpoint().seq  # type: ignore[union-attr]
+    assert checkpoint_seq > 2
+
+    # a torn batch made on purpose: a changelog commit for the next sequence number, no checkpoint naming it
+    torn_rows = pa.Table.from_pylist([{"id": 0, "_op": "+I", "_binlog_file": 1}], schema=lake_schema(schema))
+    torn_rows = for_delta(torn_rows).append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint_seq + 1], pa.int64()))
+    torn_commit = CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, checkpoint_seq + 1)])
+    write_deltalake(store.changelog_uri(table), torn_rows, mode="append", schema_mode="merge",
+                    commit_properties=torn_commit)
+    assert 0 not in read_changes(base_uri, str(table)).column("id").to_pylist()
+
+    stream_worker.run(base_uri, config, once=True)  # catch up in this process
+    assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)
+    changes = read_changes(base_uri, str(table))
+    order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
+                     strict=True))
+    assert len(order) == len(set(order)), "a change was written twice"
+    assert 0 not in changes.column("id").to_pylist()  # the torn batch was removed, not read
+    print(f"kill -9 on S3: {kills} kills ({torn} between a changelog commit and its checkpoint), "
+          f"{writer.count} transactions, {checkpoint_seq} batches committed")
+
+
+def _changelog_ahead(store: StreamStore, table: TableId) -> int:
+    """1 when the changelog holds a stream batch the checkpoint does not name (a kill between the two)."""
+    changelog, checkpoint = store.changelog(table), store.read_checkpoint()
+    if changelog is None or checkpoint is None:
+        return 0
+    return int((changelog.transaction_version(STREAM_APP_ID) or -1) > checkpoint.seq)
+
+
+class CrashesWriter(Writer):
+    """test_stream_dag's writer, on the ``crashes`` table."""
+
+    def write(self, cur: object, rnd: random.Random) -> None:
+        super().write(_Renamed(cur), rnd)
+
+
+class _Renamed:
+    """A cursor that writes ``crashes`` where the statement says ``orders``."""
+
+    def __init__(self, cur: object) -> None:
+        self.cur = cur
+
+    def execute(self, statement: str, args: object = None) -> object:
+        return self.cur.execute(statement.replace("orders", "crashes"), args)  # type: ignore[attr-defined]
