@@ -61,11 +61,13 @@ def example_dag() -> Any:
 
 
 class SparkKiller(threading.Thread):
-    """Kills the spark-submit JVM of one batch as soon as it starts."""
+    """Kills the spark-submit JVM of one batch of one lake as soon as it starts (the lake's path keeps it off
+    another test run's job of the same batch on the machine)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, base_uri: str) -> None:
         super().__init__(daemon=True)
-        self.label, self.stopping, self.killed = label.encode(), threading.Event(), False
+        self.label, self.base_uri = label.encode(), base_uri.encode()
+        self.stopping, self.killed = threading.Event(), False
 
     def run(self) -> None:
         while not self.stopping.wait(0.1) and not self.killed:
@@ -74,7 +76,7 @@ class SparkKiller(threading.Thread):
                     cmdline = (proc / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if b"SparkSubmit" in cmdline and self.label in cmdline:
+                if b"SparkSubmit" in cmdline and self.label in cmdline and self.base_uri in cmdline:
                     os.kill(int(proc.name), signal.SIGKILL)
                     self.killed = True
 
@@ -160,7 +162,7 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
 
     # the plan is known before the run: 25 chunks of 8096 rows, 7 chunks (60,000 rows) per batch
     broken = Batch(schema.id, 1, 7, 13)
-    writer, killer = Writer(mariadb_server, database), SparkKiller(broken.label)
+    writer, killer = Writer(mariadb_server, database), SparkKiller(broken.label, base_uri)
     writer.start()
     killer.start()
     try:
