@@ -37,7 +37,14 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, open_delta
+from airflow_provider_mysqlcdc.lake.delta import (
+    BATCH_COLUMN,
+    MERGE_APP_ID,
+    STREAM_SEQ_COLUMN,
+    cast_to,
+    open_delta,
+    wider,
+)
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -172,8 +179,6 @@ def _widened(table: DeltaTable, source: pa.Table, uri: str) -> tuple[DeltaTable,
     (rare; the table is read into memory once) and in the changes by a cast. Types that cannot hold
     each other's values are a SchemaChangeError naming the columns (delta-rs would cast or fail halfway)."""
     from deltalake import CommitProperties, Transaction, write_deltalake
-
-    from airflow_provider_mysqlcdc.lake.stream_store import cast_to, wider
 
     stored = pa.schema(table.schema().to_arrow())
     common = [f for f in source.schema if f.name in stored.names]

@@ -27,15 +27,16 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import NoSuchTableError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.delta import (
-    MERGE_APP_ID,
     STREAM_SEQ_COLUMN,
+    cast_to,
     changelog_uri,
     open_delta,
     table_uri,
 )
+from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -64,7 +65,7 @@ def committed_table(base_uri: str, table: TableId) -> CommittedTable:
     checkpoint = StreamStore(base_uri).read_checkpoint()
     current, changelog = open_delta(table_uri(base_uri, table)), open_delta(changelog_uri(base_uri, table))
     through = checkpoint.seq if checkpoint is not None else 0
-    merged = (current.transaction_version(MERGE_APP_ID) or 0) if current is not None else 0
+    merged = merged_through(current) if current is not None else -1
     schema = checkpoint.schema_of(table) if checkpoint is not None else None
     if schema is None and current is not None:  # a table the stream does not know of yet: its snapshot's
         plan = SnapshotStore(base_uri).read_plan(table)
@@ -125,20 +126,8 @@ def _conform(rows: pa.Table, fields: pa.Schema, schema: TableSchema) -> pa.Table
 def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: TableSchema) -> pa.Table:
     """Rows stored before a column changed type (INT to BIGINT, a wider DECIMAL), or in a Delta-stored
     form, as the current type; a value the new type cannot hold is an error naming the column."""
-    fields = [part.schema.field(name).with_type(types.get(name, part.schema.field(name).type))
-              for name in part.column_names]
-    if all(f.type == part.schema.field(f.name).type for f in fields):
-        return part
-    try:
-        return part.cast(pa.schema(fields))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        changed = [f"{f.name} {part.schema.field(f.name).type} -> {f.type}" for f in fields
-                   if f.type != part.schema.field(f.name).type]
-        raise SchemaChangeError(
-            f"{schema.id} changed column types since some of its rows were written ({', '.join(changed)}) and "
-            f"their values cannot be read as the new types ({exc}): re-snapshot the table (delete its folder in "
-            f"the lake and run the DAG again)"
-        ) from exc
+    target = pa.schema([f.with_type(types.get(f.name, f.type)) for f in part.schema])
+    return cast_to(part, target, str(schema.id))
 
 
 def read_table(base_uri: str, table: str) -> pa.Table:

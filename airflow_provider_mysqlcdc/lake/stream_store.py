@@ -35,8 +35,16 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
-from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, changelog_uri, for_delta, open_delta
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError
+from airflow_provider_mysqlcdc.lake.delta import (
+    STREAM_APP_ID,
+    STREAM_SEQ_COLUMN,
+    cast_to,
+    changelog_uri,
+    for_delta,
+    open_delta,
+    wider,
+)
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
 if TYPE_CHECKING:
@@ -236,56 +244,8 @@ def _unified_schema(stored: pa.Schema | None, parts: list[pa.Table]) -> pa.Schem
     return pa.schema([pa.field(name, t, nullable=True) for name, t in types.items()])
 
 
-_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
-
-
-def wider(stored: pa.DataType, new: pa.DataType) -> pa.DataType:
-    """A type holding every value of both (integers and decimals), else ``new`` (old values are cast)."""
-    if stored == new:
-        return stored
-    if pa.types.is_integer(stored) and pa.types.is_integer(new):
-        return stored if stored.bit_width >= new.bit_width else new
-    if pa.types.is_floating(stored) and pa.types.is_floating(new):
-        return pa.float64()
-    if _decimal_like(stored) and _decimal_like(new):
-        (whole_a, scale_a), (whole_b, scale_b) = _digits(stored), _digits(new)
-        scale = max(scale_a, scale_b)
-        precision = max(whole_a, whole_b) + scale
-        return pa.decimal128(precision, scale) if precision <= 38 else pa.string()
-    return new
-
-
-def _decimal_like(t: pa.DataType) -> bool:
-    return bool(pa.types.is_decimal128(t) or pa.types.is_signed_integer(t))
-
-
-def _digits(t: pa.DataType) -> tuple[int, int]:
-    """Digits before and after the point."""
-    if pa.types.is_integer(t):
-        return _INTEGER_DIGITS[t.bit_width], 0
-    return t.precision - t.scale, t.scale
-
-
 def _types_changed(stored: pa.Schema, target: pa.Schema) -> bool:
     return any(bool(target.field(f.name).type != f.type) for f in stored)
-
-
-def cast_to(rows: pa.Table, target: pa.Schema, what: str = "") -> pa.Table:
-    """``rows`` with the target's types for the columns they have; a value that does not fit is a
-    SchemaChangeError naming the column."""
-    fields = [target.field(name) for name in rows.column_names]
-    if all(f.type == rows.schema.field(f.name).type for f in fields):
-        return rows
-    try:
-        return rows.cast(pa.schema(fields))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        changed = [f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in fields
-                   if f.type != rows.schema.field(f.name).type]
-        raise SchemaChangeError(
-            f"{what or 'the changelog'} changed column types ({', '.join(changed)}) and its values cannot be "
-            f"stored as the new types ({exc}): re-snapshot the table (delete its folder in the lake and run the "
-            f"DAG again)"
-        ) from exc
 
 
 def _rewrite_types(uri: str, changelog: DeltaTable, target: pa.Schema, checkpoint: Checkpoint) -> None:
