@@ -3,19 +3,28 @@
     python -m tests.stream_worker <base_uri> <connection json>   (password in MYSQL_CDC_PASSWORD)
 
 It runs the same stream runner as the stream operator, without Airflow, with small batches (400
-events), so that a test can kill -9 it at any moment, also in the middle of a transaction.
+events), so that a test can kill -9 it at any moment, also in the middle of a transaction;
+``kill_repeatedly`` is that test's loop.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
@@ -34,6 +43,28 @@ def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
             runner.run(control, checkpoint, progress, may_wait=False)  # no stop condition: until killed
     finally:
         control.close()
+
+
+def kill_repeatedly(base_uri: str, config: ConnectionConfig, rnd: random.Random, go_on: Callable[[int], bool],
+                    after_kill: Callable[[], None] = lambda: None, max_delay: float = 1.2) -> int:
+    """Start a worker, let it commit once (its start, imports and lease take a while on a loaded machine),
+    then kill -9 it at a random moment: reading, in a Delta commit, writing its checkpoint. Repeats while
+    ``go_on(kills so far)``; returns the number of kills."""
+    store, kills = StreamStore(base_uri), 0
+    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
+    while go_on(kills):
+        committed = store.read_checkpoint().seq  # type: ignore[union-attr]
+        worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
+                                  env=env, cwd=ROOT)
+        progress_by = time.monotonic() + 30
+        while store.read_checkpoint().seq == committed and time.monotonic() < progress_by:  # type: ignore[union-attr]
+            time.sleep(0.05)
+        time.sleep(rnd.uniform(0.0, max_delay))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        kills += 1
+        after_kill()
+    return kills
 
 
 if __name__ == "__main__":

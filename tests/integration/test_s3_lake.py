@@ -13,12 +13,8 @@ standard AWS variables only.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -47,8 +43,6 @@ from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_stream_dag import Writer, table_rows
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -247,22 +241,14 @@ def test_killed_stream_on_s3_resumes_without_loss_or_duplicates(s3: s3_server.S3
     # Python, and a catch-up of 200,000 updated rows in batches of 400 events would take minutes here
     writer = CrashesWriter(mariadb_server, database, 10, seed=7)
     writer.start()
-    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
-    rnd, kills, torn = random.Random(4), 0, 0
-    while writer.is_alive() or kills < 4:
-        committed = store.read_checkpoint().seq  # type: ignore[union-attr]
-        worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
-                                  env=env, cwd=ROOT)
-        # each worker commits once (its start takes ~2 s here, longer under load), then dies at a random
-        # moment: reading, in its Parquet upload, its Delta commit, or its checkpoint's upload
-        progress_by = time.monotonic() + 30
-        while store.read_checkpoint().seq == committed and time.monotonic() < progress_by:  # type: ignore[union-attr]
-            time.sleep(0.1)
-        time.sleep(rnd.uniform(0.0, 1.5))
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
-        kills += 1
-        torn += _changelog_ahead(store, table)  # killed between the changelog's commit and the checkpoint's
+    torn = 0
+
+    def count_torn() -> None:  # killed between the changelog's commit and the checkpoint's
+        nonlocal torn
+        torn += _changelog_ahead(store, table)
+
+    kills = stream_worker.kill_repeatedly(base_uri, config, random.Random(4),
+                                          lambda kills: writer.is_alive() or kills < 4, count_torn, max_delay=1.5)
     writer.join()
     assert writer.count > 100
     checkpoint_seq = store.read_checkpoint().seq  # type: ignore[union-attr]

@@ -5,14 +5,7 @@ commit, no checkpoint) is ignored and replaced."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pyarrow as pa
 from deltalake import CommitProperties, Transaction, write_deltalake
@@ -30,8 +23,6 @@ from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import Writer, table_rows
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin, cdc_conn, database, tmp_path) -> None:
@@ -51,21 +42,8 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     writer = Writer(mariadb_server, database, 8, seed=5)
     writer.bulk_every = 15
     writer.start()
-    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
-    rnd, kills = random.Random(3), 0
-    while writer.is_alive() or kills < 4:
-        committed = store.read_checkpoint().seq  # type: ignore[union-attr]
-        worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
-                                  env=env, cwd=ROOT)
-        # each worker commits at least once before it dies (its start, imports and lease take a while on
-        # a loaded machine), then is killed at a random moment: in a batch, a Delta commit, a checkpoint
-        progress_by = time.monotonic() + 30
-        while store.read_checkpoint().seq == committed and time.monotonic() < progress_by:  # type: ignore[union-attr]
-            time.sleep(0.05)
-        time.sleep(rnd.uniform(0.0, 1.2))
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
-        kills += 1
+    kills = stream_worker.kill_repeatedly(base_uri, config, random.Random(3),
+                                          lambda kills: writer.is_alive() or kills < 4)
     writer.join()
     assert kills >= 4 and writer.count > 200
 
