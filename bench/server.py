@@ -29,14 +29,14 @@ def bench_arguments(
     description: str | None, argv: list[str] | None, port: int, rows_per_batch: bool = False, events: bool = False
 ) -> argparse.Namespace:
     """The options every benchmark takes: table size, chunk size, and the throwaway server's port."""
-    from airflow_provider_mysqlcdc.operators.split import DEFAULT_ROWS_PER_BATCH
+    from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
     parser.add_argument("--port", type=int, default=port)
     if rows_per_batch:
-        parser.add_argument("--rows-per-batch", type=int, default=DEFAULT_ROWS_PER_BATCH)
+        parser.add_argument("--rows-per-batch", type=int, default=SplitOptions.rows_per_batch)
     if events:
         parser.add_argument("--events", type=int, default=1_000_000, help="row events to stream")
     return parser.parse_args(argv)

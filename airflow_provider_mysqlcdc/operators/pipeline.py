@@ -12,8 +12,9 @@ from typing import Any
 
 from airflow.sdk import TaskGroup
 
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
-from airflow_provider_mysqlcdc.operators.split import DEFAULT_ROWS_PER_BATCH, MySqlChunkSplitOperator
+from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
 
@@ -24,7 +25,7 @@ def mysql_cdc_pipeline(
     group_id: str = "mysql_cdc",
     mysql_cdc_conn_id: str = "mysql_cdc_default",
     spark_conn_id: str = "spark_default",
-    rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
+    rows_per_batch: int = SplitOptions.rows_per_batch,
     stop_after_idle_seconds: float | None = None,
     split_kwargs: Mapping[str, Any] | None = None,
     snapshot_kwargs: Mapping[str, Any] | None = None,

@@ -1,0 +1,117 @@
+"""Planning the snapshot: check the source, find the tables, cut them into chunks and batches.
+
+The plan of each table (its chunks and batches) is written to the lake the first time, so that a
+later run keeps the same chunks and batch ids and returns only the batches without a committed
+manifest. Before anything is written the planner checks what would make the run fail later: the
+binlog server ids every reader that can run at once needs (``cdc.server_id``) and the binlog
+retention against the snapshot's estimated duration (``cdc.binlog_retention``). The split operator
+only renders its arguments into ``SplitOptions`` and hands the batches to XCom.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc import binlog_retention
+from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
+from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
+from airflow_provider_mysqlcdc.cdc.source_checks import check_source
+from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
+
+_log = logging.getLogger(__name__)
+
+
+def plan_snapshot(
+    config: ConnectionConfig, options: SplitOptions, conn_id: str, log: logging.Logger | Any = _log
+) -> list[Batch]:
+    """The batches still to snapshot, each with its run of binlog server ids (``Batch.with_readers``).
+
+    ``conn_id`` only names the connection in errors about its ``server_id`` range; ``log`` is the
+    calling task's logger, so that the plan's lines are in its log."""
+    retention, approximate = None, {}
+    include_databases, include_tables = options.selection()
+    conn = config.connect()
+    try:
+        server = check_source(conn)
+        log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
+        schemas = discover_tables(conn, include_databases, include_tables, options.exclude_tables,
+                                  options.chunk_key_columns)
+        check_source(conn, databases=sorted({s.id.database for s in schemas}))
+        store = SnapshotStore(options.base_uri)
+        plans = {s.id: store.read_plan(s.id) for s in schemas}
+        new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
+                                 options.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+        if options.retention_check is not RetentionCheck.OFF:
+            retention = binlog_retention.read_retention(conn)
+            approximate = binlog_retention.approximate_rows(conn, [s.id for s in schemas])
+    finally:
+        conn.close()
+    chunks_per_batch = max(1, options.rows_per_batch // options.chunk_size)
+    total = sum(len(c) for c in new.values())
+    if total and math.ceil(total / chunks_per_batch) > options.max_batches:
+        chunks_per_batch = math.ceil(total / options.max_batches)
+    new_plans: list[Plan] = []
+    pending: list[Batch] = []
+    work: list[TableWork] = []
+    for schema in schemas:
+        plan = plans[schema.id]
+        if plan is None:
+            chunks = new[schema.id]
+            plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
+            new_plans.append(plan)
+            manifests: list[BatchManifest | None] = [None] * len(plan.batches)
+        else:
+            manifests = store.manifests(plan)
+        todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
+        if options.retention_check is not RetentionCheck.OFF:
+            work.append(_table_work(store, plan, manifests, approximate.get(schema.id, 0)))
+        log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks), len(plan.batches),
+                  len(todo))
+        pending += todo
+    # distinct binlog server ids for every reader that can run at once; checked before any plan is written
+    server_ids = config.server_id
+    counts = [min(options.readers_per_batch, b.chunk_count) for b in pending]
+    firsts = assign_snapshot_readers(server_ids, counts, options.readers_per_batch, conn_id)
+    if pending and retention is not None:  # checked before any plan is written, too
+        estimate = binlog_retention.estimate_snapshot(work, options.chunk_size)
+        log.info("binlog retention: %s = %s; the stream reads the snapshot's binlog in about %s (%s)",
+                  retention.setting, retention.value, binlog_retention.duration(estimate.seconds),
+                  estimate.describe())
+        for warning in binlog_retention.check_retention(estimate, retention, options.retention_check):
+            log.warning("binlog retention: %s", warning)
+    for plan in new_plans:
+        store.write_plan(plan)
+    if pending:
+        log.info("%d batches with %d binlog readers at most, server ids %d-%d of the range %s (the stream takes %d)",
+                  len(pending), sum(counts), server_ids.allocate(0), server_ids.allocate(sum(counts) - 1),
+                  server_ids, server_ids.end)
+    return [b.with_readers(first, count) for b, first, count in zip(pending, firsts, counts, strict=True)]
+
+
+def _table_work(
+    store: SnapshotStore, plan: Plan, manifests: Sequence[BatchManifest | None], approximate_rows: int
+) -> TableWork:
+    """What the retention estimate needs of one table: its plan, its committed manifests, and when
+    its first committed batch took its high watermarks (the manifest is written right after the batch,
+    so its file's time less the batch's ``seconds``)."""
+    done = [m for m in manifests if m is not None]
+    todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
+    age = 0.0
+    if todo and done:
+        now = time.time()
+        for manifest in done:
+            info = store.lake.fs.get_file_info(f"{store.batch_dir(manifest.batch)}/_manifest.json")
+            if info.mtime_ns is not None:
+                age = max(age, now - info.mtime_ns / 1e9 + manifest.seconds)
+    return TableWork(
+        plan.schema.id, len(plan.chunks), len(todo), sum(b.chunk_count for b in todo), approximate_rows,
+        len(done), sum(m.rows for m in done), sum(len(m.chunks) for m in done), sum(m.seconds for m in done), age,
+    )

@@ -1,0 +1,119 @@
+"""The split's options, validated once, with their defaults in one place.
+
+Light on purpose (no pyarrow, no driver): the split operator and the pipeline helper take their
+argument defaults from ``SplitOptions`` at DAG-parse time. Templated values arrive as text or as
+native objects (with ``render_template_as_native_obj``); ``SplitOptions.from_values`` takes either and
+says what is wrong with a value and what to set, before the task touches the source or the lake.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.splitter import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_DISTRIBUTION_FACTOR_LOWER,
+    DEFAULT_DISTRIBUTION_FACTOR_UPPER,
+    validate_split_options,
+)
+from airflow_provider_mysqlcdc.engine.stream_options import parse_tables
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+
+def _whole_number(name: str, value: Any) -> int:
+    """A whole number >= 1 from a native or rendered (text) template value."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise InvalidOptionError(f"{name} must be a whole number >= 1, not {value!r}")
+    return int(text)
+
+
+def _mapping(name: str, value: Any) -> dict[str, str]:
+    """``{"db.table": "column"}`` as given or rendered as text."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "{}")):
+        return {}
+    if isinstance(value, str):
+        value = ast.literal_eval(value.strip())
+    if not isinstance(value, Mapping):
+        raise InvalidOptionError(f"{name} must be a mapping like {{'db.table': 'column'}}, not {value!r}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "[]", "()")):
+        return ()
+    if isinstance(value, str):
+        text = value.strip()
+        value = ast.literal_eval(text) if text.startswith(("[", "(")) else [text]
+    return tuple(str(v) for v in value)
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """What decides the snapshot's plan and batches, validated once (the split operator documents each)."""
+
+    base_uri: str
+    tables: tuple[TableId, ...] = ()
+    include_databases: str | None = None
+    include_tables: str | None = None
+    exclude_tables: tuple[str, ...] = ()
+    chunk_key_columns: dict[str, str] = field(default_factory=dict)
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    distribution_factor_lower: float = DEFAULT_DISTRIBUTION_FACTOR_LOWER
+    distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER
+    rows_per_batch: int = 4_000_000
+    """About how many rows one Spark job reads: it has to pay for Spark's start (~13 s here)."""
+    max_batches: int = 64
+    """At most this many batches (mapped tasks) per plan; batches grow instead."""
+    readers_per_batch: int = 2
+    """Spark tasks of one batch's job, each a chunk reader with a binlog server id of its own."""
+    retention_check: RetentionCheck = RetentionCheck.ERROR
+
+    def __post_init__(self) -> None:
+        if not self.base_uri:
+            raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
+        if not self.tables and not self.include_databases:
+            raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
+        validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
+        for name in ("rows_per_batch", "max_batches", "readers_per_batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidOptionError(f"{name} must be a whole number >= 1, not {value!r}")
+
+    @classmethod
+    def from_values(
+        cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
+        chunk_key_columns: Any, chunk_size: Any, distribution_factor_lower: Any, distribution_factor_upper: Any,
+        rows_per_batch: Any, max_batches: Any, readers_per_batch: Any, retention_check: Any,
+    ) -> SplitOptions:
+        """The options from rendered template values (text or native), each checked with a clear error."""
+        return cls(
+            base_uri=str(base_uri or ""),
+            tables=parse_tables(tables) if tables else (),
+            include_databases=str(include_databases) if include_databases else None,
+            include_tables=str(include_tables) if include_tables else None,
+            exclude_tables=_patterns(exclude_tables),
+            chunk_key_columns=_mapping("chunk_key_columns", chunk_key_columns),
+            chunk_size=chunk_size,
+            distribution_factor_lower=distribution_factor_lower,
+            distribution_factor_upper=distribution_factor_upper,
+            rows_per_batch=_whole_number("rows_per_batch", rows_per_batch),
+            max_batches=_whole_number("max_batches", max_batches),
+            readers_per_batch=_whole_number("readers_per_batch", readers_per_batch),
+            retention_check=RetentionCheck.parse(retention_check),
+        )
+
+    def selection(self) -> tuple[str, str | None]:
+        """The discovery patterns: exact names from ``tables``, or the regular expressions as given."""
+        if self.tables:
+            return (
+                "|".join(sorted({re.escape(t.database) for t in self.tables})),
+                "|".join(re.escape(str(t)) for t in self.tables),
+            )
+        return self.include_databases or "", self.include_tables  # one of the two is set (__post_init__)

@@ -1,0 +1,68 @@
+"""SplitOptions: the split's arguments rendered once, with a clear error for each bad value."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+RENDERED = {
+    "base_uri": "/lake", "tables": None, "include_databases": None, "include_tables": None, "exclude_tables": (),
+    "chunk_key_columns": None, "chunk_size": 8096, "distribution_factor_lower": 0.05,
+    "distribution_factor_upper": 1000.0, "rows_per_batch": 4_000_000, "max_batches": 64, "readers_per_batch": 2,
+    "retention_check": "error",
+}
+
+
+def options(**changes: object) -> SplitOptions:
+    return SplitOptions.from_values(**{**RENDERED, **changes})  # type: ignore[arg-type]
+
+
+def test_rendered_text_becomes_typed_values() -> None:
+    got = options(tables="['shop.orders', 'shop.items']", rows_per_batch="6000", readers_per_batch="3",
+                  chunk_key_columns="{'shop.items': 'sku'}", exclude_tables="['shop\\\\.tmp_.*']", retention_check="warn")
+    assert got.tables == (TableId("shop", "orders"), TableId("shop", "items"))
+    assert (got.rows_per_batch, got.readers_per_batch, got.max_batches) == (6000, 3, 64)
+    assert got.chunk_key_columns == {"shop.items": "sku"}
+    assert got.exclude_tables == ("shop\\.tmp_.*",)
+    assert got.retention_check is RetentionCheck.WARN
+
+
+def test_tables_select_exact_names_and_patterns_pass_through() -> None:
+    assert options(tables=["shop.orders", "crm.people"]).selection() == ("crm|shop", "shop\\.orders|crm\\.people")
+    assert options(include_databases="shop_.*", include_tables="shop_.*\\.o.*").selection() == (
+        "shop_.*", "shop_.*\\.o.*")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({}, "set tables=['db.table', ...] or include_databases"),
+        ({"tables": ["shop.orders"], "base_uri": ""}, "base_uri must name the lake"),
+        ({"tables": ["shop.orders"], "rows_per_batch": "0"}, "rows_per_batch must be a whole number >= 1, not '0'"),
+        ({"tables": ["shop.orders"], "max_batches": 2.5}, "max_batches must be a whole number >= 1, not 2.5"),
+        ({"tables": ["shop.orders"], "readers_per_batch": True}, "readers_per_batch must be a whole number >= 1"),
+        ({"tables": ["shop.orders"], "chunk_size": 0}, "chunk_size must be a whole number of rows >= 1"),
+        ({"tables": ["shop.orders"], "retention_check": "sometimes"}, "retention_check"),
+        ({"tables": ["shop.orders", "shop.orders"]}, "tables names a table twice"),
+        ({"tables": ["shop.orders"], "chunk_key_columns": "['sku']"}, "chunk_key_columns must be a mapping"),
+    ],
+)
+def test_bad_values_are_named(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=None) as error:
+        options(**changes)
+    assert message in str(error.value)
+
+
+def test_the_operator_takes_its_defaults_from_the_options() -> None:
+    import inspect
+
+    from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
+
+    parameters = inspect.signature(MySqlChunkSplitOperator.__init__).parameters
+    for name in ("chunk_size", "distribution_factor_lower", "distribution_factor_upper", "rows_per_batch",
+                 "max_batches", "readers_per_batch", "retention_check"):
+        assert parameters[name].default == getattr(SplitOptions, name), name
