@@ -101,7 +101,7 @@ def assign_snapshot_readers(
     firsts, taken = [], 0
     for count in reader_counts:
         if count < 1:
-            raise ValueError(f"a snapshot batch runs at least one reader, not {count}")
+            raise InvalidOptionError(f"a snapshot batch runs at least one reader (readers_per_batch >= 1), not {count}")
         firsts.append(taken)
         taken += count
     needed = taken + STREAM_READERS

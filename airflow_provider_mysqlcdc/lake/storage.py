@@ -28,6 +28,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError
+
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
 _OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})
 """pyarrow filesystems (``FileSystem.type_name``) whose uploads appear atomically and that have no rename."""
@@ -70,15 +72,20 @@ class Lake:
         for attempt in range(1, _READ_TRIES + 1):
             with self.fs.open_input_file(path) as handle:
                 size, raw = handle.size(), handle.read()
-            try:
-                if len(raw) != size:
-                    raise ValueError(f"read {len(raw)} bytes of an object of {size}")
-                return json.loads(raw.decode("utf-8"))
-            except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-                if not self.object_store or attempt == _READ_TRIES:
-                    raise
-                time.sleep(0.02 * attempt)
-        raise AssertionError("unreachable")
+            problem = f"read {len(raw)} bytes of an object of {size}" if len(raw) != size else None
+            if problem is None:
+                try:
+                    return json.loads(raw.decode("utf-8"))
+                except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                    problem = str(error)
+            if not self.object_store or attempt == _READ_TRIES:
+                break
+            time.sleep(0.02 * attempt)
+        raise LakeFormatError(
+            f"{path} is not one whole JSON document ({problem}"
+            f"{f', {_READ_TRIES} reads' if self.object_store else ''}): it was damaged or written by another tool; "
+            f"restore it from a copy, or delete it and the state it describes (see README 'Output layout')"
+        )
 
     @property
     def object_store(self) -> bool:

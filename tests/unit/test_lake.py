@@ -547,3 +547,14 @@ def test_a_table_name_without_a_database_is_refused(lake: Lakes) -> None:
 def test_the_lake_package_exports_both_delta_uris(lake: Lakes) -> None:
     assert table_uri(lake.base_uri, "shop.orders").endswith("/shop/orders/current")
     assert changelog_uri(lake.base_uri, ORDERS).endswith("/shop/orders/changelog")
+
+
+def test_a_damaged_document_is_a_lake_format_error_naming_it(tmp_path: Path) -> None:
+    lake = Lake.at(str(tmp_path))
+    path = lake.path("_stream", "checkpoint.json")
+    lake.write_json(path, {"seq": 1})
+    (tmp_path / "_stream" / "checkpoint.json").write_text('{"seq": ')
+    with pytest.raises(LakeFormatError) as error:
+        lake.read_json(path)
+    assert "checkpoint.json is not one whole JSON document" in str(error.value)
+    assert "restore it from a copy" in str(error.value)
