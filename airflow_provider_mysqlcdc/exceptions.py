@@ -70,6 +70,16 @@ class SnapshotJobError(MySqlCdcError):
     """A Spark snapshot job ended without committing its batch to the lake."""
 
 
+class AsOfError(MySqlCdcError, ValueError):
+    """A read as of a source position the lake does not cover (before the table's snapshot finished,
+    past the stream's checkpoint) or cannot place (a GTID position not resolved on the server)."""
+
+
+class ReplicaMismatchError(MySqlCdcError):
+    """Verification found chunks where the replica differs from the source (keys missing, extra or
+    different); the report in the lake names them."""
+
+
 # -- errors that cross a process boundary (the triggerer reports, the task raises) ------------------
 
 

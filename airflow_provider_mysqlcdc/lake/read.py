@@ -20,7 +20,7 @@ changelog: whatever the stream and the MERGE commit meanwhile, the result is a c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,8 +130,16 @@ def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: Tab
     return cast_to(part, target, str(schema.id))
 
 
-def read_table(base_uri: str, table: str) -> pa.Table:
-    """The table as of the last commit: its current columns, one row per key, deletes dropped."""
+def read_table(base_uri: str, table: str, as_of: Any = None) -> pa.Table:
+    """The table as of the last commit: its current columns, one row per key, deletes dropped.
+
+    ``as_of``: the table as it was at that source position instead (a binlog offset ``"file:pos"`` or
+    ``BinlogOffset``, a datetime or epoch ms; ``lake.as_of``), an ``AsOfError`` where the lake does not
+    cover it."""
+    if as_of is not None:
+        from airflow_provider_mysqlcdc.lake.as_of import read_table_as_of
+
+        return read_table_as_of(base_uri, table, as_of)
     committed = committed_table(base_uri, TableId.parse(table))
     schema = committed.schema
     changes = _changes(committed, committed.merged, committed.through, dropped=False)

@@ -1,0 +1,316 @@
+"""The replica as it was at a source position: a binlog offset, a GTID position or a commit time.
+
+Why no old Delta versions: the current table's old versions are vacuumed after 24 hours, and they
+only exist at the MERGE's commits anyway. The changelog has everything needed instead. With
+``binlog_row_image=FULL`` every ``-U`` and ``-D`` carries the row's before image, so for each key the
+state at a point X follows from the key's history (the current table's row, which carries the order
+key of the last change applied to it, and every committed changelog row of the key):
+
+* if the history has a row at or before X, the last of them decides: an accumulation (``+I``, ``+U``,
+  a snapshot row) is the key's row at X, a retraction (``-U`` of a key change, ``-D``) means no row;
+* otherwise the first row after X decides: a retraction carries the row as it was at X (its before
+  image), an accumulation means the key did not exist at X.
+
+That is rolling the current state forward over the changes up to X and back over the changes after
+it, in one pass, without knowing which changes the MERGE already applied.
+
+Coverage. A chunk's changes at or before its high watermark (HW) are not in the changelog (the emit
+filter drops them: they are in its snapshot rows), so the history is complete only after the table's
+highest HW: X is covered when highest HW <= X <= the stream's checkpoint offset (the offset where the
+table stopped being captured, for a table taken out of ``tables``). Anything else is an ``AsOfError``
+naming the covered range. A table captured without a snapshot (a stream-only startup mode) never had
+its full state in the lake and is refused.
+
+Positions. ``AsOf.parse`` takes a :class:`BinlogOffset`, ``"file:pos"``, a GTID position or set, a
+``datetime`` or epoch milliseconds. Offsets order as ``BinlogOffset.compare`` does (file and position;
+the changelog keeps no GTIDs). A GTID position names transactions, not bytes: :func:`resolve_as_of`
+turns it (or a time) into the offset right after the last transaction it covers, by scanning the
+source's binlog the way a ``specific-offset`` stream start does. A commit time also reads from the lake
+alone: the state after every change whose ``_op_ts`` (second resolution, the binlog's event time) is at
+or before it, covered when the table's changelog holds a change after the time (the stream has read
+past it) and the snapshot's last batch was committed before it (or a change after its highest HW is
+at or before the time).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.startup import parse_file_position, parse_specific_offset, parse_timestamp_ms
+from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
+from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
+from airflow_provider_mysqlcdc.lake.read import METADATA, ORDER, CommittedTable, _changes, _conform, committed_table
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+
+_SOURCE = "__as_of_source"
+_INDEX = "__as_of_index"
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """One source position, parsed once: exactly one of ``offset``, ``gtid`` (text, resolved on the
+    server by :func:`resolve_as_of`) and ``timestamp_ms`` (epoch milliseconds, UTC) is set."""
+
+    offset: BinlogOffset | None = None
+    gtid: str | None = None
+    timestamp_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if sum(v is not None for v in (self.offset, self.gtid, self.timestamp_ms)) != 1:
+            raise InvalidOptionError("AsOf takes exactly one of offset, gtid and timestamp_ms")
+
+    @classmethod
+    def parse(cls, value: Any) -> AsOf:
+        """``value``: an AsOf, a BinlogOffset, ``"mysql-bin.000003:4"``, a MariaDB GTID position
+        (``"0-1-100"``) or MySQL GTID set (``"uuid:1-100"``), a datetime (naive = UTC), or epoch ms."""
+        if isinstance(value, AsOf):
+            return value
+        if isinstance(value, BinlogOffset):
+            return cls(offset=value)
+        if isinstance(value, dt.datetime) or (isinstance(value, int) and not isinstance(value, bool)):
+            return cls(timestamp_ms=parse_timestamp_ms(value))
+        if isinstance(value, str) and value.strip():
+            text = value.strip()
+            if ":" in text and text.rsplit(":", 1)[1].isdigit() and "." in text.rsplit(":", 1)[0]:
+                return cls(offset=parse_file_position(text, "as_of"))
+            for flavor in ("mariadb", "mysql"):
+                try:
+                    parse_specific_offset(text, flavor)
+                except InvalidOptionError:
+                    continue
+                return cls(gtid=text)
+        raise InvalidOptionError(
+            f"as_of must be a binlog offset ('mysql-bin.000003:4' or a BinlogOffset), a GTID position "
+            f"('0-1-100') or set ('uuid:1-100'), a datetime or epoch milliseconds, not {value!r}"
+        )
+
+    def __str__(self) -> str:
+        if self.offset is not None:
+            return f"offset {self.offset}"
+        if self.gtid is not None:
+            return f"GTIDs {self.gtid}"
+        moment = dt.datetime.fromtimestamp((self.timestamp_ms or 0) / 1000, dt.UTC)
+        return f"time {moment.isoformat()} ({self.timestamp_ms} ms)"
+
+
+def resolve_as_of(as_of: Any, config: ConnectionConfig, server_id: int) -> AsOf:
+    """``as_of`` as a binlog offset of the source: a GTID position or a time becomes the start of the
+    first transaction it does not cover (the GTID not in it; committed after the time), found by
+    scanning the binlog's transactions (no rows decoded) with binlog reader id ``server_id``."""
+    from airflow_provider_mysqlcdc.cdc.offset import binlog_files
+    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.startup import covered_by_gtids, find_first_uncovered, scan_transactions
+
+    point = AsOf.parse(as_of)
+    if point.offset is not None:
+        return point
+    control = config.connect()
+    try:
+        server = ServerInfo.read(control)
+        if point.gtid is not None:
+            parsed = parse_specific_offset(point.gtid, server.flavor)
+            assert not isinstance(parsed, BinlogOffset)
+            covered = covered_by_gtids(parsed)
+        else:
+            millis = point.timestamp_ms
+            covered = lambda txn: txn.commit_ms <= (millis or 0)  # noqa: E731
+        offset = find_first_uncovered(binlog_files(control),
+                                      lambda file: scan_transactions(config, server_id, server, control, file),
+                                      covered, server.flavor)
+    finally:
+        control.close()
+    return AsOf(offset=offset)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The offsets a table's as-of reads cover: from its highest snapshot HW to its stream offset."""
+
+    table: TableId
+    low: BinlogOffset
+    high: BinlogOffset
+    snapshot_committed_ms: int
+    """When the batch holding the highest HW was committed (the Delta commit's time): a lower bound in
+    time for reads by commit time."""
+
+    def check(self, offset: BinlogOffset) -> None:
+        if offset < self.low or offset > self.high:
+            raise AsOfError(
+                f"the lake covers {self.table} from {self.low} (its snapshot's highest high watermark) to "
+                f"{self.high} (the stream's checkpoint), not {offset}: "
+                + ("positions before the snapshot finished are not in the lake (each chunk's rows are as of "
+                   "its own high watermark)" if offset < self.low
+                   else "the stream has not committed that far yet; run it (or wait) and read again")
+            )
+
+    def __str__(self) -> str:
+        return f"{self.low} .. {self.high}"
+
+
+def coverage(base_uri: str, table: TableId) -> Coverage:
+    """What as-of reads of ``table`` can cover now (``AsOfError`` when nothing)."""
+    store = SnapshotStore(base_uri)
+    plan = store.read_plan(table)
+    if plan is None:
+        raise AsOfError(
+            f"{table} has no snapshot in the lake at {base_uri} (captured by a stream-only startup mode, or not "
+            f"at all): the lake never held its full state, so it cannot be read as of a position"
+        )
+    manifests = store.manifests(plan)
+    if any(m is None for m in manifests):
+        raise AsOfError(f"the snapshot of {table} is not finished ({sum(m is None for m in manifests)} of "
+                        f"{len(manifests)} batches not committed): run its snapshot tasks, then read as of a position")
+    last = max((m for m in manifests if m is not None), key=lambda m: m.high_watermark)
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    if checkpoint is not None and table in checkpoint.stopped:
+        high = checkpoint.stopped[table].offset
+    elif checkpoint is not None and table in checkpoint.schemas:
+        high = checkpoint.offset
+    else:
+        raise AsOfError(
+            f"the stream has not captured {table} yet: the lake holds only its snapshot, each chunk as of its own "
+            f"high watermark, so no single position; run the stream task, then read as of a position"
+        )
+    if high < last.high_watermark:
+        raise AsOfError(f"the stream's checkpoint ({high}) has not yet passed the highest high watermark of "
+                        f"{table}'s snapshot ({last.high_watermark}): run the stream, then read as of a position")
+    return Coverage(table, last.high_watermark, high, _commit_ms(base_uri, table, last.delta_version))
+
+
+def _commit_ms(base_uri: str, table: TableId, version: int) -> int:
+    from deltalake import DeltaTable
+
+    from airflow_provider_mysqlcdc.lake.delta import table_uri
+
+    for entry in DeltaTable(table_uri(base_uri, table)).history():
+        if entry.get("version") == version:
+            return int(entry.get("timestamp", 0))
+    return 0  # vacuumed log: no time bound from the snapshot, the changelog's must do
+
+
+def order_bound(offset: BinlogOffset) -> tuple[int, int, int]:
+    """The largest changelog order key (``_binlog_file``, ``_binlog_pos``, ``_row_seq``) at or before
+    ``offset``, in ``lake.changelog``'s encoding: a change's row sequence packs the row events and rows
+    of its transaction taken up to and including it (``events << 32 | rows << 1 | after-image``), the
+    same skips its offset carries, so a key compares as the change's offset compares with ``offset``."""
+    return (file_index(offset.file), offset.position,
+            (offset.events_to_skip << 32) | (offset.rows_to_skip << 1) | 1)
+
+
+def at_or_before(rows: pa.Table, offset: BinlogOffset) -> pa.Array:
+    """For each lake row: is its change (or snapshot HW) at or before ``offset``."""
+    file, pos, seq = (pa.scalar(v, rows.schema.field(c).type) for v, c in zip(order_bound(offset), ORDER_COLUMNS,
+                                                                               strict=True))
+    f, p, s = (rows.column(c) for c in ORDER_COLUMNS)
+    return pc.or_(pc.less(f, file),
+                  pc.and_(pc.equal(f, file), pc.or_(pc.less(p, pos), pc.and_(pc.equal(p, pos), pc.less_equal(s, seq)))))
+
+
+@dataclass(frozen=True)
+class History:
+    """Every committed row of a table's keys a reader needs for as-of reads: the current table's rows
+    (optionally one snapshot batch's partition) and every changelog row up to the checkpoint, as the
+    table's columns and the metadata columns (``_op_ts`` included), in changelog order."""
+
+    schema: TableSchema
+    rows: pa.Table
+    coverage: Coverage
+
+    @classmethod
+    def load(cls, base_uri: str, table: str | TableId, batch: int | None = None) -> History:
+        """``batch``: only that snapshot batch's partition of the current table (the rows of its key range;
+        the changelog rows of other keys are kept and harmless: their keys are filtered by the caller)."""
+        table = table if isinstance(table, TableId) else TableId.parse(table)
+        covered = coverage(base_uri, table)
+        committed = committed_table(base_uri, table)
+        return cls(committed.schema, _history_rows(committed, batch), covered)
+
+    def at(self, as_of: Any, rows: pa.Table | None = None) -> pa.Table:
+        """The table as of ``as_of`` (an offset or a time; see ``AsOf.parse``): one row per key, sorted
+        by key, the table's columns. ``rows``: a subset of ``self.rows`` (e.g. one chunk's keys)."""
+        point = AsOf.parse(as_of)
+        rows = self.rows if rows is None else rows
+        if point.gtid is not None:
+            raise AsOfError(f"as_of {point}: a GTID position names transactions, not a place in the lake's "
+                            f"changelog; turn it into an offset with resolve_as_of(as_of, config, server_id) first")
+        if point.offset is not None:
+            self.coverage.check(point.offset)
+            return state_at(self.schema, rows, at_or_before(rows, point.offset))
+        millis = point.timestamp_ms or 0
+        self._check_time(millis)
+        return state_at(self.schema, rows, pc.less_equal(rows.column("_op_ts"), pa.scalar(millis, pa.int64())))
+
+    def _check_time(self, millis: int) -> None:
+        changes = self.rows.filter(pc.not_equal(self.rows.column("_op_ts"), 0))
+        times = changes.column("_op_ts")
+        if not pc.any(pc.greater(times, millis)).as_py():
+            latest = pc.max(times).as_py()
+            raise AsOfError(
+                f"as of time {millis} ms: the lake cannot tell it holds every change of {self.coverage.table} up to "
+                f"then (its latest change is of {latest} ms; the stream may not have read past that time): "
+                f"read as of a binlog offset up to {self.coverage.high}, or resolve the time on the server "
+                f"with resolve_as_of"
+            )
+        after_snapshot = pc.invert(at_or_before(changes, self.coverage.low))
+        anchored = pc.any(pc.and_(after_snapshot, pc.less_equal(times, millis))).as_py()
+        if not anchored and millis < self.coverage.snapshot_committed_ms:
+            raise AsOfError(
+                f"as of time {millis} ms is before {self.coverage.table}'s snapshot finished (its last batch "
+                f"was committed at {self.coverage.snapshot_committed_ms} ms): positions before it are not in the lake"
+            )
+
+
+def _history_rows(committed: CommittedTable, batch: int | None) -> pa.Table:
+    schema = committed.schema
+    changes = _changes(committed, -1, committed.through, dropped=False)
+    sources = []
+    if committed.current is not None:
+        filters = [(BATCH_COLUMN, "=", batch)] if batch is not None else None
+        current = committed.current.to_pyarrow_table(filters=filters)
+        sources.append(_conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]))
+    sources.append(changes)
+    rows = pa.concat_tables([s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
+                             for i, s in enumerate(sources)])
+    return rows.sort_by([*ORDER, (_SOURCE, "ascending")]).drop_columns([_SOURCE])
+
+
+def state_at(schema: TableSchema, rows: pa.Table, before: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Per key of ``rows`` (in changelog order), its row where ``before`` splits its history: the last row
+    before decides if there is one, else the first row after (module docstring)."""
+    index = pa.array(range(rows.num_rows), pa.int64())
+    before = pc.fill_null(before, False)
+    null = pa.scalar(None, pa.int64())
+    grouped = pa.table({
+        **{k: rows.column(k) for k in schema.row_key},
+        "last_before": pc.if_else(before, index, null),
+        "first_after": pc.if_else(before, null, index),
+    }).group_by(list(schema.row_key), use_threads=False).aggregate([("last_before", "max"), ("first_after", "min")])
+    last_before = grouped.column("last_before_max")
+    chosen = pc.if_else(pc.is_valid(last_before), last_before, grouped.column("first_after_min"))
+    picked = rows.append_column(_INDEX, index).take(chosen)
+    retraction = pc.invert(pc.is_in(picked.column("_op"), pa.array(ChangeKind.accumulations(), pa.string())))
+    was_before = pc.is_valid(last_before)
+    # present: an accumulation at or before the point, or a retraction (its before image) after it
+    present = pc.if_else(was_before, pc.invert(retraction), retraction)
+    kept = picked.filter(present)
+    return kept.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
+
+
+def read_table_as_of(base_uri: str, table: str, as_of: Any) -> pa.Table:
+    """``read_table(base_uri, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``)."""
+    return History.load(base_uri, table).at(as_of)
+

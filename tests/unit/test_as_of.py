@@ -1,0 +1,174 @@
+"""Reading the replica as of a source position, on a temporary lake written with the real writers.
+
+The snapshot batches commit with their manifests (their high watermarks bound what is covered), the
+stream batches go through ``StreamStore.commit``, and the MERGE through ``merge_changes``: a read as of
+a position must give the same rows before and after the changes are merged into the current table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
+from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.as_of import AsOf, History
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.merge import merge_changes
+from airflow_provider_mysqlcdc.lake.read import read_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
+from airflow_provider_mysqlcdc.lake.stream_store import StoppedTable
+from tests.unit.test_lake import (
+    ORDERS,
+    SCHEMA,
+    Lakes,
+    delete,
+    insert,
+    off,
+    rows_of,
+    transaction,
+    update,
+)
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lakes:
+    return Lakes(str(tmp_path / "lake"), monkeypatch)
+
+
+CHUNKS = [Chunk(ORDERS, 0, None, 10), Chunk(ORDERS, 1, 10, None)]
+SNAPSHOT = [(1, "a", 1), (2, "b", 2), (10, "j", 10), (11, "k", 11)]
+
+
+def snapshot(lake: Lakes) -> None:
+    """Two batches, one chunk each, with high watermarks 1:100 and 1:200 and their manifests."""
+    plan = lake.plan(CHUNKS)
+    for batch, rows, hw in ((0, SNAPSHOT[:2], off(1, 100)), (1, SNAPSHOT[2:], off(1, 200))):
+        lake.current(rows, hw, batch=batch)
+        version = DeltaTable(table_uri(lake.base_uri, ORDERS)).version()
+        chunk = ChunkResult(plan.chunks[batch], len(rows), 0, off(1, 50), hw, f"_batch={batch}/part.parquet")
+        lake.snapshots.write_manifest(BatchManifest(plan.batches[batch], "a1", SCHEMA, (chunk,), 1, 1.0, version))
+
+
+def stream(lake: Lakes) -> None:
+    """Batch 1 (to 1:400): at 1:250 key 1 updated, then 3 inserted (two row events of one transaction);
+    batch 2 (to 1:600): at 1:450 key 10 deleted and key 2 changed to 4; at 1:500 key 1 updated again."""
+    lake.commit_stream(1, off(1, 400), (SCHEMA, transaction(1, 250, *update((1, "a", 1), (1, "b", 1)),
+                                                            insert((3, "c", 3)), ts_ms=5_000)))
+    lake.commit_stream(2, off(1, 600),
+                       (SCHEMA, transaction(1, 450, delete((10, "j", 10)), *update((2, "b", 2), (4, "b", 2)),
+                                            ts_ms=7_000)),
+                       (SCHEMA, transaction(1, 500, *update((1, "b", 1), (1, "c", 1)), ts_ms=9_000)))
+
+
+EXPECTED: list[tuple[Any, list[tuple[Any, ...]]]] = [
+    (off(1, 200), SNAPSHOT),
+    (off(1, 250), SNAPSHOT),  # the transaction starting there is after it
+    (off(1, 250, 0, 1), [(1, "b", 1), *SNAPSHOT[1:]]),  # inside it: the update taken, the insert not yet
+    (off(1, 400), [(1, "b", 1), (2, "b", 2), (3, "c", 3), (10, "j", 10), (11, "k", 11)]),
+    ("mysql-bin.000001:450", [(1, "b", 1), (2, "b", 2), (3, "c", 3), (10, "j", 10), (11, "k", 11)]),
+    (off(1, 500), [(1, "b", 1), (3, "c", 3), (4, "b", 2), (11, "k", 11)]),
+    (off(1, 600), [(1, "c", 1), (3, "c", 3), (4, "b", 2), (11, "k", 11)]),
+    (6_000, [(1, "b", 1), (2, "b", 2), (3, "c", 3), (10, "j", 10), (11, "k", 11)]),
+    (dt.datetime.fromtimestamp(7.5, dt.UTC), [(1, "b", 1), (3, "c", 3), (4, "b", 2), (11, "k", 11)]),
+]
+
+
+def merge(lake: Lakes, through: int) -> None:
+    """The stream's MERGE of every batch up to ``through`` into the current table (each key to its batch)."""
+    changes = unmerged_changes(lake.base_uri, ORDERS, SCHEMA, -1, through)
+    batches = pa.array([0 if k < 10 else 1 for k in changes.column("id").to_pylist()], pa.int32())
+    merge_changes(table_uri(lake.base_uri, ORDERS), changes.append_column(BATCH_COLUMN, batches), ["id"], through)
+
+
+@pytest.mark.parametrize("merged", [0, 1, 2])
+def test_as_of_reads_are_the_states_at_each_position_whatever_was_merged(lake: Lakes, merged: int) -> None:
+    snapshot(lake)
+    stream(lake)
+    if merged:
+        merge(lake, merged)
+    for point, expected in EXPECTED:
+        assert rows_of(read_table(lake.base_uri, "shop.orders", as_of=point)) == expected, point
+    # the latest position is read_table's current state
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == EXPECTED[6][1]
+
+
+def test_one_history_serves_many_positions_and_a_batch_partition(lake: Lakes) -> None:
+    snapshot(lake)
+    stream(lake)
+    merge(lake, 2)
+    history = History.load(lake.base_uri, "shop.orders", batch=1)  # keys >= 10 from the current table
+    in_batch = history.rows.filter(pa.compute.greater_equal(history.rows.column("id"), 10))
+    assert rows_of(history.at(off(1, 400), in_batch)) == [(10, "j", 10), (11, "k", 11)]
+    assert rows_of(history.at(off(1, 600), in_batch)) == [(11, "k", 11)]
+
+
+def test_positions_outside_the_lake_are_refused_with_the_covered_range(lake: Lakes) -> None:
+    snapshot(lake)
+    stream(lake)
+    with pytest.raises(AsOfError, match=r"from mysql-bin.000001:200 .* to mysql-bin.000001:600 .*before the snapshot"):
+        read_table(lake.base_uri, "shop.orders", as_of="mysql-bin.000001:150")
+    with pytest.raises(AsOfError, match="has not committed that far"):
+        read_table(lake.base_uri, "shop.orders", as_of=off(1, 601))
+    with pytest.raises(AsOfError, match="may not have read past"):
+        read_table(lake.base_uri, "shop.orders", as_of=9_500)  # no change after it: not known to be complete
+    with pytest.raises(AsOfError, match="before shop.orders's snapshot finished"):
+        read_table(lake.base_uri, "shop.orders", as_of=4_000)  # before every change, and long before the snapshot
+    with pytest.raises(AsOfError, match="resolve_as_of"):
+        read_table(lake.base_uri, "shop.orders", as_of="0-1-100")
+
+
+def test_a_stopped_table_is_covered_up_to_where_it_stopped(lake: Lakes) -> None:
+    snapshot(lake)
+    stream(lake)
+    checkpoint = lake.stream.read_checkpoint()
+    assert checkpoint is not None
+    checkpoint.stopped = {ORDERS: StoppedTable(SCHEMA, off(1, 600), [])}
+    checkpoint.schemas = {}
+    checkpoint.offset = off(1, 900)
+    lake.stream.lake.write_json(lake.stream.checkpoint_path, checkpoint.to_dict())
+    assert rows_of(read_table(lake.base_uri, "shop.orders", as_of=off(1, 600))) == EXPECTED[6][1]
+    with pytest.raises(AsOfError, match="to mysql-bin.000001:600"):
+        read_table(lake.base_uri, "shop.orders", as_of=off(1, 700))
+
+
+def test_tables_without_a_finished_snapshot_or_stream_are_refused(lake: Lakes) -> None:
+    lake.plan(CHUNKS)
+    lake.current(SNAPSHOT[:2], off(1, 100), batch=0)
+    with pytest.raises(AsOfError, match="not finished"):
+        read_table(lake.base_uri, "shop.orders", as_of=off(1, 100))
+    snapshot(lake)
+    with pytest.raises(AsOfError, match="has not captured"):
+        read_table(lake.base_uri, "shop.orders", as_of=off(1, 200))
+
+
+def test_a_stream_only_table_is_refused(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 900), (SCHEMA, transaction(1, 600, insert((2, "b", 2)))))
+    with pytest.raises(AsOfError, match="no snapshot"):
+        read_table(lake.base_uri, "shop.orders", as_of=off(1, 900))
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("mysql-bin.000003:4", AsOf(offset=BinlogOffset("mysql-bin.000003", 4))),
+    (BinlogOffset("mysql-bin.000003", 4), AsOf(offset=BinlogOffset("mysql-bin.000003", 4))),
+    ("0-1-100", AsOf(gtid="0-1-100")),
+    ("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", AsOf(gtid="3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5")),
+    (1_700_000_000_000, AsOf(timestamp_ms=1_700_000_000_000)),
+    (dt.datetime(2026, 1, 1), AsOf(timestamp_ms=1_767_225_600_000)),  # naive = UTC
+])
+def test_as_of_parses_every_form_once(value: Any, expected: AsOf) -> None:
+    assert AsOf.parse(value) == expected
+    assert AsOf.parse(AsOf.parse(value)) == expected
+
+
+@pytest.mark.parametrize("value", ["", "yesterday", "mysql-bin:4", 1.5, True])
+def test_a_malformed_position_says_what_is_accepted(value: Any) -> None:
+    with pytest.raises(InvalidOptionError, match="as_of must be a binlog offset"):
+        AsOf.parse(value)
