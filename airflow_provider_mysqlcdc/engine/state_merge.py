@@ -11,14 +11,12 @@ replaces exactly its rows. A table captured without a snapshot has one partition
 
 from __future__ import annotations
 
-import bisect
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta, open_delta, table_uri
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
@@ -29,29 +27,13 @@ from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class BatchRanges:
-    """Where each snapshot batch's key range starts, as sort keys, to find a key's partition by bisection."""
-
-    order: KeyOrder
-    column: str
-    starts: list[Any]
-    """The sort key of each batch's first chunk start, from the second batch on (the first is unbounded)."""
-    numbers: list[int]
-
-    def batches_of(self, values: list[Any]) -> list[int]:
-        keys = self.order.sort_keys(values)
-        # a NULL chunk key sorts first, as in the snapshot's first chunk
-        return [self.numbers[0] if k is None else self.numbers[bisect.bisect_right(self.starts, k)] for k in keys]
-
-
 class StateMerger:
     """Merges the stream's committed changes into the current-state tables of one lake."""
 
     def __init__(self, base_uri: str, control: Any) -> None:
         self.base_uri = base_uri
         self.control = control
-        self._ranges: dict[TableId, BatchRanges | None] = {}
+        self._ranges: dict[TableId, tuple[str, KeyRanges] | None] = {}
 
     def merge(self, checkpoint: Checkpoint) -> list[TableId]:
         """Merge every table's changelog rows up to ``checkpoint``; returns the tables that had some."""
@@ -82,16 +64,18 @@ class StateMerger:
     def _batches(self, table: TableId, schema: TableSchema, changes: pa.Table) -> list[int]:
         if table not in self._ranges:
             self._ranges[table] = self._batch_ranges(table, schema)
-        ranges = self._ranges[table]
-        if ranges is None:
+        found = self._ranges[table]
+        if found is None:
             return [0] * changes.num_rows
-        return ranges.batches_of(changes.column(ranges.column).to_pylist())
+        column, ranges = found
+        return ranges.numbers_of(changes.column(column).to_pylist())
 
-    def _batch_ranges(self, table: TableId, schema: TableSchema) -> BatchRanges | None:
+    def _batch_ranges(self, table: TableId, schema: TableSchema) -> tuple[str, KeyRanges] | None:
+        """The chunk-key column and the key ranges of the table's snapshot batches; None without a plan."""
         plan = SnapshotStore(self.base_uri).read_plan(table)
         if plan is None or not plan.batches:
             return None
         column = plan.schema.chunk_key
         order = KeyOrder.for_column(self.control, plan.schema.column(column))
         firsts = [plan.chunks[b.first_chunk].start for b in plan.batches[1:]]
-        return BatchRanges(order, column, order.sort_keys(firsts), [b.number for b in plan.batches])
+        return column, KeyRanges.from_starts(order, firsts, [b.number for b in plan.batches])

@@ -26,10 +26,10 @@ def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path:
     # chunks (-inf,10) [10,20) | [20,30) [30,40) | [40,+inf): three batches
     SnapshotStore(base_uri).write_plan(plan_with_chunk_ends([10, 20, 30, 40], chunks_per_batch=2))
     merger = StateMerger(base_uri, control=None)  # integer keys need no server for their order
-    ranges = merger._batch_ranges(ORDERS, SCHEMA)
-    assert ranges is not None
+    found = merger._batch_ranges(ORDERS, SCHEMA)
+    assert found is not None and found[0] == "id"
     keys = [-5, 0, 19, 20, 29, 39, 40, 10**12, None]
-    assert ranges.batches_of(keys) == [0, 0, 0, 1, 1, 1, 2, 2, 0]
+    assert found[1].numbers_of(keys) == [0, 0, 0, 1, 1, 1, 2, 2, 0]
 
 
 def test_a_table_without_snapshot_is_one_partition(tmp_path: Path) -> None:
