@@ -1,0 +1,100 @@
+"""Reads as of a source position equal the source's state at that position (issue 19, test c).
+
+A writer commits multi-row transactions (inserts, updates, deletes, delete + re-insert) the whole time.
+While it runs, the test captures the source's state at known offsets: ``START TRANSACTION WITH CONSISTENT
+SNAPSHOT`` on MariaDB freezes the binlog offset of the snapshot (``binlog_snapshot_file/position``) and
+its GTID position, and a SELECT in that transaction is the table exactly there, whatever commits
+meanwhile. The replica is snapshotted and streamed (some changes merged into the current table, later
+ones not), then read as of each captured offset, and as of each captured GTID position through
+``resolve_as_of``: each equals the captured state. Positions before the snapshot finished are refused.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_snapshot_offset
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import AsOfError
+from airflow_provider_mysqlcdc.lake.as_of import resolve_as_of
+from airflow_provider_mysqlcdc.lake.read import read_table
+from tests import replica
+from tests.arrow_rows import canonical_rows
+from tests.integration.test_stream_dag import Writer, table_rows
+
+ROWS = 6_000
+
+
+def config_of(server: Any, ids: str = "5600-5610") -> ConnectionConfig:
+    return ConnectionConfig.from_parts(host=server.host, port=server.port, user=server.cdc_user,
+                                       password=server.cdc_password, database=None,
+                                       extra={"server_id": ids})
+
+
+def create_orders(admin: Any, rows: int = ROWS) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
+        cur.execute(f"INSERT INTO orders SELECT seq, seq % 97, seq / 100, IF(seq % 5 = 0, NULL, CONCAT('n', seq)) "
+                    f"FROM seq_1_to_{rows}")
+        cur.execute("ANALYZE TABLE orders")
+        cur.fetchall()
+
+
+def capture(server: Any, database: str, schema: TableSchema) -> tuple[BinlogOffset, list[tuple[Any, ...]]]:
+    """The table's rows and the binlog offset (with its GTID position) of one consistent snapshot."""
+    conn = server.admin_connect(database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        offset = read_snapshot_offset(conn, with_gtid=True)
+        rows = table_rows(conn, schema)
+        with conn.cursor() as cur:
+            cur.execute("COMMIT")
+        return offset, rows
+    finally:
+        conn.close()
+
+
+def test_as_of_reads_equal_the_source_at_captured_positions(mariadb_server, admin, cdc_conn, database,
+                                                            tmp_path) -> None:
+    create_orders(admin)
+    table = f"{database}.orders"
+    schema = load_table_schema(cdc_conn, TableId(database, "orders"))
+    config, base_uri = config_of(mariadb_server), str(tmp_path / "lake")
+    writer = Writer(mariadb_server, database, seconds=3_600, seed=19)
+    writer.start()
+    try:
+        before_snapshot = capture(mariadb_server, database, schema)
+        replica.snapshot(config, base_uri, table, chunk_size=500, chunks_per_batch=4)
+        captured = []
+        for _ in range(3):
+            time.sleep(0.3)
+            captured.append(capture(mariadb_server, database, schema))
+        replica.stream(config, base_uri, [table], merge=True)  # these changes are merged ...
+        for _ in range(3):
+            time.sleep(0.3)
+            captured.append(capture(mariadb_server, database, schema))
+    finally:
+        writer.until = lambda: True
+        writer.join(30)
+    assert writer.count > 50
+    replica.stream(config, base_uri, [table], merge=False)  # ... and these are in the changelog only
+
+    for offset, rows in captured:
+        assert canonical_rows(read_table(base_uri, table, as_of=offset)) == rows, offset
+        at_file_position = f"{offset.file}:{offset.position}"
+        assert canonical_rows(read_table(base_uri, table, as_of=at_file_position)) == rows, at_file_position
+    # a GTID position names the same point: resolved on the server to the next transaction's start
+    for offset, rows in (captured[0], captured[-1]):
+        assert offset.gtid
+        resolved = resolve_as_of(offset.gtid, config, server_id=5601)
+        assert canonical_rows(read_table(base_uri, table, as_of=resolved.offset)) == rows, offset.gtid
+    assert len({tuple(map(tuple, rows)) for _, rows in captured}) == len(captured)  # the states differ
+
+    with pytest.raises(AsOfError, match="before the snapshot finished"):
+        read_table(base_uri, table, as_of=before_snapshot[0])

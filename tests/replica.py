@@ -1,0 +1,60 @@
+"""A finished replica without Spark or Airflow, for the as-of and verify tests.
+
+The snapshot goes through the same engine functions the Spark job runs on its executors and driver
+(``write_chunks`` per part, ``commit_batch``), the stream through the stream runner the operator uses,
+and the MERGE through the runner's ``StateMerger``: the lake is the one the pipeline would write.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+
+
+def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: int, chunks_per_batch: int,
+             parts: int = 2) -> Plan:
+    """Plan ``table`` and commit every batch of the plan, each read in ``parts`` contiguous parts."""
+    control = config.connect()
+    try:
+        schema = load_table_schema(control, TableId.parse(table))
+        chunks = split_table(control, schema, chunk_size)
+    finally:
+        control.close()
+    plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
+    store = SnapshotStore(base_uri)
+    store.write_plan(plan)
+    for batch in plan.batches:
+        mine = plan.chunks_of(batch)
+        attempt = uuid.uuid4().hex[:12]
+        results = [r for part in range(parts)
+                   for r in write_chunks(store, batch, attempt, part, config, schema,
+                                         mine[len(mine) * part // parts: len(mine) * (part + 1) // parts],
+                                         config.server_id.allocate(part))]
+        commit_batch(store, batch, attempt, schema, results, 1.0)
+    return plan
+
+
+def stream(config: ConnectionConfig, base_uri: str, tables: list[str], merge: bool) -> Checkpoint:
+    """Stream ``tables`` until caught up with the server (from the snapshot, or the lake's checkpoint);
+    with ``merge``, MERGE the changes into the current tables too."""
+    options = StreamOptions(base_uri, tuple(TableId.parse(t) for t in tables), writer="tests.replica")
+    runner, control = StreamRunner(options, config), config.connect()
+    try:
+        checkpoint = runner.open(control)
+        runner.catch_up(control, checkpoint, StreamProgress.start())
+        if merge:
+            StateMerger(base_uri, control).merge(checkpoint)
+        runner.lease.release()
+    finally:
+        control.close()
+    return checkpoint
