@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.delta import (
     BATCH_COLUMN,
     MERGE_APP_ID,
@@ -62,7 +62,7 @@ class MergeReport:
     number of files the MERGE rewrote (a file with one changed row is replaced as a whole)."""
 
     version: int
-    through_seq: int
+    through_seq: int | None
     skipped: bool
     created: bool
     change_rows: int
@@ -197,7 +197,8 @@ def _widened(table: DeltaTable, source: pa.Table, uri: str) -> tuple[DeltaTable,
 
 
 def _merge(
-    table: DeltaTable, source: pa.Table, row_key: Sequence[str], through_seq: int, predicate: str | None = None
+    table: DeltaTable, source: pa.Table, row_key: Sequence[str], through_seq: int | None,
+    predicate: str | None = None,
 ) -> dict[str, Any]:
     """The MERGE itself; ``predicate`` replaces the partition-pruning join (the benchmark's baseline)."""
     from deltalake import CommitProperties, Transaction
@@ -212,7 +213,8 @@ def _merge(
         source_alias="s",
         target_alias="t",
         merge_schema=True,
-        commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
+        commit_properties=None if through_seq is None else CommitProperties(
+            app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
     )
     accumulations = _ops(ChangeKind.accumulations())
     return (
@@ -230,13 +232,15 @@ def merged_through(table: DeltaTable) -> int:
 
 
 def merge_changes(
-    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int, *, force: bool = False
+    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
     ``_batch``) to the current-state Delta table at ``current_uri``, in one commit that records
     ``(MERGE_APP_ID, through_seq)``: ``through_seq`` is the last stream batch (``_stream_seq``) the changes
     cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
+    ``through_seq`` None: rows that are no stream batch (a re-snapshot's, ``engine.resnapshot``), merged by
+    the same rule into an existing table, whose merged sequence stays as it is.
 
     Raises InvalidOptionError when ``changes`` lack the key, ``_batch`` or metadata columns, and
     SchemaChangeError when a column's type in the changes differs from the table's.
@@ -244,9 +248,11 @@ def merge_changes(
     started = time.perf_counter()
     source = prepare_source(changes, row_key)
     table = open_delta(current_uri)
-    if table is not None and not force and merged_through(table) >= through_seq:
+    if table is not None and not force and through_seq is not None and merged_through(table) >= through_seq:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     if table is None:
+        if through_seq is None:
+            raise SnapshotStateError(f"no current-state table at {current_uri} to merge re-read rows into")
         _create(current_uri, source, through_seq)
         table = open_delta(current_uri)
         assert table is not None
@@ -261,7 +267,7 @@ def merge_changes(
 
 
 def _report(
-    version: int, through_seq: int, changes: pa.Table, source: pa.Table, started: float, *,
+    version: int, through_seq: int | None, changes: pa.Table, source: pa.Table, started: float, *,
     skipped: bool = False, created: bool = False, metrics: dict[str, Any] | None = None,
 ) -> MergeReport:
     m = metrics or {}

@@ -146,6 +146,10 @@ class Plan:
     def chunks_of(self, batch: Batch) -> list[Chunk]:
         return self.chunks[batch.first_chunk : batch.last_chunk + 1]
 
+    def batch_of(self, chunk: Chunk) -> int:
+        """The number of the batch that holds ``chunk`` (its partition of the current state)."""
+        return next(b.number for b in self.batches if b.first_chunk <= chunk.index <= b.last_chunk)
+
 
 @dataclass(frozen=True)
 class ChunkResult:

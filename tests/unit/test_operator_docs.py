@@ -17,12 +17,13 @@ import pytest
 from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
+from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from dev.dag_file import load_dag
 
-OPERATORS = [MySqlChunkSplitOperator, MySqlSnapshotSparkOperator, MySqlBinlogStreamOperator]
+OPERATORS = [MySqlChunkSplitOperator, MySqlSnapshotSparkOperator, MySqlBinlogStreamOperator, MySqlResnapshotOperator]
 PARAM = re.compile(r":param (\w+):")
 
 

@@ -1,0 +1,295 @@
+"""Re-snapshotting key ranges of a replicated table while its stream keeps running: the repair.
+
+Debezium's ad-hoc incremental snapshot, done with the snapshot's own parts. The chunks of the table's
+plan that overlap the requested key ranges are read again exactly as the snapshot reads them (low
+watermark, SELECT, high watermark, binlog fix-up: ``cdc.chunk_reader``), so each chunk's rows are its
+state at its new high watermark (HW). They enter the current-state Delta table by the stream's own
+MERGE rule (``lake.merge``): a row replaces the target row only when it is newer in changelog order,
+and a re-read row is ordered at its chunk's HW. So:
+
+* a damaged row (changed, deleted, or one that should not be there) is replaced, re-inserted or
+  deleted, because the lake's row is older than the HW;
+* a change the stream committed after the HW stays, because it is newer than the re-read row; one at
+  or before the HW (merged already or not yet) loses to it, whenever it is merged.
+
+Nothing needs to stop the stream or coordinate with it: the repair writes only the current-state
+table (never the changelog or the checkpoint, the stream's alone), and a commit that races the
+stream's MERGE or compaction is retried. Keys the lake has in a chunk's range but the source lacks
+at the HW are deleted by a ``-D`` ordered at the HW; which chunk holds a lake row is decided in the
+chunk-key column's collation order (``cdc.key_order.KeyRanges``), as the snapshot decided it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
+from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes
+from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore
+
+_log = logging.getLogger(__name__)
+MERGE_ROWS = 200_000
+"""Re-read rows gathered before one MERGE: fewer Delta commits, memory bounded whatever the ranges."""
+COMMIT_TRIES = 8
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """Chunk-key values from ``low`` to ``high``, both included; None: unbounded on that side."""
+
+    low: Any = None
+    high: Any = None
+
+
+@dataclass(frozen=True)
+class ResnapshotRequest:
+    """What to read again of one table: every chunk (``whole``), or the chunks overlapping ``ranges``, plus
+    the chunks named by index in ``chunks`` (what a verification reports)."""
+
+    table: TableId
+    ranges: tuple[KeyRange, ...] = ()
+    chunks: tuple[int, ...] = ()
+    whole: bool = False
+
+    @classmethod
+    def parse_all(cls, value: Any) -> list[ResnapshotRequest]:
+        """``{"db.table": "all" | [[low, high], ...] | {"chunks": [i, ...], "ranges": [[low, high], ...]}}``
+        as given or as a rendered template's native value."""
+        if value is None or value == {} or value == "":
+            return []
+        if not isinstance(value, Mapping):
+            raise InvalidOptionError(
+                f"resnapshot must map 'db.table' to 'all', [[low, high], ...] or {{'chunks': [...]}}, not {value!r}"
+            )
+        return [cls.parse(str(table), spec) for table, spec in value.items()]
+
+    @classmethod
+    def parse(cls, table: str, spec: Any) -> ResnapshotRequest:
+        table_id = TableId.parse(table)
+        if spec == "all":
+            return cls(table_id, whole=True)
+        ranges: Any = None
+        chunks: Any = None
+        if isinstance(spec, list | tuple):
+            ranges, chunks = spec, ()
+        if isinstance(spec, Mapping) and set(spec) <= {"ranges", "chunks"}:
+            ranges, chunks = spec.get("ranges", ()), spec.get("chunks", ())
+        if ranges is None or chunks is None:
+            raise InvalidOptionError(f"resnapshot[{table!r}] must be 'all', [[low, high], ...] or "
+                                     f"{{'chunks': [index, ...], 'ranges': [[low, high], ...]}}, not {spec!r}")
+        parsed = []
+        for item in ranges:
+            if not isinstance(item, list | tuple) or len(item) != 2:
+                raise InvalidOptionError(f"resnapshot[{table!r}]: a key range is [low, high] (both included, null "
+                                         f"for unbounded), not {item!r}")
+            parsed.append(KeyRange(item[0], item[1]))
+        if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in chunks):
+            raise InvalidOptionError(f"resnapshot[{table!r}]['chunks'] must be chunk indexes (whole numbers >= 0), "
+                                     f"not {chunks!r}")
+        if not parsed and not chunks:
+            raise InvalidOptionError(f"resnapshot[{table!r}] names no key range and no chunk: give at least one, "
+                                     f"or 'all'")
+        return cls(table_id, tuple(parsed), tuple(chunks))
+
+    def chunks_of(self, plan: Plan, order: KeyOrder) -> list[Chunk]:
+        """The plan's chunks to read again, in chunk order."""
+        if self.whole:
+            return list(plan.chunks)
+        unknown = [i for i in self.chunks if i >= len(plan.chunks)]
+        if unknown:
+            raise InvalidOptionError(f"resnapshot[{str(self.table)!r}]: {self.table} has chunks 0-"
+                                     f"{len(plan.chunks) - 1}, not {unknown}")
+        chosen = set(self.chunks)
+        for key_range in self.ranges:
+            chosen.update(c.index for c in plan.chunks if _overlaps(c, key_range, order))
+        return [plan.chunks[i] for i in sorted(chosen)]
+
+
+def _overlaps(chunk: Chunk, key_range: KeyRange, order: KeyOrder) -> bool:
+    """Chunk ``[start, end)`` and range ``[low, high]`` share a key (compared in the column's collation)."""
+    start, end, low, high = order.sort_keys([chunk.start, chunk.end, key_range.low, key_range.high])
+    below_end = end is None or low is None or low < end
+    above_start = start is None or high is None or not high < start
+    return below_end and above_start
+
+
+@dataclass(frozen=True)
+class RepairedChunk:
+    """One chunk read again: its rows at ``high_watermark`` and the lake's keys in its range the source lacks."""
+
+    chunk: Chunk
+    rows: int
+    deleted_keys: int
+    high_watermark: BinlogOffset
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk": self.chunk.index, "rows": self.rows, "deleted_keys": self.deleted_keys,
+                "high_watermark": self.high_watermark.to_dict()}
+
+
+@dataclass(frozen=True)
+class ResnapshotReport:
+    """A table's repair: its chunks read again and what the MERGEs changed in its current state."""
+
+    table: TableId
+    chunks: tuple[RepairedChunk, ...]
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": str(self.table), "chunks": [c.to_dict() for c in self.chunks],
+                "rows_read": sum(c.rows for c in self.chunks), "rows_inserted": self.rows_inserted,
+                "rows_updated": self.rows_updated, "rows_deleted": self.rows_deleted, "seconds": round(self.seconds, 3)}
+
+
+def resnapshot_server_id(config: ConnectionConfig, conn_id: str) -> int:
+    """The binlog reader id of a repair: the one below the stream's, which runs at the same time (the
+    snapshot's readers take the range from its start, and a repair runs after the snapshot)."""
+    ids = config.server_id
+    if len(ids) < 2:
+        raise InvalidOptionError(
+            f"the server_id extra of the connection {conn_id!r} is {ids}: a re-snapshot reads the binlog next to the "
+            f"stream and needs an id of its own; give a range like '{ids.start}-{ids.start + 9}'"
+        )
+    return ids.allocate(len(ids) - 2)
+
+
+def resnapshot(
+    config: ConnectionConfig, base_uri: str, request: ResnapshotRequest, server_id: int,
+    log: logging.Logger | Any = _log,
+) -> ResnapshotReport:
+    """Read the requested chunks of ``request.table`` again and MERGE them into its current state."""
+    started = time.monotonic()
+    store = SnapshotStore(base_uri)
+    plan = store.read_plan(request.table)
+    uri = table_uri(base_uri, request.table)
+    if plan is None or open_delta(uri) is None:
+        raise SnapshotStateError(
+            f"{request.table} has no snapshot in {base_uri} to repair: snapshot it first (the split and snapshot "
+            f"tasks of the pipeline), then re-snapshot ranges of it"
+        )
+    schema = batch_schema(plan.schema, config, base_uri)
+    control = config.connect()
+    try:
+        order = KeyOrder.for_column(control, plan.schema.column(plan.schema.chunk_key))
+        chunks = request.chunks_of(plan, order)
+        log.info("re-snapshot of %s: %d of its %d chunks, binlog server id %d", request.table, len(chunks),
+                 len(plan.chunks), server_id)
+        lake_keys = _LakeKeys(uri, plan, order)
+        repaired: list[RepairedChunk] = []
+        pending: list[pa.Table] = []
+        totals = [0, 0, 0]
+        with ChunkReader(config, schema, server_id=server_id) as reader:
+            for snapshot in reader.read(chunks):
+                rows = file_rows(snapshot.table, schema, snapshot.high_watermark)
+                gone = lake_keys.missing_from(snapshot.chunk, rows, schema)
+                deletes = _deletes(gone, rows.schema, request.table, snapshot.high_watermark)
+                batch = plan.batch_of(snapshot.chunk)
+                for part in (rows, deletes):
+                    pending.append(part.append_column(BATCH_COLUMN, pa.array([batch] * part.num_rows, pa.int32())))
+                repaired.append(RepairedChunk(snapshot.chunk, rows.num_rows, gone.num_rows, snapshot.high_watermark))
+                if sum(p.num_rows for p in pending) >= MERGE_ROWS:
+                    _add(totals, _merge(uri, pending, schema))
+                    pending = []
+                    log.info("re-snapshot of %s: %d/%d chunks merged", request.table, len(repaired), len(chunks))
+        if pending:
+            _add(totals, _merge(uri, pending, schema))
+    finally:
+        control.close()
+    report = ResnapshotReport(request.table, tuple(repaired), totals[0], totals[1], totals[2],
+                              time.monotonic() - started)
+    log.info("re-snapshot of %s: %d chunks, %d rows read, %d keys the source lacks; the current state got %d rows "
+             "inserted, %d updated, %d deleted in %.1f s", request.table, len(repaired),
+             sum(c.rows for c in repaired), sum(c.deleted_keys for c in repaired), *totals, report.seconds)
+    return report
+
+
+class _LakeKeys:
+    """The keys the current state holds, per chunk of the plan: read per batch partition, once."""
+
+    def __init__(self, uri: str, plan: Plan, order: KeyOrder) -> None:
+        self.uri, self.plan, self.order = uri, plan, order
+        self.ranges = KeyRanges.from_starts(order, [c.start for c in plan.chunks[1:]], [c.index for c in plan.chunks])
+        self._batch: tuple[int, pa.Table] | None = None  # the last partition read: chunks come in order
+
+    def missing_from(self, chunk: Chunk, rows: pa.Table, schema: TableSchema) -> pa.Table:
+        """The row keys the lake holds in ``chunk``'s range that ``rows`` (the source's) lack."""
+        keys = self._in_chunk(chunk, schema)
+        row_key = list(schema.row_key)
+        source = rows.select(row_key)
+        if keys.num_rows == 0:
+            return keys
+        source = source.cast(pa.schema([keys.schema.field(k) for k in row_key]))
+        return keys.join(source, row_key, join_type="left anti").select(row_key)
+
+    def _in_chunk(self, chunk: Chunk, schema: TableSchema) -> pa.Table:
+        batch = self.plan.batch_of(chunk)
+        if self._batch is None or self._batch[0] != batch:
+            self._batch = (batch, self._read(batch, schema))
+        keys = self._batch[1]
+        return keys.filter(pc.equal(keys.column("__chunk"), chunk.index)).select(list(schema.row_key))
+
+    def _read(self, batch: int, schema: TableSchema) -> pa.Table:
+        from deltalake import DeltaTable
+
+        key = self.plan.schema.chunk_key
+        columns = list(dict.fromkeys([*schema.row_key, key]))
+        keys = DeltaTable(self.uri).to_pyarrow_table(filters=[(BATCH_COLUMN, "=", batch)], columns=columns)
+        indexes = self.ranges.numbers_of(keys.column(key).to_pylist())
+        return keys.append_column("__chunk", pa.array(indexes, pa.int64()))
+
+
+def _deletes(keys: pa.Table, schema: pa.Schema, table: TableId, high_watermark: BinlogOffset) -> pa.Table:
+    """``-D`` rows for ``keys`` in the re-read rows' schema, ordered at the chunk's high watermark like them
+    (``lake.changelog.with_snapshot_metadata``); their other columns are null (a delete needs the key)."""
+    n = keys.num_rows
+    metadata = {"_op": ChangeKind.DELETE.value, "_database": table.database, "_table": table.table, "_op_ts": 0,
+                "_binlog_file": file_index(high_watermark.file), "_binlog_pos": high_watermark.position,
+                "_row_seq": 0}
+    arrays = [
+        pc.cast(keys.column(field.name), field.type) if field.name in keys.column_names
+        else pa.array([metadata[field.name]] * n, field.type) if field.name in metadata
+        else pa.nulls(n, field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _merge(uri: str, parts: Sequence[pa.Table], schema: TableSchema) -> MergeReport:
+    """One MERGE of the gathered rows, retried when the stream's MERGE or compaction committed first."""
+    from deltalake.exceptions import CommitFailedError
+
+    changes, attempt = pa.concat_tables(parts), 1
+    while True:
+        try:
+            return merge_changes(uri, changes, list(schema.row_key), through_seq=None)
+        except CommitFailedError:
+            if attempt == COMMIT_TRIES:
+                raise
+            time.sleep(0.2 * attempt)
+            attempt += 1
+
+
+def _add(totals: list[int], report: MergeReport) -> None:
+    totals[0] += report.rows_inserted
+    totals[1] += report.rows_updated
+    totals[2] += report.rows_deleted
+

@@ -1,0 +1,190 @@
+"""Repair: re-snapshot key ranges of a replica, damaged in the lake and behind the source, while a writer
+writes and the stream keeps capturing; the replica converges to the source, only the ranges asked for
+are touched, and changes after a chunk's new high watermark still win.
+
+The snapshot is made with the engine's own steps (plan, chunks into Parquet, commit) without Spark:
+the Spark path is the snapshot DAG test's; the repair runs in the worker in any case.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+from tests.airflow_connections import set_airflow_connections
+from tests.arrow_rows import canonical_rows
+from tests.integration.test_snapshot_dag import current_rows
+from tests.integration.test_stream_dag import table_rows
+
+SERVER_IDS = "5900-5909"
+ROWS = 3000
+
+
+@pytest.fixture(autouse=True)
+def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server: Any) -> None:
+    set_airflow_connections(monkeypatch, mariadb_server, SERVER_IDS)
+
+
+@pytest.fixture()
+def config(mariadb_server: Any) -> ConnectionConfig:
+    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                            mariadb_server.port, server_id=ServerIdRange.parse(SERVER_IDS))
+
+
+def snapshot(config: ConnectionConfig, base_uri: str, table: TableId) -> None:
+    """The split's plan and every batch read and committed as the Spark job's tasks and driver do it."""
+    options = SplitOptions(base_uri, tables=(table,), chunk_size=250, rows_per_batch=1000)
+    store = SnapshotStore(base_uri)
+    for batch in plan_snapshot(config, options, "mysql_cdc_default"):
+        plan = store.read_plan(table)
+        assert plan is not None
+        schema = batch_schema(plan.schema, config, base_uri)
+        results = list(write_chunks(store, batch, "a1", 0, config, schema, plan.chunks_of(batch),
+                                    batch.server_id(config.server_id, 0)))
+        commit_batch(store, batch, "a1", schema, results, 1.0)
+
+
+def stream(base_uri: str, table: TableId) -> dict[str, Any]:
+    operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=[str(table)], deferrable=False,
+                                         stop_after_idle_seconds=0)
+    return operator.execute(context={})  # type: ignore[no-any-return]
+
+
+def repair(base_uri: str, resnapshot: Any) -> list[dict[str, Any]]:
+    operator = MySqlResnapshotOperator(task_id="repair", base_uri=base_uri, resnapshot=resnapshot)
+    return operator.execute(context={})
+
+
+def replica(base_uri: str, schema: TableSchema) -> list[tuple[Any, ...]]:
+    return sorted(canonical_rows(read_table(base_uri, str(schema.id)).select(list(schema.column_names))))
+
+
+class Writer(threading.Thread):
+    """Updates, deletes and inserts, inside the repaired ranges and outside, until stopped."""
+
+    def __init__(self, server: Any, database: str) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
+
+    def run(self) -> None:
+        rnd = random.Random(5)
+        with self.conn.cursor() as cur:
+            while not self.stopping.wait(0.002):
+                key = rnd.randint(1, ROWS + 200)
+                cur.execute("BEGIN")
+                cur.execute("UPDATE rep SET v = v + 1 WHERE id = %s", (key,))
+                cur.execute("DELETE FROM rep WHERE id = %s", (key + 3,))
+                cur.execute("INSERT IGNORE INTO rep VALUES (%s, %s, %s)", (key + 5, f"w{key}", key))
+                cur.execute("COMMIT")
+                self.count += 1
+
+
+def lake_row(base_uri: str, table: TableId, key: int) -> pa.Table:
+    current = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table()
+    return current.filter(pc.equal(current.column("id"), key))
+
+
+def test_damaged_ranges_are_repaired_while_the_source_changes(
+    admin: Any, config: ConnectionConfig, database: str, mariadb_server: Any, tmp_path: Any
+) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE rep (id INT PRIMARY KEY, name VARCHAR(20), v INT)")
+        cur.execute(f"INSERT INTO rep SELECT seq, CONCAT('n', seq), seq FROM seq_1_to_{ROWS}")
+    table, base_uri = TableId(database, "rep"), str(tmp_path / "lake")
+    snapshot(config, base_uri, table)
+    stream(base_uri, table)
+    schema = load_table_schema(admin, table)
+    uri = table_uri(base_uri, table)
+    plan = SnapshotStore(base_uri).read_plan(table)
+    assert plan is not None and len(plan.chunks) >= 10
+    last = plan.chunks[-1].index
+
+    # damage: in the lake (a row lost, a value changed, a key the source never had) and in the source
+    # without binlog (changes the stream never saw: a delete and an update)
+    DeltaTable(uri).delete("id = 5")
+    DeltaTable(uri).update(updates={"v": "-1"}, predicate="id = 1700")
+    DeltaTable(uri).delete("id = 2600")  # outside the ranges asked for first
+    extra = lake_row(base_uri, table, 10)
+    extra = extra.set_column(extra.schema.get_field_index("id"), "id", pa.array([100_000], pa.int32()))
+    batch = extra.schema.get_field_index("_batch")  # the partition of the last chunk, where 100000 belongs
+    extra = extra.set_column(batch, "_batch",
+                             pa.array([plan.batch_of(plan.chunks[-1])], extra.schema.field(batch).type))
+    write_deltalake(uri, extra, mode="append", partition_by=["_batch"])
+    with admin.cursor() as cur:
+        cur.execute("SET sql_log_bin = 0")
+        cur.execute("DELETE FROM rep WHERE id = 1500")
+        cur.execute("UPDATE rep SET v = 7777 WHERE id = 1600")
+        cur.execute("SET sql_log_bin = 1")
+    assert replica(base_uri, schema) != sorted(table_rows(admin, schema))
+
+    writer = Writer(mariadb_server, database)
+    writer.start()
+    try:
+        (report,) = repair(base_uri, {str(table): {"ranges": [[1, 1800]], "chunks": [last]}})
+    finally:
+        writer.stopping.set()
+        writer.join()
+    assert writer.count > 10
+    repaired = {c["chunk"] for c in report["chunks"]}
+    assert last in repaired and all(plan.chunks[i].end is None or plan.chunks[i].start is None
+                                    or plan.chunks[i].start <= 1800 for i in repaired - {last})
+    assert report["rows_deleted"] >= 2  # 1500 (gone from the source) and 100000 (never in it)
+    stream(base_uri, table)  # the stream catches up with the writer: its changes after the HWs win
+    source = sorted(table_rows(admin, schema))
+    lake = replica(base_uri, schema)
+    assert [r for r in source if r[0] != 2600] == lake  # equal but the one damage outside the ranges
+    assert 2600 in {r[0] for r in source} and 1500 not in {r[0] for r in lake}
+
+    (whole,) = repair(base_uri, {str(table): "all"})
+    assert len(whole["chunks"]) == len(plan.chunks) and whole["rows_inserted"] == 1  # 2600 is back
+    assert replica(base_uri, schema) == source
+    assert sorted(current_rows(base_uri, schema)) == source  # the Delta table alone, too
+
+
+def test_string_keys_are_ranged_in_the_collation_order(admin: Any, config: ConnectionConfig, database: str,
+                                                        tmp_path: Any) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE tags (code VARCHAR(10) COLLATE utf8mb4_general_ci PRIMARY KEY, n INT)")
+        cur.execute("INSERT INTO tags SELECT CONCAT('k', LPAD(seq, 4, '0')), seq FROM seq_1_to_1200")
+    table, base_uri = TableId(database, "tags"), str(tmp_path / "lake")
+    snapshot(config, base_uri, table)
+    uri = table_uri(base_uri, table)
+    DeltaTable(uri).delete("code = 'k0300' OR code = 'k1100'")
+    # 'K0250'..'K0350' in upper case: the same keys under the _ci collation (Python's order would differ)
+    (report,) = repair(base_uri, {str(table): [["K0250", "K0350"]]})
+    schema = load_table_schema(admin, table)
+    codes = {r[0] for r in canonical_rows(read_table(base_uri, str(table)).select(["code"]))}
+    assert "k0300" in codes and "k1100" not in codes
+    assert report["rows_inserted"] == 1 and len(report["chunks"]) <= 2
+    assert len(codes) == 1199 and schema.chunk_key == "code"
+
+
+def test_bad_requests_say_what_to_write(tmp_path: Any) -> None:
+    with pytest.raises(InvalidOptionError, match=r"\[low, high\]"):
+        repair(str(tmp_path), {"db.t": [[1, 2, 3]]})
+    with pytest.raises(InvalidOptionError, match="names no key range and no chunk"):
+        repair(str(tmp_path), {"db.t": {"chunks": []}})
+    with pytest.raises(InvalidOptionError, match="must map 'db.table'"):
+        repair(str(tmp_path), "['db.t']")
+    with pytest.raises(SnapshotStateError, match="snapshot it first"):
+        repair(str(tmp_path), {"db.t": "all"})
+    assert repair(str(tmp_path), {}) == []
