@@ -2,8 +2,8 @@
 writes and the stream keeps capturing; the replica converges to the source, only the ranges asked for
 are touched, and changes after a chunk's new high watermark still win.
 
-The snapshot is made with the engine's own steps (plan, chunks into Parquet, commit) without Spark:
-the Spark path is the snapshot DAG test's; the repair runs in the worker in any case.
+The snapshot is made with the engine's own steps without Spark (``tests.replica``): the Spark path is
+the snapshot DAG test's; the repair runs in the worker in any case.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, commit_batch, write_chunks
-from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.read import read_table
@@ -34,6 +31,7 @@ from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import current_rows
 from tests.integration.test_stream_dag import table_rows
+from tests.replica import snapshot
 
 SERVER_IDS = "5900-5909"
 ROWS = 3000
@@ -48,19 +46,6 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server: Any) -> None:
 def config(mariadb_server: Any) -> ConnectionConfig:
     return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
                             mariadb_server.port, server_id=ServerIdRange.parse(SERVER_IDS))
-
-
-def snapshot(config: ConnectionConfig, base_uri: str, table: TableId) -> None:
-    """The split's plan and every batch read and committed as the Spark job's tasks and driver do it."""
-    options = SplitOptions(base_uri, tables=(table,), chunk_size=250, rows_per_batch=1000)
-    store = SnapshotStore(base_uri)
-    for batch in plan_snapshot(config, options, "mysql_cdc_default"):
-        plan = store.read_plan(table)
-        assert plan is not None
-        schema = batch_schema(plan.schema, config, base_uri)
-        results = list(write_chunks(store, batch, "a1", 0, config, schema, plan.chunks_of(batch),
-                                    batch.server_id(config.server_id, 0)))
-        commit_batch(store, batch, "a1", schema, results, 1.0)
 
 
 def stream(base_uri: str, table: TableId) -> dict[str, Any]:
@@ -110,7 +95,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
         cur.execute("CREATE TABLE rep (id INT PRIMARY KEY, name VARCHAR(20), v INT)")
         cur.execute(f"INSERT INTO rep SELECT seq, CONCAT('n', seq), seq FROM seq_1_to_{ROWS}")
     table, base_uri = TableId(database, "rep"), str(tmp_path / "lake")
-    snapshot(config, base_uri, table)
+    snapshot(config, base_uri, str(table), chunk_size=250, chunks_per_batch=4)
     stream(base_uri, table)
     schema = load_table_schema(admin, table)
     uri = table_uri(base_uri, table)
@@ -166,7 +151,7 @@ def test_string_keys_are_ranged_in_the_collation_order(admin: Any, config: Conne
         cur.execute("CREATE TABLE tags (code VARCHAR(10) COLLATE utf8mb4_general_ci PRIMARY KEY, n INT)")
         cur.execute("INSERT INTO tags SELECT CONCAT('k', LPAD(seq, 4, '0')), seq FROM seq_1_to_1200")
     table, base_uri = TableId(database, "tags"), str(tmp_path / "lake")
-    snapshot(config, base_uri, table)
+    snapshot(config, base_uri, str(table), chunk_size=250, chunks_per_batch=4)
     uri = table_uri(base_uri, table)
     DeltaTable(uri).delete("code = 'k0300' OR code = 'k1100'")
     # 'K0250'..'K0350' in upper case: the same keys under the _ci collation (Python's order would differ)
