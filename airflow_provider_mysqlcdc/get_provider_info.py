@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_mysqlcdc import __version__
+from airflow_provider_mysqlcdc.assets import SCHEMES
 from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
 
 _STRING = {"type": ["string", "null"]}
@@ -43,7 +44,16 @@ def get_provider_info() -> dict[str, Any]:
             {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.hooks.mysql_cdc"]}
         ],
         "triggers": [
-            {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.triggers.binlog"]}
+            {"integration-name": "MySQL CDC", "python-modules": ["airflow_provider_mysqlcdc.triggers.binlog",
+                                                                 "airflow_provider_mysqlcdc.triggers.lake_commits"]}
+        ],
+        "asset-uris": [
+            {
+                "schemes": list(SCHEMES),
+                "handler": "airflow_provider_mysqlcdc.assets.sanitize_uri",
+                "factory": "airflow_provider_mysqlcdc.assets.create_asset",
+                "to_openlineage_converter": "airflow_provider_mysqlcdc.assets.convert_asset_to_openlineage",
+            }
         ],
         "connection-types": [
             {

@@ -22,6 +22,8 @@ def _class_paths(info: dict) -> list[str]:
     paths = [c["hook-class-name"] for c in info["connection-types"]]
     for kind in ("hooks", "operators", "triggers"):
         paths += [module for entry in info.get(kind, []) for module in entry["python-modules"]]
+    for entry in info.get("asset-uris", []):
+        paths += [entry[key] for key in ("handler", "factory", "to_openlineage_converter")]
     return paths
 
 

@@ -1,0 +1,70 @@
+"""An asset watcher's trigger: one asset event per stream commit of a table, while the stream runs.
+
+Airflow records a task's asset events when the task instance finishes, and a stream for an
+``@continuous`` DAG never does. So the stream's commits reach downstream DAGs through an
+``AssetWatcher`` on the table's asset (``assets.replica_asset``): this trigger runs in the triggerer,
+reads the lake's stream checkpoint every ``poll_interval`` seconds (one small JSON document, in a
+thread) and, when its ``seq`` moved, counts the table's changelog rows of the new batches from the
+Delta log's commit metrics. If there are any it yields one ``TriggerEvent`` whose payload is the
+event's extra (``assets.stream_extra``: ``seq``, ``first_seq``, ``offset``, ``gtid``, ``rows``); Airflow
+stores it as the asset event's ``extra["payload"]``. Batches committed within one poll make one event.
+Snapshot batches are not watched here: their tasks emit their own events.
+
+Where it continues: the last ``seq`` it reported is kept in Airflow's asset state store (Airflow 3.3,
+``BaseEventTrigger.asset_state_store``), so a triggerer restart reports the commits made meanwhile
+instead of skipping them. Without a stored value (the first start) it starts at the checkpoint as
+it is: the past is not reported. A lake begun anew (its ``seq`` lower than the stored one) is
+followed from its new ``seq`` on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseEventTrigger, TriggerEvent
+
+STATE_KEY = "mysql_cdc_stream_seq"
+"""The asset state store's key of the last stream batch reported."""
+
+
+class MySqlCdcCommitTrigger(BaseEventTrigger):
+    """Fires for every stream commit that wrote rows of ``table`` into the lake ``base_uri``; never ends."""
+
+    def __init__(self, base_uri: str, table: str, poll_interval: float = 5.0) -> None:
+        super().__init__()
+        self.base_uri = base_uri
+        self.table = table
+        self.poll_interval = poll_interval
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "airflow_provider_mysqlcdc.triggers.lake_commits.MySqlCdcCommitTrigger",
+            {"base_uri": self.base_uri, "table": self.table, "poll_interval": self.poll_interval},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_mysqlcdc.assets import checkpoint_seq, stream_extra
+
+        seen = await self._stored_seq()
+        if seen is None:
+            seen = await asyncio.to_thread(checkpoint_seq, self.base_uri)
+        while True:
+            seq, extra = await asyncio.to_thread(stream_extra, self.base_uri, self.table, seen)
+            if extra is not None:
+                yield TriggerEvent(extra)
+            if seq != seen:
+                seen = seq
+                await self._store_seq(seen)
+            await asyncio.sleep(self.poll_interval)
+
+    async def _stored_seq(self) -> int | None:
+        if self.asset_state_store is None:  # not run by a triggerer for an asset (tests)
+            return None
+        value = await self.asset_state_store.aget(STATE_KEY)
+        return int(value) if isinstance(value, (int, str)) else None
+
+    async def _store_seq(self, seq: int) -> None:
+        if self.asset_state_store is not None:
+            await self.asset_state_store.aset(STATE_KEY, seq)

@@ -1,0 +1,200 @@
+"""The replicas as Airflow assets: URIs and their normalisation through Airflow's own provider registry,
+the extras of snapshot and stream events from a lake written with the real writers, and the asset
+watcher's trigger following stream commits."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from airflow.sdk import Asset, AssetAlias
+from airflow.sdk.execution_time.context import OutletEventAccessors
+from deltalake import DeltaTable
+
+from airflow_provider_mysqlcdc.assets import (
+    REPLICA_ALIAS,
+    convert_asset_to_openlineage,
+    create_asset,
+    parse_replica_uri,
+    replica_asset,
+    replica_uri,
+    sanitize_uri,
+    snapshot_event,
+    stream_extra,
+    stream_rows,
+)
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
+from airflow_provider_mysqlcdc.triggers.lake_commits import MySqlCdcCommitTrigger
+from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, delete, insert, off, transaction, update
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lakes:
+    return Lakes(str(tmp_path / "lake"), monkeypatch)
+
+
+def committed_batch(lake: Lakes, rows: list[tuple[int, str, int]], high_watermark: BinlogOffset) -> BatchManifest:
+    """Snapshot batch 0 of shop.orders committed to the current table with its manifest, as the Spark
+    driver does."""
+    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
+    lake.current(rows, high_watermark)
+    chunk = ChunkResult(plan.chunks[0], len(rows), 0, off(1, 100), high_watermark, "_batch=0/part-0.parquet")
+    version = DeltaTable(table_uri(lake.base_uri, ORDERS)).version()
+    manifest = BatchManifest(plan.batches[0], "a1", SCHEMA, (chunk,), 4096, 1.5, version)
+    SnapshotStore(lake.base_uri).write_manifest(manifest)
+    return manifest
+
+
+# -- URIs -----------------------------------------------------------------------------------------------
+
+
+def test_the_uri_names_the_lake_and_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert replica_uri("lake/", "shop.orders") == f"mysql-cdc+file:{tmp_path}/lake/shop/orders"
+    assert replica_uri("s3a://bucket/lake", "shop.orders") == "mysql-cdc+s3://bucket/lake/shop/orders"
+    assert replica_uri("s3://bucket/lake/", TableId("shop", "orders")) == "mysql-cdc+s3://bucket/lake/shop/orders"
+    assert replica_uri("hdfs://nn:8020/lake", "shop.orders") == "mysql-cdc+hdfs://nn:8020/lake/shop/orders"
+    for base_uri in (str(tmp_path / "lake"), "s3://bucket/lake", "gs://bucket/a/b"):
+        assert parse_replica_uri(replica_uri(base_uri, "shop.orders")) == (base_uri, ORDERS)
+
+
+def test_airflow_normalises_the_uri_with_the_providers_handler() -> None:
+    """Through ``Asset`` itself: Airflow finds our handler in the provider info's ``asset-uris``."""
+    canonical = "mysql-cdc+s3://bucket/lake/shop/orders"
+    for written in ("mysql-cdc+s3a://bucket/lake//shop/orders/", "MYSQL-CDC+S3N://bucket/lake/shop/orders#x",
+                    canonical):
+        assert Asset(uri=written).uri == canonical
+    assert Asset(uri="mysql-cdc+file://localhost/data/lake/shop/orders/").uri == "mysql-cdc+file:/data/lake/shop/orders"
+    assert Asset(uri="mysql-cdc+gcs://bucket/lake/shop/orders").uri == "mysql-cdc+gs://bucket/lake/shop/orders"
+
+
+@pytest.mark.parametrize(("uri", "says"), [
+    ("mysql-cdc+s3://bucket/orders", "must end in the database and the table"),
+    ("mysql-cdc+s3:///lake/shop/orders", "s3 needs the bucket"),
+    ("mysql-cdc+file://host/lake/shop/orders", "a local lake has no host"),
+    ("mysql-cdc+ftp://host/lake/shop/orders", "the scheme must be mysql-cdc+<lake scheme>"),
+])
+def test_a_uri_that_names_no_replica_is_refused_saying_what_it_must_be(uri: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)) as error:
+        sanitize_uri(urllib.parse.urlsplit(uri))
+    assert "e.g. mysql-cdc+s3://bucket/lake/shop/orders" in str(error.value) or "file:/" in str(error.value)
+    if not uri.startswith("mysql-cdc+ftp"):  # a scheme of ours: Airflow refuses the asset itself
+        with pytest.raises(ValueError, match=re.escape(says)):
+            Asset(uri=uri)
+
+
+def test_the_assets_name_is_its_uri_and_the_watcher_follows_that_table(tmp_path: Path) -> None:
+    base_uri = str(tmp_path / "lake")
+    asset = replica_asset(base_uri, "shop.orders", poll_interval=2.0)
+    assert asset.name == asset.uri == replica_uri(base_uri, "shop.orders")
+    written = Asset(asset.uri)  # what a user writes when given the URI: the same asset (name and URI)
+    assert (written.name, written.uri) == (asset.name, asset.uri)
+    (watcher,) = asset.watchers
+    classpath, kwargs = watcher.trigger.serialize()
+    assert classpath == "airflow_provider_mysqlcdc.triggers.lake_commits.MySqlCdcCommitTrigger"
+    assert kwargs == {"base_uri": base_uri, "table": "shop.orders", "poll_interval": 2.0}
+    assert replica_asset(base_uri, "shop.orders", watch=False) == create_asset(base_uri=base_uri, table="shop.orders")
+    assert create_asset(base_uri=base_uri, table="shop.orders").watchers == []
+
+
+def test_openlineage_sees_the_replica_as_its_current_state_delta_table(tmp_path: Path) -> None:
+    local = convert_asset_to_openlineage(create_asset(base_uri=str(tmp_path), table="shop.orders"), None)
+    assert (local.namespace, local.name) == ("file", table_uri(str(tmp_path), "shop.orders"))
+    s3 = convert_asset_to_openlineage(create_asset(base_uri="s3a://bucket/lake", table="shop.orders"), None)
+    assert (s3.namespace, s3.name) == ("s3://bucket", "lake/shop/orders/current")
+
+
+# -- snapshot events ------------------------------------------------------------------------------------
+
+
+def test_a_snapshot_batch_emits_its_event_to_its_tables_asset_through_the_alias(lake: Lakes) -> None:
+    high = BinlogOffset("mysql-bin.000002", 4711, "0-1-42", "mariadb")
+    manifest = committed_batch(lake, [(1, "a", 1), (2, "b", 2), (3, "c", 3)], high)
+    events = OutletEventAccessors()
+
+    snapshot_event({"outlet_events": events}, lake.base_uri, manifest)
+
+    (event,) = events[AssetAlias(REPLICA_ALIAS)].asset_alias_events
+    assert event.dest_asset_key.uri == event.dest_asset_key.name == replica_uri(lake.base_uri, "shop.orders")
+    assert event.extra == {"source": "snapshot", "table": "shop.orders", "batch": 0, "seq": manifest.delta_version,
+                           "offset": "mysql-bin.000002:4711", "gtid": "0-1-42", "rows": 3}
+    snapshot_event({}, lake.base_uri, manifest)  # execute() called directly: nothing to record, no error
+
+
+# -- stream events --------------------------------------------------------------------------------------
+
+
+def test_stream_events_carry_the_checkpoint_and_the_tables_rows_of_the_new_batches(lake: Lakes) -> None:
+    assert stream_extra(lake.base_uri, "shop.orders", -1) == (-1, None)  # no stream yet
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)), insert((2, "b", 2)))))
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, *update((1, "a", 1), (1, "a", 5)))))
+    lake.commit_stream(3, off(2, 90))  # past other traffic: no row of the table
+
+    assert stream_rows(lake.base_uri, "shop.orders", 0, 3) == 4
+    assert stream_extra(lake.base_uri, "shop.orders", 1) == (3, {
+        "source": "stream", "table": "shop.orders", "seq": 3, "first_seq": 2, "offset": "mysql-bin.000002:90",
+        "gtid": None, "rows": 2,
+    })
+    assert stream_extra(lake.base_uri, "shop.orders", 2) == (3, None)  # batch 3 wrote nothing of it
+    assert stream_extra(lake.base_uri, "shop.orders", 3) == (3, None)
+    assert stream_extra(lake.base_uri, "shop.users", 0) == (3, None)  # a table the stream never wrote
+
+
+def test_a_killed_runs_batch_counts_once_and_only_once_its_checkpoint_is_written(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((2, "b", 2)), insert((3, "c", 3)))))
+    assert stream_extra(lake.base_uri, "shop.orders", 1) == (1, None)  # past the checkpoint: not final
+    checkpoint = lake.stream.read_checkpoint()
+    assert checkpoint is not None and lake.stream.remove_uncommitted(checkpoint) == 2
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, delete((1, "a", 1)))))
+
+    seq, extra = stream_extra(lake.base_uri, "shop.orders", 1)
+    assert seq == 2 and extra is not None and extra["rows"] == 1  # the rerun's batch, not the killed one's
+
+
+def test_rows_are_counted_over_many_batches_from_the_delta_log(lake: Lakes) -> None:
+    for seq in range(1, 31):
+        lake.commit_stream(seq, off(1, 100 * seq), (SCHEMA, transaction(1, 100 * seq - 50, insert((seq, "x", seq)))))
+    assert stream_rows(lake.base_uri, "shop.orders", 0, 30) == 30
+    assert stream_rows(lake.base_uri, "shop.orders", 5, 7) == 2
+    assert stream_rows(lake.base_uri, "shop.orders", 7, 7) == 0
+
+
+def test_the_watchers_trigger_fires_once_per_new_commit_and_not_for_the_past(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    trigger = MySqlCdcCommitTrigger(base_uri=lake.base_uri, table="shop.orders", poll_interval=0.05)
+
+    async def follow() -> list[dict[str, object]]:
+        events = trigger.run().__aiter__()
+        first = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(0.5)  # it started at batch 1, which it does not report
+        assert not first.done()
+        await asyncio.to_thread(lake.commit_stream, 2, off(1, 800),
+                                (SCHEMA, transaction(1, 700, insert((2, "b", 2)), insert((3, "c", 3)))))
+        payloads = [(await asyncio.wait_for(first, 10)).payload]
+        await asyncio.to_thread(lake.commit_stream, 3, off(1, 850))  # no row of the table: no event
+        await asyncio.to_thread(lake.commit_stream, 4, off(1, 900), (SCHEMA, transaction(1, 860, insert((4, "d", 4)))))
+        payloads.append((await asyncio.wait_for(events.__anext__(), 10)).payload)
+        await events.aclose()  # type: ignore[attr-defined]
+        return payloads
+
+    assert asyncio.run(follow()) == [
+        {"source": "stream", "table": "shop.orders", "seq": 2, "first_seq": 2, "offset": "mysql-bin.000001:800",
+         "gtid": None, "rows": 2},
+        {"source": "stream", "table": "shop.orders", "seq": 4, "first_seq": 3, "offset": "mysql-bin.000001:900",
+         "gtid": None, "rows": 1},
+    ]
+
+
+def test_a_lake_begun_anew_is_followed_from_its_new_sequence(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    assert stream_extra(lake.base_uri, "shop.orders", 9) == (1, None)  # a stored seq 9 from the old lake
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((2, "b", 2)))))
+    assert stream_extra(lake.base_uri, "shop.orders", 1)[1] is not None  # from 1 on, as the trigger continues
