@@ -75,7 +75,12 @@ class AsOfError(MySqlCdcError, ValueError):
     past the stream's checkpoint) or cannot place (a GTID position not resolved on the server)."""
 
 
-class ReplicaMismatchError(MySqlCdcError):
+class VerifyError(MySqlCdcError):
+    """A verification of the replica against the source could not run or finish (no snapshot plan,
+    batch reports missing from the lake)."""
+
+
+class ReplicaMismatchError(VerifyError):
     """Verification found chunks where the replica differs from the source (keys missing, extra or
     different); the report in the lake names them."""
 

@@ -7,7 +7,14 @@ and the MERGE through the runner's ``StateMerger``: the lake is the one the pipe
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -19,6 +26,7 @@ from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, Strea
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+from tests.stream_worker import ROOT
 
 
 def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: int, chunks_per_batch: int,
@@ -58,3 +66,17 @@ def stream(config: ConnectionConfig, base_uri: str, tables: list[str], merge: bo
     finally:
         control.close()
     return checkpoint
+
+
+@contextmanager
+def stream_running(config: ConnectionConfig, base_uri: str) -> Iterator[None]:
+    """The stream following the server in a worker process (``tests.stream_worker``, from the lake's
+    checkpoint: call :func:`stream` first) while the block runs; killed after it."""
+    env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
+    worker = subprocess.Popen([sys.executable, "-m", "tests.stream_worker", base_uri, json.dumps(config.to_dict())],
+                              env=env, cwd=ROOT)
+    try:
+        yield
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()

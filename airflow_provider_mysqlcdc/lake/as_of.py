@@ -2,17 +2,19 @@
 
 Why no old Delta versions: the current table's old versions are vacuumed after 24 hours, and they
 only exist at the MERGE's commits anyway. The changelog has everything needed instead. With
-``binlog_row_image=FULL`` every ``-U`` and ``-D`` carries the row's before image, so for each key the
-state at a point X follows from the key's history (the current table's row, which carries the order
-key of the last change applied to it, and every committed changelog row of the key):
+``binlog_row_image=FULL`` every ``-U`` and ``-D`` carries the row's before image, so the state at a point
+X is the current table (merged through stream batch S, i.e. its offset O_S) rolled forward over the
+unmerged changes up to X, or back over the merged changes after X. Per key, in one pass over the key's
+history (its current row, which carries the order key of the last change applied to it, its unmerged
+changelog rows, and its merged changelog rows after X; merged rows up to X are in the current row):
 
 * if the history has a row at or before X, the last of them decides: an accumulation (``+I``, ``+U``,
   a snapshot row) is the key's row at X, a retraction (``-U`` of a key change, ``-D``) means no row;
 * otherwise the first row after X decides: a retraction carries the row as it was at X (its before
   image), an accumulation means the key did not exist at X.
 
-That is rolling the current state forward over the changes up to X and back over the changes after
-it, in one pass, without knowing which changes the MERGE already applied.
+At X >= O_S this reads the current table exactly as ``read_table`` does (so a row damaged there shows,
+which verification relies on); below O_S, a key changed after X comes from the changelog.
 
 Coverage. A chunk's changes at or before its high watermark (HW) are not in the changelog (the emit
 filter drops them: they are in its snapshot rows), so the history is complete only after the table's
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 
 _SOURCE = "__as_of_source"
+MERGED = "__merged"
+"""History's column marking the changelog rows already merged into the current table."""
 _INDEX = "__as_of_index"
 
 
@@ -249,10 +253,15 @@ class History:
                             f"changelog; turn it into an offset with resolve_as_of(as_of, config, server_id) first")
         if point.offset is not None:
             self.coverage.check(point.offset)
-            return state_at(self.schema, rows, at_or_before(rows, point.offset))
-        millis = point.timestamp_ms or 0
-        self._check_time(millis)
-        return state_at(self.schema, rows, pc.less_equal(rows.column("_op_ts"), pa.scalar(millis, pa.int64())))
+            before = at_or_before(rows, point.offset)
+        else:
+            millis = point.timestamp_ms or 0
+            self._check_time(millis)
+            before = pc.less_equal(rows.column("_op_ts"), pa.scalar(millis, pa.int64()))
+        # merged changes up to the point are in the current table's rows already: they are not consulted,
+        # so the current table is what is read there (as read_table does), damaged or not
+        keep = pc.invert(pc.and_(rows.column(MERGED), before))
+        return state_at(self.schema, rows.filter(keep), pc.filter(before, keep))
 
     def _check_time(self, millis: int) -> None:
         changes = self.rows.filter(pc.not_equal(self.rows.column("_op_ts"), 0))
@@ -275,16 +284,21 @@ class History:
 
 
 def _history_rows(committed: CommittedTable, batch: int | None) -> pa.Table:
+    """The current table's rows, then the changelog's merged and unmerged rows (``MERGED`` tells them
+    apart), in changelog order; on a tie the current table's row first."""
     schema = committed.schema
-    changes = _changes(committed, -1, committed.through, dropped=False)
     sources = []
     if committed.current is not None:
         filters = [(BATCH_COLUMN, "=", batch)] if batch is not None else None
         current = committed.current.to_pyarrow_table(filters=filters)
-        sources.append(_conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]))
-    sources.append(changes)
-    rows = pa.concat_tables([s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
-                             for i, s in enumerate(sources)])
+        sources.append((_conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
+                        False))
+    sources.append((_changes(committed, -1, committed.merged, dropped=False), True))
+    sources.append((_changes(committed, committed.merged, committed.through, dropped=False), False))
+    rows = pa.concat_tables([
+        s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
+        .append_column(MERGED, pa.repeat(pa.scalar(merged), s.num_rows))
+        for i, (s, merged) in enumerate(sources)])
     return rows.sort_by([*ORDER, (_SOURCE, "ascending")]).drop_columns([_SOURCE])
 
 

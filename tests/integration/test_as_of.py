@@ -38,6 +38,7 @@ def config_of(server: Any, ids: str = "5600-5610") -> ConnectionConfig:
 
 def create_orders(admin: Any, rows: int = ROWS) -> None:
     with admin.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS orders")
         cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
         cur.execute(f"INSERT INTO orders SELECT seq, seq % 97, seq / 100, IF(seq % 5 = 0, NULL, CONCAT('n', seq)) "
                     f"FROM seq_1_to_{rows}")
