@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a development machine from a clean clone: Debian packages (MariaDB server and client,
-# Java for Spark, chromium for the UI screenshot), a virtualenv in .venv with the package and its
-# test extras, and the full pyspark.
+# Java for Spark, chromium for the UI screenshot), and a virtualenv in .venv with the package (Spark
+# included: pyspark's jars and spark-submit come with its dependencies) and its test extras.
 # Idempotent: a second run only checks. Needs root (or sudo) for apt-get on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,4 @@ if ! .venv/bin/python -c 'import airflow_provider_mysqlcdc' >/dev/null 2>&1 \
   fi
   touch .venv/.installed
 fi
-# The Spark provider depends on pyspark-client, which installs its files over pyspark's own: put the
-# full pyspark (spark-submit, jars) back in place when that has happened.
-.venv/bin/python -m dev.pyspark_install --repair
 echo "==> setup done"
