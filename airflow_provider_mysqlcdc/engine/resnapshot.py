@@ -8,7 +8,8 @@ MERGE rule (``lake.merge``): a row replaces the target row only when it is newer
 and a re-read row is ordered at its chunk's HW. So:
 
 * a damaged row (changed, deleted, or one that should not be there) is replaced, re-inserted or
-  deleted, because the lake's row is older than the HW;
+  deleted, because the lake's row is older than the HW; a row that is right is left as it is, with the
+  order key of the change that made it, which ``lake.as_of`` reads as the time of that change;
 * a change the stream committed after the HW stays, because it is newer than the re-read row; one at
   or before the HW (merged already or not yet) loses to it, whenever it is merged.
 
@@ -280,7 +281,7 @@ def _merge(uri: str, parts: Sequence[pa.Table], schema: TableSchema) -> MergeRep
     changes, attempt = pa.concat_tables(parts), 1
     while True:
         try:
-            return merge_changes(uri, changes, list(schema.row_key), through_seq=None)
+            return merge_changes(uri, changes, list(schema.row_key), through_seq=None, changed_only=True)
         except CommitFailedError:
             if attempt == COMMIT_TRIES:
                 raise

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.delta import (
     BATCH_COLUMN,
     MERGE_APP_ID,
@@ -113,6 +114,7 @@ def _ops(kinds: Sequence[ChangeKind]) -> str:
 
 
 RETRACTIONS = tuple(kind for kind in ChangeKind if kind.is_retraction)
+_NOT_VALUES = frozenset({*(f.name for f in METADATA_FIELDS), BATCH_COLUMN})
 
 
 def merge_predicate(row_key: Sequence[str], batches: Sequence[int]) -> str:
@@ -198,9 +200,11 @@ def _widened(table: DeltaTable, source: pa.Table, uri: str) -> tuple[DeltaTable,
 
 def _merge(
     table: DeltaTable, source: pa.Table, row_key: Sequence[str], through_seq: int | None,
-    predicate: str | None = None,
+    predicate: str | None = None, changed_only: bool = False,
 ) -> dict[str, Any]:
-    """The MERGE itself; ``predicate`` replaces the partition-pruning join (the benchmark's baseline)."""
+    """The MERGE itself; ``predicate`` replaces the partition-pruning join (the benchmark's baseline).
+    ``changed_only``: a newer row replaces the target's only when one of its values differs, so a row
+    that was right keeps the order key of the change that made it (what ``lake.as_of`` reads)."""
     from deltalake import CommitProperties, Transaction
 
     batches = pc.unique(source.column(BATCH_COLUMN)).to_pylist()
@@ -217,9 +221,13 @@ def _merge(
             app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
     )
     accumulations = _ops(ChangeKind.accumulations())
+    update = f"{newer} AND {op} IN ({accumulations})"
+    if changed_only:
+        values = [quote(c) for c in source.column_names if c not in _NOT_VALUES]
+        update += f" AND NOT ({' AND '.join(f'(s.{c} IS NOT DISTINCT FROM t.{c})' for c in values)})"
     return (
         merger.when_matched_delete(f"{newer} AND {op} IN ({_ops(RETRACTIONS)})")
-        .when_matched_update(assignments, f"{newer} AND {op} IN ({accumulations})")
+        .when_matched_update(assignments, update)
         .when_not_matched_insert(assignments, f"{op} IN ({accumulations})")
         .execute()
     )
@@ -232,7 +240,8 @@ def merged_through(table: DeltaTable) -> int:
 
 
 def merge_changes(
-    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False
+    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
+    changed_only: bool = False,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
     ``_batch``) to the current-state Delta table at ``current_uri``, in one commit that records
@@ -240,7 +249,8 @@ def merge_changes(
     cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
     ``through_seq`` None: rows that are no stream batch (a re-snapshot's, ``engine.resnapshot``), merged by
-    the same rule into an existing table, whose merged sequence stays as it is.
+    the same rule into an existing table, whose merged sequence stays as it is; with ``changed_only`` a
+    matched row is replaced only when a value differs (see ``_merge``).
 
     Raises InvalidOptionError when ``changes`` lack the key, ``_batch`` or metadata columns, and
     SchemaChangeError when a column's type in the changes differs from the table's.
@@ -262,7 +272,7 @@ def merge_changes(
     if source.num_rows == 0:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     table, source = _widened(table, source, current_uri)
-    metrics = _merge(table, source, row_key, through_seq)
+    metrics = _merge(table, source, row_key, through_seq, changed_only=changed_only)
     return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
 
 

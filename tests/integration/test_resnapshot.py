@@ -133,6 +133,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
     assert last in repaired and all(plan.chunks[i].end is None or plan.chunks[i].start is None
                                     or plan.chunks[i].start <= 1800 for i in repaired - {last})
     assert report["rows_deleted"] >= 2  # 1500 (gone from the source) and 100000 (never in it)
+    assert report["rows_updated"] >= 2 and report["rows_inserted"] >= 1  # 1600 and 1700; 5
     stream(base_uri, table)  # the stream catches up with the writer: its changes after the HWs win
     source = sorted(table_rows(admin, schema))
     lake = replica(base_uri, schema)
@@ -141,6 +142,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
 
     (whole,) = repair(base_uri, {str(table): "all"})
     assert len(whole["chunks"]) == len(plan.chunks) and whole["rows_inserted"] == 1  # 2600 is back
+    assert whole["rows_updated"] == 0 and whole["rows_deleted"] == 0  # rows that are right stay as they are
     assert replica(base_uri, schema) == source
     assert sorted(current_rows(base_uri, schema)) == source  # the Delta table alone, too
 
