@@ -55,7 +55,6 @@ from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 _log = logging.getLogger(__name__)
 
 REPORT_FORMAT_VERSION = 1
-DEFAULT_WAIT_SECONDS = 600.0
 DEFAULT_MAX_KEYS = 1_000
 """Keys listed per chunk and kind (missing, extra, different); the counts are always complete."""
 
@@ -284,7 +283,7 @@ def verify_chunks(
     batch: Batch,
     chunks: Sequence[Chunk],
     server_id: int,
-    wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    wait_seconds: float,
     max_keys: int = DEFAULT_MAX_KEYS,
 ) -> list[ChunkVerdict]:
     """Verify ``chunks`` (of ``batch``; ``plan_chunks`` all chunks of the table's plan): read them from the
@@ -327,8 +326,8 @@ def verify_chunks(
     return verdicts
 
 
-def verify_batch_locally(base_uri: str, config: ConnectionConfig, batch: Batch, run: str, parts: int = 1,
-                         wait_seconds: float = DEFAULT_WAIT_SECONDS) -> VerifyReport:
+def verify_batch_locally(base_uri: str, config: ConnectionConfig, batch: Batch, run: str, parts: int,
+                         wait_seconds: float) -> VerifyReport:
     """One batch in this process, in ``parts`` sequential parts as its Spark tasks would cut it (readers
     from the batch's server ids): for tests and benchmarks without Spark; the Spark job runs the parts
     in parallel and writes the same report."""
@@ -351,9 +350,9 @@ def verify_batch_locally(base_uri: str, config: ConnectionConfig, batch: Batch, 
 
 
 def summarize(base_uri: str, table: TableId, run: str, batches: Iterable[int], fail_on_difference: bool,
-              log: logging.Logger = _log) -> VerifyReport:
-    """The run's batch reports as one report in the lake, its summary in the log; ``ReplicaMismatchError``
-    when chunks differ and ``fail_on_difference``."""
+              log: Any = _log) -> VerifyReport:
+    """The run's batch reports as one report in the lake, its summary in ``log`` (a logger, or a task's);
+    ``ReplicaMismatchError`` when chunks differ and ``fail_on_difference``."""
     store = VerifyStore(base_uri)
     wanted = sorted(set(batches))
     parts = [store.read_batch(table, run, b) for b in wanted]

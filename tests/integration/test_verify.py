@@ -130,3 +130,44 @@ def test_verify_names_exactly_the_damaged_keys(mariadb_server, admin, database, 
     assert sum(v.source_rows for v in report.verdicts) == 5_999
     current = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table(filters=[("id", "=", 1234)])
     assert pc.equal(current.column("note"), "damaged").to_pylist() == [True]
+
+
+def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, mariadb_server, admin, database,
+                                                                   tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example verify DAG as a user runs it: plan, one spark-submit per batch (local[2], two tasks each),
+    summary. The replica is equal but for one changed row: the verify tasks succeed, the summary fails,
+    and the report in the lake and in XCom names that key."""
+    from dev.dag_file import load_dag
+    from tests.airflow_connections import set_airflow_connections
+
+    set_airflow_connections(monkeypatch, mariadb_server, "5660-5670")
+    create_orders(admin)
+    config, base_uri = config_of(mariadb_server, "5680-5690"), str(tmp_path / "lake")
+    table = f"{database}.orders"
+    plan = replica.snapshot(config, base_uri, table, chunk_size=1_000, chunks_per_batch=3)
+    replica.stream(config, base_uri, [table], merge=True)
+    DeltaTable(table_uri(base_uri, table)).update(updates={"amount": "amount + 1"}, predicate="id = 4321")
+
+    ticker = Ticker(mariadb_server, database)
+    ticker.start()
+    try:
+        with replica.stream_running(config, base_uri):
+            run = load_dag("mysql_cdc_verify").test(run_conf={"tables": [table], "base_uri": base_uri,
+                                                              "wait_seconds": 120})
+    finally:
+        ticker.stopping.set()
+        ticker.join(10)
+
+    assert len(plan.batches) == 2
+    states = {(ti.task_id, ti.rendered_map_index): ti.state for ti in run.get_task_instances()}
+    assert states == {("plan", None): "success", ("verify", plan.batches[0].label): "success",
+                      ("verify", plan.batches[1].label): "success", ("summary", None): "failed"}
+    assert run.state == "failed"
+    report = VerifyStore(base_uri).lake.read_json(VerifyStore(base_uri).report_path(plan.schema.id, run.run_id))
+    assert report is not None and report["chunks"] == len(plan.chunks) and report["rows"] == 6_000
+    assert (report["missing"], report["extra"], report["different"]) == (0, 0, 1)
+    (differing,) = [v for v in report["verdicts"] if not v["equal"]]
+    assert differing["different"]["keys"] == [[4321]]
+    verified = [ti for ti in run.get_task_instances() if ti.task_id == "verify"]
+    xcoms = [ti.xcom_pull(task_ids="verify", map_indexes=ti.map_index) for ti in verified]
+    assert sorted(x["different"] for x in xcoms) == [0, 1]

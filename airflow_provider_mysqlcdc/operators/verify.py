@@ -1,0 +1,247 @@
+"""Verifying the replica against the source: plan the batches, verify each on Spark, summarize.
+
+``MySqlVerifyPlanOperator`` takes the batches of each table's snapshot plan from the lake (the same
+chunks the snapshot read) and gives each its binlog server ids; ``MySqlVerifyOperator`` (a
+``SparkSubmitOperator``, mapped over those batches like the snapshot) runs ``spark/verify_job.py``,
+whose executors compare their chunks with the replica as of each chunk's new high watermark
+(``engine.verify``) and whose driver writes the batch's report into the lake;
+``MySqlVerifySummaryOperator`` combines a run's batch reports per table into
+``<db>/<table>/verify/<run>.json``, logs the summary, returns it to XCom and fails on differences.
+The stream must run meanwhile: each chunk is compared once the stream has committed past its HW.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator
+
+WAIT_SECONDS = 600.0
+"""The verify tasks' default bound on waiting for the stream to pass their chunks' high watermarks."""
+
+
+def _tables(tables: Any) -> list[str]:
+    from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+    values = [tables] if isinstance(tables, str) else list(tables or [])
+    if not values or not all(isinstance(t, str) and "." in t for t in values):
+        raise InvalidOptionError(f"tables must be a list of 'database.table' names, not {tables!r}")
+    return values
+
+
+class MySqlVerifyPlanOperator(BaseOperator):
+    """Returns the batches to verify (``Batch.to_dict``, with binlog server ids), for
+    ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
+    lake. A table whose snapshot is not finished is refused (``VerifyError``).
+
+    Server ids: each batch gets its own consecutive indexes of the connection's ``server_id`` range from
+    the first upward, one per Spark task (``readers_per_batch``, fewer for a batch with fewer chunks);
+    the range's last id is left to a stream. Verification runs while the replication DAG's stream does,
+    and perhaps its snapshot tasks, which take ids from the same start: give verification a connection of
+    its own (the same server) with a ``server_id`` range apart from the replication's.
+
+    :param base_uri: the lake, the replication's; required (templated)
+    :param tables: the tables to verify, ``database.table``; required (templated)
+    :param readers_per_batch: Spark tasks (chunk readers, one server id each) per batch's job; the range
+        must hold (batches x readers_per_batch) + 1 ids. Default: ``2`` (templated)
+    :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
+        (templated)
+    """
+
+    template_fields: Sequence[str] = ("base_uri", "tables", "readers_per_batch", "mysql_cdc_conn_id")
+
+    def __init__(self, *, base_uri: str, tables: Any, readers_per_batch: Any = 2,
+                 mysql_cdc_conn_id: str = "mysql_cdc_default", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base_uri = base_uri
+        self.tables = tables
+        self.readers_per_batch = readers_per_batch
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+
+    def execute(self, context: Any) -> list[dict[str, Any]]:
+        from airflow_provider_mysqlcdc.cdc.schema import TableId
+        from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
+        from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, VerifyError
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+
+        readers = int(self.readers_per_batch)
+        if readers < 1:
+            raise InvalidOptionError(f"readers_per_batch must be >= 1, not {self.readers_per_batch!r}")
+        store, batches = SnapshotStore(self.base_uri), []
+        for name in _tables(self.tables):
+            plan = store.read_plan(TableId.parse(name))
+            if plan is None or any(m is None for m in store.manifests(plan)):
+                raise VerifyError(f"the snapshot of {name} under {self.base_uri} is not "
+                                  f"{'planned' if plan is None else 'finished'}: run the replication DAG first")
+            batches += plan.batches
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        counts = [min(readers, b.chunk_count) for b in batches]
+        firsts = assign_snapshot_readers(config.server_id, counts, readers, self.mysql_cdc_conn_id)
+        self.log.info("verify %d batches of %s", len(batches), ", ".join(_tables(self.tables)))
+        return [b.with_readers(f, c).to_dict() for b, f, c in zip(batches, firsts, counts, strict=True)]
+
+
+class MySqlVerifyOperator(SparkSubmitOperator):
+    """Verifies one batch of ``MySqlVerifyPlanOperator`` on Spark (map it with ``.partial().expand(batch=...)``).
+
+    The job's executors read their chunks from the source as the snapshot does (no locks), wait until
+    the stream has committed past each chunk's high watermark (``wait_seconds`` at most, then fail
+    naming the stream), and compare the chunk with the replica as of that watermark, key by key and
+    column by column in the snapshot's types. The driver writes the batch's report into the lake; the
+    task returns it (without the equal chunks' verdicts) to XCom. Differences do not fail this task:
+    ``MySqlVerifySummaryOperator`` decides. The password reaches Spark as the snapshot operator's does
+    (the ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit``); on a local master the job runs
+    with this environment's Python, on a cluster master the package is shipped as ``--py-files``.
+
+    :param batch: one item of the plan task's XCom; required, usually mapped (templated)
+    :param base_uri: the lake; required (templated)
+    :param run: the verification run's name, the report's file name. Default: ``{{ run_id }}`` (templated)
+    :param wait_seconds: how long a Spark task waits for the stream to pass its chunks' high watermarks.
+        Default: ``600.0`` (templated)
+    :param mysql_cdc_conn_id: the source, the plan task's connection. Default: ``mysql_cdc_default``
+        (templated)
+    :param partitions: Spark tasks of the job; 0: the batch's readers. Default: ``0``
+    :param spark_conn_id: the Spark connection (``SparkSubmitOperator``'s ``conn_id``, which is refused
+        here). Default: ``spark_default`` (templated)
+    :param map_index_template: the mapped instance's label in the grid. Default:
+        ``{{ task.batch['label'] }}``
+    """
+
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields, "base_uri", "batch", "run", "wait_seconds", "mysql_cdc_conn_id",
+        "spark_conn_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        batch: dict[str, Any],
+        base_uri: str,
+        run: str = "{{ run_id }}",
+        wait_seconds: Any = WAIT_SECONDS,
+        mysql_cdc_conn_id: str = "mysql_cdc_default",
+        partitions: int = 0,
+        spark_conn_id: str = "spark_default",
+        map_index_template: str | None = "{{ task.batch['label'] }}",
+        **kwargs: Any,
+    ) -> None:
+        from pathlib import Path
+
+        import airflow_provider_mysqlcdc
+
+        if "conn_id" in kwargs:
+            raise TypeError(
+                f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
+            )
+        kwargs.setdefault("name", "mysql-cdc-verify")
+        application = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "verify_job.py")
+        super().__init__(application=application, conn_id=spark_conn_id, map_index_template=map_index_template,
+                         **kwargs)
+        self.batch = batch
+        self.base_uri = base_uri
+        self.run = run
+        self.wait_seconds = wait_seconds
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.partitions = partitions
+        self.spark_conn_id = spark_conn_id
+
+    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
+        import tempfile
+        from pathlib import Path
+
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        from airflow.sdk.log import mask_secret
+
+        from airflow_provider_mysqlcdc.engine.verify import VerifyStore
+        from airflow_provider_mysqlcdc.exceptions import VerifyError
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.lake.snapshot import Batch
+        from airflow_provider_mysqlcdc.operators.snapshot import _environment_variable, quiet_spark_conf
+        from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver, local_master_env
+        from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
+        from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
+
+        self._conn_id = self.spark_conn_id  # rendered
+        batch = Batch.from_dict(self.batch)
+        tasks = batch.spark_tasks(self.partitions)
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        ids = [batch.server_id(config.server_id, task) for task in range(tasks)]
+        if config.password:
+            mask_secret(config.password)
+        self.application_args = [
+            "--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds)),
+            "--base-uri", self.base_uri, "--batch", json.dumps(self.batch),
+            "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
+        ]
+        self.conf = {**quiet_spark_conf(), **(self.conf or {})}
+        connection = SparkSubmitHook(conn_id=self._conn_id, deploy_mode=self._deploy_mode)._connection
+        master = connection["master"]
+        if is_local_master(master):
+            self.env_vars = local_master_env(self.env_vars)
+        else:
+            check_password_reaches_driver(self._conn_id, master, connection["deploy_mode"], self.conf, PASSWORD_ENV)
+            shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
+            self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
+        self.log.info("verify %s through Spark (master %s): %d tasks, binlog server ids %d-%d, run %s", batch.label,
+                      master, tasks, ids[0], ids[-1], self.run)
+        with _environment_variable(PASSWORD_ENV, config.password):
+            super().execute(context)
+        report = VerifyStore(self.base_uri).read_batch(batch.table, str(self.run), batch.number)
+        if report is None:
+            raise VerifyError(f"the Spark job verifying {batch.label} succeeded but wrote no report under "
+                              f"{self.base_uri}: the driver must reach the same lake as this task")
+        self.log.info("%s", report.summary())
+        return _for_xcom(report.to_dict())
+
+
+def _for_xcom(report: dict[str, Any]) -> dict[str, Any]:
+    """A report without the verdicts of equal chunks (their keys are in the lake's report)."""
+    return {**report, "verdicts": [v for v in report["verdicts"] if not v["equal"]]}
+
+
+class MySqlVerifySummaryOperator(BaseOperator):
+    """Combines a verification run's batch reports per table into ``<db>/<table>/verify/<run>.json``, logs
+    each table's summary (and the first differing chunks with their keys), returns the summaries to XCom
+    (``{table: report}`` without the equal chunks' verdicts), and fails with ``ReplicaMismatchError``
+    when a table differs and ``fail_on_difference``. Run it after the verify tasks (``all_done`` is not
+    needed: a failed verify task leaves its batch without a report, which fails this task too).
+
+    :param base_uri: the lake; required (templated)
+    :param tables: the tables verified, ``database.table``; required (templated)
+    :param run: the verification run's name, as given to the verify tasks. Default: ``{{ run_id }}``
+        (templated)
+    :param fail_on_difference: fail when any chunk differs. Default: ``True`` (templated)
+    """
+
+    template_fields: Sequence[str] = ("base_uri", "tables", "run", "fail_on_difference")
+
+    def __init__(self, *, base_uri: str, tables: Any, run: str = "{{ run_id }}", fail_on_difference: Any = True,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base_uri = base_uri
+        self.tables = tables
+        self.run = run
+        self.fail_on_difference = fail_on_difference
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_provider_mysqlcdc.cdc.schema import TableId
+        from airflow_provider_mysqlcdc.engine.verify import summarize
+        from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
+        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+
+        store, reports = SnapshotStore(self.base_uri), {}
+        for name in _tables(self.tables):
+            table = TableId.parse(name)
+            plan = store.read_plan(table)
+            if plan is None:
+                raise VerifyError(f"no snapshot plan of {name} under {self.base_uri}: nothing was verified")
+            reports[name] = summarize(self.base_uri, table, str(self.run), [b.number for b in plan.batches],
+                                      fail_on_difference=False, log=self.log)
+        differing = [r.summary() for r in reports.values() if not r.equal]
+        if differing and str(self.fail_on_difference).lower() not in ("false", "0"):
+            raise ReplicaMismatchError("; ".join(differing))
+        return {name: _for_xcom(r.to_dict()) for name, r in reports.items()}
