@@ -71,6 +71,8 @@ def plan_snapshot(
         else:
             manifests = store.manifests(plan)
         todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
+        if options.unbounded_chunk_first:
+            todo = unbounded_first(todo, plan)
         if options.retention_check is not RetentionCheck.OFF:
             work.append(_table_work(store, plan, manifests, approximate.get(schema.id, 0)))
         log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks), len(plan.batches),
@@ -94,6 +96,13 @@ def plan_snapshot(
                   len(pending), sum(counts), server_ids.allocate(0), server_ids.allocate(sum(counts) - 1),
                   server_ids, server_ids.end)
     return [b.with_readers(first, count) for b, first, count in zip(pending, firsts, counts, strict=True)]
+
+
+def unbounded_first(batches: list[Batch], plan: Plan) -> list[Batch]:
+    """``batches`` with the one holding the plan's last, unbounded chunk first (mapped tasks start in the
+    order of the list): inserts above the split's maximum key make that chunk grow while it waits."""
+    last = len(plan.chunks) - 1
+    return sorted(batches, key=lambda b: not b.first_chunk <= last <= b.last_chunk)
 
 
 def _table_work(

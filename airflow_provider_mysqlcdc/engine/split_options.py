@@ -34,6 +34,16 @@ def _whole_number(name: str, value: Any) -> int:
     return int(text)
 
 
+def _flag(name: str, value: Any) -> bool:
+    """A boolean from a native or rendered (text) template value."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidOptionError(f"{name} must be True or False, not {value!r}")
+    return text == "true"
+
+
 def _mapping(name: str, value: Any) -> dict[str, str]:
     """``{"db.table": "column"}`` as given or rendered as text."""
     if value is None or (isinstance(value, str) and value.strip() in ("", "None", "{}")):
@@ -74,6 +84,10 @@ class SplitOptions:
     readers_per_batch: int = 2
     """Spark tasks of one batch's job, each a chunk reader with a binlog server id of its own."""
     retention_check: RetentionCheck = RetentionCheck.ERROR
+    unbounded_chunk_first: bool = True
+    """Snapshot each table's last chunk ``[x, +inf)`` first: its batch first, and first in its batch's job.
+    Rows inserted above the split's maximum key land there, so read late it can hold far more rows than
+    ``chunk_size`` and run an executor out of memory (Flink CDC's ``unbounded-chunk-first``)."""
 
     def __post_init__(self) -> None:
         if not self.base_uri:
@@ -91,6 +105,7 @@ class SplitOptions:
         cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
         chunk_key_columns: Any, chunk_size: Any, distribution_factor_lower: Any, distribution_factor_upper: Any,
         rows_per_batch: Any, max_batches: Any, readers_per_batch: Any, retention_check: Any,
+        unbounded_chunk_first: Any = True,
     ) -> SplitOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         return cls(
@@ -107,6 +122,7 @@ class SplitOptions:
             max_batches=_whole_number("max_batches", max_batches),
             readers_per_batch=_whole_number("readers_per_batch", readers_per_batch),
             retention_check=RetentionCheck.parse(retention_check),
+            unbounded_chunk_first=_flag("unbounded_chunk_first", unbounded_chunk_first),
         )
 
     def selection(self) -> tuple[str, str | None]:

@@ -146,6 +146,12 @@ class Plan:
     def chunks_of(self, batch: Batch) -> list[Chunk]:
         return self.chunks[batch.first_chunk : batch.last_chunk + 1]
 
+    def chunks_to_read(self, batch: Batch) -> list[Chunk]:
+        """The batch's chunks in the order its job reads them: an unbounded last chunk first (it grows with
+        every insert above the split's maximum key until it is read), then the others in key order."""
+        chunks = self.chunks_of(batch)
+        return sorted(chunks, key=lambda c: c.end is not None)
+
     def batch_of(self, chunk: Chunk) -> int:
         """The number of the batch that holds ``chunk`` (its partition of the current state)."""
         return next(b.number for b in self.batches if b.first_chunk <= chunk.index <= b.last_chunk)

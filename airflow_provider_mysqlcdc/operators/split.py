@@ -64,6 +64,11 @@ class MySqlChunkSplitOperator(BaseOperator):
         (batches of the run x readers_per_batch) + 1 ids. Default: ``2`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
+    :param unbounded_chunk_first: return the batch holding each table's last chunk ``[x, +inf)`` first,
+        and read that chunk first in its job, like Flink CDC's
+        ``scan.incremental.snapshot.unbounded-chunk-first.enabled``: rows inserted above the split's
+        maximum key land in it, so read last it can hold far more than ``chunk_size`` rows.
+        Default: ``True``
     :param retention_check: ``"error"``: fail when the snapshot's estimated duration exceeds the
         server's binlog retention, warn above half of it; ``"warn"``: only warn (e.g. when the snapshot
         tasks run several batches at once); ``"off"``: do not check. Default: ``error`` (templated)
@@ -91,6 +96,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         readers_per_batch: int = SplitOptions.readers_per_batch,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         retention_check: RetentionCheck | str = SplitOptions.retention_check,
+        unbounded_chunk_first: bool = SplitOptions.unbounded_chunk_first,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -108,6 +114,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.readers_per_batch = readers_per_batch
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.retention_check = retention_check
+        self.unbounded_chunk_first = unbounded_chunk_first
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
@@ -120,7 +127,7 @@ class MySqlChunkSplitOperator(BaseOperator):
             distribution_factor_lower=self.distribution_factor_lower,
             distribution_factor_upper=self.distribution_factor_upper, rows_per_batch=self.rows_per_batch,
             max_batches=self.max_batches, readers_per_batch=self.readers_per_batch,
-            retention_check=self.retention_check,
+            retention_check=self.retention_check, unbounded_chunk_first=self.unbounded_chunk_first,
         )
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         return [b.to_dict() for b in plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)]

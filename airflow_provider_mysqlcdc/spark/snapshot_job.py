@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult
 
 PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
+TASK_PROGRESS_SECONDS = 10.0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -65,20 +66,33 @@ def read_partition(
     batch = Batch.from_dict(batch_dict)
     # the split gave this batch its own run of ids among all batches of the DAG run (first_reader, readers)
     server_id = batch.server_id(config.server_id, index)
+    chunks = [Chunk.from_dict(c) for c in chunk_dicts]
+    started = reported = time.monotonic()
+    done = rows = 0
     for record in write_chunks(
-        SnapshotStore(base_uri), batch, attempt, index, config, TableSchema.from_dict(schema_dict),
-        (Chunk.from_dict(c) for c in chunk_dicts), server_id,
+        SnapshotStore(base_uri), batch, attempt, index, config, TableSchema.from_dict(schema_dict), chunks, server_id,
     ):
+        done, rows = done + 1, rows + record.rows
         if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
             progress[0].add(1)
             progress[1].add(record.rows)
+        if time.monotonic() - reported >= TASK_PROGRESS_SECONDS:
+            # accumulators reach the driver only when a task ends, so each task says how far it is itself:
+            # on a local master its output is in the task log, on a cluster in the executor's log
+            reported = time.monotonic()
+            print(f"snapshot: task {index}: {done}/{len(chunks)} chunks, {rows:,} rows, "
+                  f"{rows / (reported - started):,.0f} rows/s", file=sys.stderr, flush=True)
         yield record
 
 
 def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Event, started: float) -> None:
+    """The driver's view: the chunks of finished tasks (accumulators arrive with them), when it moves."""
+    said = 0
     while not stop.wait(5):
         chunks, rows = progress[0].value, progress[1].value
-        elapsed = time.monotonic() - started
+        if chunks == said:
+            continue
+        said, elapsed = chunks, time.monotonic() - started
         print(f"snapshot: {chunks}/{total} chunks, {rows:,} rows, {rows / elapsed:,.0f} rows/s after {elapsed:.0f} s",
               flush=True)
 

@@ -23,7 +23,8 @@ def options(**changes: object) -> SplitOptions:
 
 def test_rendered_text_becomes_typed_values() -> None:
     got = options(tables="['shop.orders', 'shop.items']", rows_per_batch="6000", readers_per_batch="3",
-                  chunk_key_columns="{'shop.items': 'sku'}", exclude_tables="['shop\\\\.tmp_.*']", retention_check="warn")
+                  chunk_key_columns="{'shop.items': 'sku'}", exclude_tables="['shop\\\\.tmp_.*']",
+                  retention_check="warn")
     assert got.tables == (TableId("shop", "orders"), TableId("shop", "items"))
     assert (got.rows_per_batch, got.readers_per_batch, got.max_batches) == (6000, 3, 64)
     assert got.chunk_key_columns == {"shop.items": "sku"}
@@ -66,3 +67,29 @@ def test_the_operator_takes_its_defaults_from_the_options() -> None:
     for name in ("chunk_size", "distribution_factor_lower", "distribution_factor_upper", "rows_per_batch",
                  "max_batches", "readers_per_batch", "retention_check"):
         assert parameters[name].default == getattr(SplitOptions, name), name
+
+
+def test_unbounded_chunk_first_is_a_flag() -> None:
+    assert options(tables=["shop.orders"]).unbounded_chunk_first is True
+    assert options(tables=["shop.orders"], unbounded_chunk_first="False").unbounded_chunk_first is False
+    with pytest.raises(InvalidOptionError, match="unbounded_chunk_first must be True or False"):
+        options(tables=["shop.orders"], unbounded_chunk_first="sometimes")
+
+
+def test_the_unbounded_last_chunk_is_read_first() -> None:
+    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+    from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+    from airflow_provider_mysqlcdc.engine.snapshot_plan import unbounded_first
+    from airflow_provider_mysqlcdc.lake.snapshot import Plan, group_batches
+
+    table = TableId("shop", "orders")
+    schema = TableSchema(table, (Column("id", "int", "int(11)", nullable=False),), ("id",), "id")
+    bounds = [None, 10, 20, 30, 40, None]
+    chunks = [Chunk(table, i, bounds[i], bounds[i + 1]) for i in range(5)]
+    plan = Plan(schema, chunks, group_batches(table, chunks, 2))  # batches: 0-1, 2-3, 4
+    assert [b.number for b in unbounded_first(plan.batches, plan)] == [2, 0, 1]
+    assert [b.number for b in unbounded_first(plan.batches[:2], plan)] == [0, 1]  # done already: order kept
+    assert [c.index for c in plan.chunks_to_read(plan.batches[2])] == [4]
+    two = Plan(schema, chunks, group_batches(table, chunks, 3))  # batches: 0-2, 3-4
+    assert [c.index for c in two.chunks_to_read(two.batches[1])] == [4, 3]
+    assert [c.index for c in two.chunks_to_read(two.batches[0])] == [0, 1, 2]
