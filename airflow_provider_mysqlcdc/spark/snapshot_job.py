@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if plan is None:
         print(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split task first", file=sys.stderr)
         return 2
-    chunks = plan.chunks_of(batch)
+    chunks = plan.chunks_to_read(batch)
     config = json.loads(args.connection)
     password = os.environ.get(args.password_env, "")
     try:
