@@ -56,6 +56,10 @@ def get_provider_info() -> dict[str, Any]:
                 "to_openlineage_converter": "airflow_provider_mysqlcdc.assets.convert_asset_to_openlineage",
             }
         ],
+        "extra-links": [
+            "airflow_provider_mysqlcdc.operators.links.LakeTableLink",
+            "airflow_provider_mysqlcdc.operators.links.SparkApplicationLink",
+        ],
         "connection-types": [
             {
                 "connection-type": "mysql_cdc",

@@ -30,6 +30,20 @@ if TYPE_CHECKING:
 
 PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
 TASK_PROGRESS_SECONDS = 10.0
+APPLICATION_LINE = "snapshot: spark application "
+"""Starts the driver's line with its application (JSON); the operator's "Spark application" link reads it."""
+HISTORY_SERVER_ADDRESS = "spark.yarn.historyServer.address"
+EVENT_LOG_ENABLED = "spark.eventLog.enabled"
+
+
+def application_line(context: Any) -> str:
+    """The application's id, live UI and history server, as ``operators.links.SparkApplication`` reads them."""
+    conf = context.getConf()
+    return APPLICATION_LINE + json.dumps({
+        "id": context.applicationId, "ui": context.uiWebUrl,
+        "history_server": conf.get(HISTORY_SERVER_ADDRESS, None),
+        "event_log": conf.get(EVENT_LOG_ENABLED, "false").strip().lower() == "true",
+    })
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -126,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2
     spark = SparkSession.builder.appName(f"mysql-cdc snapshot {batch.label}").getOrCreate()
+    print(application_line(spark.sparkContext), flush=True)
     if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
         print("snapshot: spark.speculation is on: a speculative copy of a task would read the binlog with the "
               "same server id as the task itself, and the server drops one of them; set spark.speculation=false "
