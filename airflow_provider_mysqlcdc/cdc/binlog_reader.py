@@ -31,7 +31,7 @@ from typing import Any
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.row_decoder import RowDecoders
+from airflow_provider_mysqlcdc.cdc.row_decoder import Located, RowDecoders
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
@@ -74,7 +74,47 @@ class SchemaChanged:
     offset: BinlogOffset
 
 
+@dataclass(frozen=True, slots=True)
+class ChangeRows:
+    """The row images of one rows event, for the columnar stream (``BinlogReader.rows``): ``images``
+    are places in the event's packet (``row_columns`` reads them into Arrow), or canonical tuples where
+    the row decoder cannot read the event. Image ``i`` is of kind ``kinds[i % len(kinds)]`` (an
+    update's row is a before and an after image) and of row ``i // len(kinds)``; ``keep`` selects the
+    images taken (None: all). ``base`` is the event's offset (its index in the transaction), ``offset``
+    where to resume after it."""
+
+    kinds: tuple[ChangeKind, ...]
+    table: TableId
+    images: Located | list[tuple[Any, ...]]
+    base: BinlogOffset
+    offset: BinlogOffset
+    ts_ms: int
+    keep: tuple[bool, ...] | None = None
+
+    @property
+    def count(self) -> int:
+        """Images in the event, taken or not."""
+        images = self.images
+        return images.count if isinstance(images, Located) else len(images)
+
+    @property
+    def taken(self) -> int:
+        return self.count if self.keep is None else sum(self.keep)
+
+    def image_offset(self, index: int) -> BinlogOffset:
+        """The offset of image ``index`` (a record's ``offset``: resume after its row)."""
+        return _with_rows_skipped(self.base, index // len(self.kinds) + 1)
+
+    def column(self, index: int) -> list[Any]:
+        """Column ``index`` of every image, taken or not, as canonical values."""
+        from airflow_provider_mysqlcdc.cdc.row_columns import column_values
+
+        images = self.images
+        return column_values(images, index) if isinstance(images, Located) else [i[index] for i in images]
+
+
 Item = ChangeRecord | Committed | Heartbeat | SchemaChanged
+RowsItem = ChangeRows | Committed | Heartbeat | SchemaChanged
 
 
 @dataclass
@@ -111,6 +151,15 @@ def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
                                                                                             column.scale):
             return False
     return True
+
+
+def _kinds(event: Any) -> tuple[ChangeKind, ...]:
+    """The kinds of a rows event's images, row by row."""
+    from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
+
+    if isinstance(event, UpdateRowsEvent):
+        return _UPDATE_KINDS
+    return _INSERT_KINDS if isinstance(event, WriteRowsEvent) else _DELETE_KINDS
 
 
 def _describe(columns: Sequence[Any]) -> list[str]:
@@ -159,14 +208,21 @@ class BinlogReader:
         self._described: dict[TableId, Sequence[Any]] = {}  # the last table map checked per table
 
     def __iter__(self) -> Iterator[Item]:
-        """Reconnects from the last item's offset when the connection drops (a killed dump thread, a
-        network blip, a server restart), up to ``reconnects`` times in a row."""
+        """One record per row image. Reconnects from the last item's offset when the connection drops (a
+        killed dump thread, a network blip, a server restart), up to ``reconnects`` times in a row."""
+        return self._iterate(columnar=False)  # type: ignore[return-value]
+
+    def rows(self) -> Iterator[RowsItem]:
+        """One ``ChangeRows`` per rows event instead of a record per image (for Arrow), else as ``iter``."""
+        return self._iterate(columnar=True)  # type: ignore[return-value]
+
+    def _iterate(self, columnar: bool) -> Iterator[Item | RowsItem]:
         from pymysql.err import OperationalError
 
         resume, failures = self._start, 0
         while True:
             try:
-                for item in self._read_from(resume):
+                for item in self._read_from(resume, columnar):
                     yield item
                     resume = item.offset if not isinstance(item, SchemaChanged) else resume
                     failures = 0
@@ -179,7 +235,7 @@ class BinlogReader:
                     continue
                 raise self._explain(exc) from exc
 
-    def _read_from(self, resume: BinlogOffset) -> Iterator[Item]:
+    def _read_from(self, resume: BinlogOffset, columnar: bool) -> Iterator[Item | RowsItem]:
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import (
             GtidEvent,
@@ -251,7 +307,10 @@ class BinlogReader:
                     skip_events -= 1
                     continue
                 record_base = replace(position.boundary, events_to_skip=index)
-                yield from self._records(event, table, record_base, ts_ms, skip_rows)
+                if columnar:
+                    yield from self._rows(event, table, record_base, ts_ms, skip_rows)
+                else:
+                    yield from self._records(event, table, record_base, ts_ms, skip_rows)
                 skip_rows = 0
         finally:
             stream.close()
@@ -270,27 +329,47 @@ class BinlogReader:
         position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
         yield Committed(position.boundary, ts_ms, transaction_gtid)
 
-    def _records(
-        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
-    ) -> Iterator[ChangeRecord | SchemaChanged]:
-        from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
-
+    def _follow_table_map(self, event: Any, table: TableId, base: BinlogOffset) -> Iterator[SchemaChanged]:
         if self._described.get(table) is not event.columns:  # a new table map: once per transaction
             if not describes(event.columns, self._schemas[table]):
                 yield self._follow_schema(table, event.columns, base)
             self._described[table] = event.columns
-        images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
-        if isinstance(event, UpdateRowsEvent):
-            ops: tuple[ChangeKind, ...] = _UPDATE_KINDS
+
+    def _converted(self, event: Any, table: TableId, ops: tuple[ChangeKind, ...]) -> list[tuple[Any, ...]]:
+        """The images as mysql-replication decodes them, converted to canonical values."""
+        if ops is _UPDATE_KINDS:
             keys: tuple[tuple[str, str], ...] = (
                 ("before_values", "before_none_sources"), ("after_values", "after_none_sources")
             )
         else:
-            ops = _INSERT_KINDS if isinstance(event, WriteRowsEvent) else _DELETE_KINDS
             keys = (("values", "none_sources"),)
+        convert = self._converters[table]
+        return [convert.from_binlog(row[values], row[nones]) for row in event.rows for values, nones in keys]
+
+    def _rows(
+        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
+    ) -> Iterator[ChangeRows | SchemaChanged]:
+        yield from self._follow_table_map(event, table, base)
+        ops = _kinds(event)
+        images: Located | list[tuple[Any, ...]] | None = None
+        if self._decoders is not None:
+            images = self._decoders.locate(event, self._schemas[table])
         if images is None:
-            convert = self._converters[table]
-            images = [convert.from_binlog(row[values], row[nones]) for row in event.rows for values, nones in keys]
+            images = self._converted(event, table, ops)
+        count = images.count if isinstance(images, Located) else len(images)
+        width = len(ops)
+        skipped = min(skip_rows * width, count)
+        keep = (False,) * skipped + (True,) * (count - skipped) if skipped else None
+        yield ChangeRows(ops, table, images, base, _with_rows_skipped(base, count // width), ts_ms, keep)
+
+    def _records(
+        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
+    ) -> Iterator[ChangeRecord | SchemaChanged]:
+        yield from self._follow_table_map(event, table, base)
+        images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
+        ops = _kinds(event)
+        if images is None:
+            images = self._converted(event, table, ops)
         width = len(ops)
         offset = base
         for index in range(skip_rows * width, len(images)):

@@ -383,6 +383,95 @@ def _sized_lines(i: int, reader: _Sized, env: dict[str, Any]) -> list[str]:
     return [f"n = {length}", f"pos += {reader.length_size}", f"v{i} = {value}", "pos += n"]
 
 
+def _compile_locate(readers: Sequence[_Reader], nullable: Sequence[bool], name: str) -> tuple[Locator, Layout]:
+    """Generate the function that finds where each image's values are, without reading them.
+
+    A row image is cut into *segments*: the first starts at the image (its NULL bitmap), and a new one
+    after every column whose width varies (a length-prefixed or a nullable column). The function
+    appends each image's segment starts to one list per segment; every column is then at a constant
+    offset from its segment's start, so ``row_columns`` gathers a column of all images at once.
+    That leaves a few operations per image in Python: the NULL bitmap and the varying widths.
+    """
+    env: dict[str, Any] = {"u16": _U16, "u32": _U32, "unexpected_null": _UnexpectedNull, "misaligned": _misaligned}
+    null_bytes = (len(readers) + 7) // 8
+    not_null = sum(1 << i for i, n in enumerate(nullable) if not n)
+    varying = [isinstance(r, _Sized) or n for r, n in zip(readers, nullable, strict=True)]
+    segments = 1 + sum(varying[:-1])
+    body = [f"def locate(data, pos, end, {', '.join(f'm{k}' for k in range(segments))}):", "    while pos < end:",
+            "        m0(pos)"]
+    if any(nullable) or not_null:
+        body.append("        nulls = data[pos]" if null_bytes == 1 else
+                    f"        nulls = int.from_bytes(data[pos:pos + {null_bytes}], 'little')")
+    if not_null:
+        body.append(f"        if nulls & {not_null}: raise unexpected_null")
+    places: list[tuple[int, int]] = []
+    segment, offset = 0, null_bytes
+    for i, reader in enumerate(readers):
+        places.append((segment, offset))
+        if not varying[i]:
+            offset += struct.calcsize("<" + reader.code) if isinstance(reader, _Fixed) else 0
+            continue
+        lines = [f"pos += {offset}"] if offset else []
+        if isinstance(reader, _Fixed):
+            step = [f"pos += {struct.calcsize('<' + reader.code)}"]
+        else:
+            step = [f"pos += {reader.length_size} + {_LENGTHS[reader.length_size]}"]
+        body.extend(f"        {line}" for line in lines)
+        if nullable[i]:
+            body.append(f"        if not nulls & {1 << i}:")
+            body.extend(f"            {line}" for line in step)
+        else:
+            body.extend(f"        {line}" for line in step)
+        offset = 0
+        if i < len(readers) - 1:
+            segment += 1
+            body.append(f"        m{segment}(pos)")
+    if offset:
+        body.append(f"        pos += {offset}")
+    body += ["    if pos != end:", "        raise misaligned(pos, end)"]
+    exec(compile("\n".join(body), f"<row image places of {name}>", "exec"), env)  # noqa: S102
+    locate: Locator = env["locate"]
+    return locate, Layout(tuple(readers), tuple(nullable), null_bytes, segments, tuple(places))
+
+
+_LENGTHS = {  # a length prefix at ``pos``, by its size
+    1: "data[pos]",
+    2: "u16(data, pos)[0]",
+    3: "int.from_bytes(data[pos:pos + 3], 'little')",
+    4: "u32(data, pos)[0]",
+}
+
+Locator = Callable[..., None]
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Where the values of an image are: column ``i`` at ``places[i] = (segment, offset)``, ``offset``
+    bytes after that segment's start; the NULL bitmap (``null_bytes``) at the start of segment 0. A
+    nullable column is tested against the bitmap, the others only if ``nullable`` says so."""
+
+    readers: tuple[_Reader, ...]
+    nullable: tuple[bool, ...]
+    null_bytes: int
+    segments: int
+    places: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Located:
+    """The images of one rows event as bytes and places: ``starts[k]`` holds segment ``k``'s start in
+    ``data`` for every image, in order; ``decoder`` made it (``row_columns`` turns it into Arrow)."""
+
+    decoder: RowDecoder
+    layout: Layout
+    data: bytes
+    starts: tuple[list[int], ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.starts[0])
+
+
 def _misaligned(pos: int, end: int) -> RowDecodeError:
     return RowDecodeError(f"a row event's images end at byte {pos}, not at its end {end}: the table map does "
                          f"not describe the rows (a bug in the row decoder)")
@@ -396,6 +485,11 @@ class RowDecoder:
         self._columns = len(readers)
         self._full = ((1 << self._columns) - 1).to_bytes((self._columns + 7) // 8, "little")
         self._images = _compile(self._readers, nullable, name)
+        self._locate, self.layout = _compile_locate(self._readers, nullable, name)
+        self.binlog_columns: Sequence[Any] = ()
+        """The table map's columns it was built for (``row_columns`` reads their metadata)."""
+        self.columns_plan: Any = None
+        """What ``row_columns`` derives from this decoder, kept with it."""
 
     @classmethod
     def for_table(cls, schema: TableSchema, binlog_columns: Sequence[Any]) -> RowDecoder | None:
@@ -406,11 +500,12 @@ class RowDecoder:
         readers = [_column_reader(b, c) for b, c in zip(binlog_columns, schema.columns, strict=True)]
         if any(r is None for r in readers):
             return None
-        return cls([r for r in readers if r is not None], [c.nullable for c in schema.columns], str(schema.id))
+        decoder = cls([r for r in readers if r is not None], [c.nullable for c in schema.columns], str(schema.id))
+        decoder.binlog_columns = binlog_columns
+        return decoder
 
-    def row_images(self, event: Any) -> list[tuple[Any, ...]] | None:
-        """The event's row images in canonical values, in order (an update's before and after image
-        in turn), or None if this decoder cannot read this event."""
+    def _span(self, event: Any) -> tuple[bytes, int, int] | None:
+        """The event's packet and where its images are in it, or None if this decoder cannot read it."""
         if (
             event.event_type not in _ROWS_EVENTS
             or event.number_of_columns != self._columns
@@ -419,14 +514,41 @@ class RowDecoder:
         ):
             return None
         packet = event.packet
-        data = packet.get_all_data()
-        start, end = _HEADER + packet.read_bytes, _HEADER + event.event_size
+        return packet.get_all_data(), _HEADER + packet.read_bytes, _HEADER + event.event_size
+
+    def _all_nullable(self) -> None:
+        """A NOT NULL column was NULL (it became nullable): from now on test every column's NULL bit."""
+        every = [True] * self._columns
+        self._images = _compile(self._readers, every, self._name)
+        self._locate, self.layout = _compile_locate(self._readers, every, self._name)
+
+    def row_images(self, event: Any) -> list[tuple[Any, ...]] | None:
+        """The event's row images in canonical values, in order (an update's before and after image
+        in turn), or None if this decoder cannot read this event."""
+        span = self._span(event)
+        if span is None:
+            return None
         try:
-            return self._images(data, start, end)
+            return self._images(*span)
         except _UnexpectedNull:
-            # the column became nullable: from now on test every column's NULL bit
-            self._images = _compile(self._readers, [True] * self._columns, self._name)
-            return self._images(data, start, end)
+            self._all_nullable()
+            return self._images(*span)
+
+    def locate(self, event: Any) -> Located | None:
+        """The event's images as places in its packet (``row_columns`` reads the values), or None if
+        this decoder cannot read this event."""
+        span = self._span(event)
+        if span is None:
+            return None
+        while True:
+            layout = self.layout
+            starts: tuple[list[int], ...] = tuple([] for _ in range(layout.segments))
+            try:
+                self._locate(*span, *(s.append for s in starts))
+            except _UnexpectedNull:
+                self._all_nullable()
+                continue
+            return Located(self, layout, span[0], starts)
 
 
 # the table map's column attributes a decoder depends on
@@ -463,6 +585,11 @@ class RowDecoders:
 
     def row_images(self, event: Any, schema: TableSchema) -> list[tuple[Any, ...]] | None:
         """The event's images (see ``RowDecoder.row_images``), or None to leave it to mysql-replication."""
+        decoder = self.decoder(event, schema)
+        return decoder.row_images(event) if decoder is not None else None
+
+    def decoder(self, event: Any, schema: TableSchema) -> RowDecoder | None:
+        """The decoder of the event's table map and ``schema``, or None if there is none for them."""
         built = self._built.get(schema.id)
         if built is None or built.columns is not event.columns or built.schema is not schema:
             signature = _signature(event.columns)
@@ -470,4 +597,9 @@ class RowDecoders:
                 built = _Built(event.columns, signature, schema, RowDecoder.for_table(schema, event.columns))
                 self._built[schema.id] = built
             built.columns = event.columns
-        return built.decoder.row_images(event) if built.decoder is not None else None
+        return built.decoder
+
+    def locate(self, event: Any, schema: TableSchema) -> Located | None:
+        """The event's images as places (see ``RowDecoder.locate``), or None to leave it to mysql-replication."""
+        decoder = self.decoder(event, schema)
+        return decoder.locate(event) if decoder is not None else None

@@ -15,21 +15,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, Heartbeat, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows, Committed, Heartbeat, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
-from airflow_provider_mysqlcdc.lake.changelog import changes_table
+from airflow_provider_mysqlcdc.lake.changelog import rows_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
@@ -59,31 +59,29 @@ class BatchReport:
 
 @dataclass
 class _Pending:
-    """Changes of complete transactions not yet committed to the lake, per table and schema.
+    """Changes of complete transactions not yet committed to the lake, per table and schema: rows
+    events, whose images become Arrow columns only when the batch is committed (``rows_table``).
 
-    Records come in runs of one table: the list of the current table and schema is kept at hand, so
-    a record costs an append. Bytes are estimated from every 64th record's values, which is cheap
-    and follows the rows' size as it changes.
+    ``count`` counts the images taken; ``bytes`` their share of the events' sizes (what the values
+    take in Arrow is about what they take on the wire).
     """
 
-    parts: dict[TableId, list[tuple[TableSchema, list[ChangeRecord]]]] = field(default_factory=dict)
+    parts: dict[TableId, list[tuple[TableSchema, list[ChangeRows]]]] = field(default_factory=dict)
     count: int = 0
     bytes: int = 0
     _schema: TableSchema | None = None
-    _records: list[ChangeRecord] = field(default_factory=list)
-    _row_bytes: int = 0
+    _events: list[ChangeRows] = field(default_factory=list)
 
-    def add(self, schema: TableSchema, record: ChangeRecord) -> None:
+    def add(self, schema: TableSchema, rows: ChangeRows, size: int) -> None:
         if schema is not self._schema:
             parts = self.parts.setdefault(schema.id, [])
             if not parts or parts[-1][0] is not schema:
                 parts.append((schema, []))
-            self._schema, self._records = schema, parts[-1][1]
-        self._records.append(record)
-        if not self.count & 63:
-            self._row_bytes = _value_bytes(record.values)
-        self.count += 1
-        self.bytes += self._row_bytes
+            self._schema, self._events = schema, parts[-1][1]
+        self._events.append(rows)
+        taken, count = rows.taken, rows.count
+        self.count += taken
+        self.bytes += size * taken // count if count else 0
 
     def absorb(self, other: _Pending) -> None:
         for table, parts in other.parts.items():
@@ -99,11 +97,6 @@ class _Pending:
 
     def over(self, limits: BatchLimits) -> bool:
         return self.count >= limits.max_events or self.bytes >= limits.max_bytes
-
-
-def _value_bytes(values: tuple[Any, ...]) -> int:
-    """About what a row's values take in Arrow: strings and bytes by length, 8 bytes for anything else."""
-    return sum(len(v) if isinstance(v, str | bytes) else 8 for v in values)
 
 
 def stream_batches(
@@ -137,15 +130,15 @@ def stream_batches(
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
-    update_before = ChangeKind.UPDATE_BEFORE
-    for item in reader:
-        if isinstance(item, ChangeRecord):
-            events += 1
-            if not emit.tables or _emitted(item, emit, orders, schemas):
-                uncommitted.add(schemas[item.table], item)
+    for item in reader.rows():
+        if isinstance(item, ChangeRows):
+            events += item.count
+            emitted = _emitted(item, emit, orders, schemas) if emit.tables else item
+            if emitted is not None:
+                uncommitted.add(schemas[item.table], emitted, _size(item))
                 last_ts = item.ts_ms
-            # a transaction too big for one batch is cut after a whole row (never between -U and +U)
-            if item.op is not update_before and uncommitted.over(limits):
+            # a transaction too big for one batch is cut after a whole rows event
+            if uncommitted.over(limits):
                 committed.absorb(uncommitted)
                 uncommitted = _Pending()
                 yield _commit(store, checkpoint, committed, item.offset, schemas, events, last_ts)
@@ -181,18 +174,31 @@ def _binlog_end(control: Any, server: ServerInfo) -> BinlogOffset:
     return read_current_offset(control, server, with_gtid=False)
 
 
+def _size(rows: ChangeRows) -> int:
+    """The bytes of the event's images on the wire (about what their values take in Arrow)."""
+    images = rows.images
+    if isinstance(images, Located):
+        return len(images.data)
+    return sum(len(v) if isinstance(v, str | bytes) else 8 for image in images for v in image)
+
+
 def _emitted(
-    record: ChangeRecord, emit: EmitFilter[BinlogOffset], orders: dict[TableId, KeyOrder],
+    rows: ChangeRows, emit: EmitFilter[BinlogOffset], orders: dict[TableId, KeyOrder],
     schemas: dict[TableId, TableSchema],
-) -> bool:
-    """Whether the record is past its chunk's high watermark (always, once its table is past all of them)."""
-    if record.table not in emit.tables:
-        return True
-    key = None
-    if emit.needs_key(record.table, record.offset):
-        schema = schemas[record.table]
-        key = orders[record.table].sort_key(record.values[schema.column_names.index(schema.chunk_key)])
-    return emit.should_emit(record.table, key, record.offset)
+) -> ChangeRows | None:
+    """The event's images past their chunks' high watermarks (all once its table is past every one of
+    them, which costs no look at the rows), or None if there are none. Before that, the chunk keys of
+    the event's images are turned into sort keys at once (one ``WEIGHT_STRING`` query for string keys)."""
+    table = rows.table
+    if table not in emit.tables or not emit.needs_key(table, rows.image_offset(0)):
+        return rows
+    schema = schemas[table]
+    keys = orders[table].sort_keys(rows.column(schema.column_names.index(schema.chunk_key)))
+    keep = tuple((rows.keep is None or rows.keep[i]) and emit.should_emit(table, key, rows.image_offset(i))
+                 for i, key in enumerate(keys))
+    if not any(keep):
+        return None
+    return rows if all(keep) else replace(rows, keep=keep)
 
 
 def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:
@@ -218,7 +224,7 @@ def _commit(
     last_ts: int,
 ) -> BatchReport:
     changes: dict[TableId, list[pa.Table]] = {  # per table, a part per schema (a batch may pass an ALTER)
-        table: [changes_table(records, schema) for schema, records in parts] for table, parts in pending.parts.items()
+        table: [rows_table(events, schema) for schema, events in parts] for table, parts in pending.parts.items()
     }
     checkpoint.seq += 1
     checkpoint.offset = boundary
@@ -228,5 +234,5 @@ def _commit(
         if not max(c.high_watermark for c in chunks) < boundary
     }
     store.commit(checkpoint, changes)  # the changelogs, then the checkpoint
-    rows = {str(t): sum(len(r) for _, r in parts) for t, parts in pending.parts.items()}
+    rows = {str(t): sum(e.taken for _, events in parts for e in events) for t, parts in pending.parts.items()}
     return BatchReport(checkpoint.seq, boundary, rows, events, last_ts)

@@ -12,12 +12,18 @@ lacks in another form (``delta.stored_type``), and readers cast back to these.
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Any
+
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 
 METADATA_FIELDS = [
     pa.field("_op", pa.string()),
@@ -45,27 +51,114 @@ def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: 
     return rows
 
 
-def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
-    """Change records of one table (all with ``schema``'s columns) as lake rows, in changelog order.
-
-    Built column by column (a dict per row costs more than decoding it). ``_row_seq`` orders the
-    rows of one transaction: row event, row within it, and the before image of an update before its
-    after image.
-    """
+def _tuple_columns(values: list[tuple[Any, ...]], schema: TableSchema) -> list[pa.Array]:
+    """Canonical value tuples as the table's Arrow columns, built column by column (a dict per row
+    costs more than decoding it)."""
     types = arrow_schema(schema)
-    columns = zip(*(r.values for r in records), strict=True) if records else [()] * len(types)
-    arrays = [pa.array(values, field.type) for values, field in zip(columns, types, strict=True)]
+    columns = zip(*values, strict=True) if values else [()] * len(types)
+    return [pa.array(column, field.type) for column, field in zip(columns, types, strict=True)]
+
+
+def _row_seq(events_to_skip: Any, rows_to_skip: Any, after_image: Any) -> Any:
+    """``_row_seq`` orders the rows of one transaction: row event, row within it (the count of rows a
+    resume after it skips), and the before image of an update before its after image."""
+    return (events_to_skip << 32) | (rows_to_skip << 1) | after_image
+
+
+def _with_metadata(columns: list[pa.Array], schema: TableSchema, metadata: list[Any]) -> pa.Table:
+    """The lake rows of ``columns`` and the metadata columns' values (``_op``, ``_op_ts``, ``_binlog_file``,
+    ``_binlog_pos``, ``_row_seq``; ``_database`` and ``_table`` are the schema's)."""
+    rows = len(metadata[1])
+    op, ts, file, position, row_seq = metadata
+    constants = [pa.repeat(pa.scalar(name, pa.string()), rows) for name in (schema.id.database, schema.id.table)]
+    values = [op, *constants, ts, file, position, row_seq]
+    arrays = [v if isinstance(v, pa.Array) else pa.array(v, f.type) for v, f in zip(values, METADATA_FIELDS,
+                                                                                     strict=True)]
+    return pa.Table.from_arrays([*columns, *arrays], schema=lake_schema(schema))
+
+
+def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
+    """Change records of one table (all with ``schema``'s columns) as lake rows, in changelog order."""
     offsets = [r.offset for r in records]
     update_after = ChangeKind.UPDATE_AFTER
     metadata = [
         [r.op for r in records],
-        [schema.id.database] * len(records),
-        [schema.id.table] * len(records),
         [r.ts_ms for r in records],
         [file_index(o.file) for o in offsets],
         [o.position for o in offsets],
-        [(o.events_to_skip << 32) | (o.rows_to_skip << 1) | (r.op is update_after)
-         for o, r in zip(offsets, records, strict=True)],
+        [_row_seq(o.events_to_skip, o.rows_to_skip, r.op is update_after) for o, r in zip(offsets, records,
+                                                                                          strict=True)],
     ]
-    arrays += [pa.array(values, field.type) for values, field in zip(metadata, METADATA_FIELDS, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=lake_schema(schema))
+    return _with_metadata(_tuple_columns([r.values for r in records], schema), schema, metadata)
+
+
+_KINDS = list(ChangeKind)
+_KIND_NAMES = pa.array([k.value for k in _KINDS], pa.string())
+
+
+def rows_table(events: list[ChangeRows], schema: TableSchema) -> pa.Table:
+    """The images of rows events of one table (all with ``schema``'s columns) as lake rows, in changelog
+    order: the columnar stream's form of ``changes_table``, with no Python object per value or row.
+
+    Runs of events with the row decoder's layout are read by ``row_columns`` all at once; the metadata
+    columns come from one value per event, spread over its images with numpy.
+    """
+    import numpy as np
+
+    from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array, located_columns
+    from airflow_provider_mysqlcdc.cdc.row_decoder import Located
+
+    counts = np.fromiter((e.count for e in events), np.int64, len(events))
+    keep = None
+    if any(e.keep is not None for e in events):
+        keep = np.fromiter(chain.from_iterable(e.keep if e.keep is not None else repeat(True, e.count)
+                                               for e in events), np.bool_, int(counts.sum()))
+    parts: list[list[pa.Array]] = []
+    done = 0
+    for run in _runs(events):
+        images = sum(e.count for e in run)
+        run_keep = None if keep is None else keep[done:done + images]
+        if isinstance(run[0].images, Located):
+            parts.append(located_columns([e.images for e in run], run_keep, schema))  # type: ignore[misc]
+        else:
+            values = [v for e in run for v in e.images]  # type: ignore[union-attr]
+            if run_keep is not None:
+                values = [v for v, k in zip(values, run_keep.tolist(), strict=True) if k]
+            parts.append(_tuple_columns(values, schema))
+        done += images
+    columns = [pa.chunked_array([p[i] for p in parts], f.type).combine_chunks()
+               for i, f in enumerate(arrow_schema(schema))] if parts else _tuple_columns([], schema)
+
+    widths = np.fromiter((len(e.kinds) for e in events), np.int64, len(events))
+    per_image = [np.repeat(np.fromiter(values, np.int64, len(events)), counts) for values in (
+        (e.ts_ms for e in events), (file_index(e.base.file) for e in events), (e.base.position for e in events),
+        (e.base.events_to_skip for e in events))]
+    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    width = np.repeat(widths, counts)
+    kind = np.concatenate([np.tile([_KINDS.index(k) for k in e.kinds], e.count // len(e.kinds)) for e in events]
+                          ) if events else np.zeros(0, np.int64)
+    row_seq = _row_seq(per_image[3], local // width + 1, ((width == 2) & (local % 2 == 1)).astype(np.int64))
+    metadata = [kind, *per_image[:3], row_seq]
+    if keep is not None:
+        metadata = [m[keep] for m in metadata]
+    types = [(np.int8, pa.int8()), *((np.dtype(f"i{f.type.bit_width // 8}"), f.type) for f in METADATA_FIELDS[3:])]
+    arrays = [arrow_array(m.astype(dtype), t) for m, (dtype, t) in zip(metadata, types, strict=True)]
+    arrays[0] = _KIND_NAMES.take(arrays[0])
+    return _with_metadata(columns, schema, arrays)
+
+
+def _runs(events: list[ChangeRows]) -> list[list[ChangeRows]]:
+    """Consecutive events read alike: located images of one layout, or value tuples."""
+    from airflow_provider_mysqlcdc.cdc.row_decoder import Located
+
+    runs: list[list[ChangeRows]] = []
+    previous: Any = None
+    for event in events:
+        images = event.images
+        key = images.layout if isinstance(images, Located) else None
+        if runs and key is previous:
+            runs[-1].append(event)
+        else:
+            runs.append([event])
+        previous = key
+    return runs

@@ -2,7 +2,9 @@
 
 Each column lists SQL literals for rows 1..n; a final row is NULL in every column that allows it.
 Hand-checked canonical values guard against both sides being wrong the same way. The binlog is read
-by both decoders: mysql-replication's with ``RowConverter.from_binlog``, and ``row_decoder``'s.
+by three decoders: mysql-replication's with ``RowConverter.from_binlog``, ``row_decoder``'s records,
+and the columnar stream's (``row_decoder`` places read into Arrow by ``row_columns``, many values at
+once where it can, else with the row decoder's readers), whose lake rows must equal the records'.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -26,12 +28,13 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, arrow_type, select_expression
+from airflow_provider_mysqlcdc.lake.changelog import changes_table, rows_table
 from tests.arrow_rows import canonical_rows
 
 MAX_DEC = "9" * 35 + "." + "9" * 30
 POLYGON = "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))')"
 MANY = [f"m{i}" for i in range(300)]  # an ENUM of more than 255 members is stored in 2 bytes
-DECODERS = ["mysql-replication", "row_decoder"]
+DECODERS = ["mysql-replication", "row_decoder", "columnar"]
 
 # column name -> (type, SQL literals for rows 1.., {row number: expected canonical value})
 MATRIX: dict[str, tuple[str, list[str], dict[int, Any]]] = {
@@ -167,12 +170,24 @@ def read_binlog(captured: dict[str, Any], decoder: str) -> dict[str, list[Any]]:
     schema: TableSchema = captured["schema"]
     server_id = 5401 + DECODERS.index(decoder)
     reader = BinlogReader(captured["settings"], server_id, ServerIdRange(server_id, server_id), {schema.id: schema},
-                          captured["start"], reload_schema=lambda t: schema, decode_rows=decoder == "row_decoder")
-    records = [r for r in reader if isinstance(r, ChangeRecord)]
-    before = [r.values for r in records if r.op is ChangeKind.UPDATE_BEFORE]
-    after = [r.values for r in records if r.op is ChangeKind.UPDATE_AFTER]
-    inserted = [r.values for r in records if r.op is ChangeKind.INSERT]
+                          captured["start"], reload_schema=lambda t: schema, decode_rows=decoder != "mysql-replication")
+    if decoder == "columnar":
+        table = lake_rows(reader, schema)
+        images = list(zip(table.column("_op").to_pylist(), canonical_rows(table.select(schema.column_names)),
+                          strict=True))
+    else:
+        images = [(r.op, r.values) for r in reader if isinstance(r, ChangeRecord)]
+    before = [v for op, v in images if op == ChangeKind.UPDATE_BEFORE]
+    after = [v for op, v in images if op == ChangeKind.UPDATE_AFTER]
+    inserted = [v for op, v in images if op == ChangeKind.INSERT]
     return {"inserted": inserted, "updates": list(zip(before, after, strict=True))}
+
+
+def lake_rows(reader: BinlogReader, schema: TableSchema) -> pa.Table:
+    """The columnar stream's lake rows of every rows event the reader passes."""
+    events = [r for r in reader.rows() if isinstance(r, ChangeRows)]
+    assert len(events) > 1  # several events joined into one buffer
+    return rows_table(events, schema)
 
 
 @pytest.fixture(scope="module", params=DECODERS)
@@ -221,10 +236,28 @@ def test_connectorx_arrow_path_gives_the_same_values(mariadb_server, captured) -
 
 def test_decoders_give_identical_values(captured) -> None:
     """Beyond equality with SELECT: the same types (True vs 1, Decimal exponents) and the images of row 1."""
-    old, new = (read_binlog(captured, decoder) for decoder in DECODERS)
+    old, new = (read_binlog(captured, decoder) for decoder in DECODERS[:2])
     assert old == new
     typed = [[(type(v), v.as_tuple() if isinstance(v, Decimal) else v) for v in row] for row in old["inserted"]]
     assert typed == [[(type(v), v.as_tuple() if isinstance(v, Decimal) else v) for v in row] for row in new["inserted"]]
+
+
+def test_columnar_lake_rows_equal_the_records(captured) -> None:
+    """The stream's lake rows, Arrow built from the wire, equal those built from the row decoder's
+    records: values, types, nulls and metadata."""
+    schema: TableSchema = captured["schema"]
+
+    def reader(server_id: int) -> BinlogReader:
+        return BinlogReader(captured["settings"], server_id, ServerIdRange(server_id, server_id),
+                            {schema.id: schema}, captured["start"], reload_schema=lambda t: schema)
+
+    records = [r for r in reader(5407) if isinstance(r, ChangeRecord)]
+    columnar = lake_rows(reader(5408), schema)
+    expected = changes_table(records, schema)
+    assert columnar.num_rows == len(records)
+    assert columnar.schema == expected.schema
+    for name in columnar.column_names:
+        assert columnar.column(name).equals(expected.column(name)), name
 
 
 def test_row_decoder_reads_every_type_itself(captured) -> None:

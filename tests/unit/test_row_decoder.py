@@ -1,6 +1,6 @@
 """The row decoder's wire formats on hand-made packets: the documented examples of each packed format,
-and the cases that must leave an event to mysql-replication. ``test_type_matrix`` checks it against
-a real server."""
+the columnar reading of images (places, then Arrow), and the cases that must leave an event to
+mysql-replication. ``test_type_matrix`` checks both paths against a real server."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pymysqlreplication.column import Column as BinlogColumn
 
+from airflow_provider_mysqlcdc.cdc.row_columns import column_values, located_columns
 from airflow_provider_mysqlcdc.cdc.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.type_registry import TYPES
@@ -80,3 +83,53 @@ def test_what_is_left_to_mysql_replication() -> None:
 
 def test_every_binlog_type_of_the_registry_has_a_reader_and_every_reader_a_type() -> None:
     assert {kind for spec in TYPES for kind in spec.binlog_types} == set(_WIRE_READERS)
+
+
+AMOUNT = Column("amount", "decimal", "decimal(12,2)", nullable=True, precision=12, scale=2)
+WHEN = Column("at", "datetime", "datetime(3)", nullable=True, datetime_precision=3)
+WIDE = [BINLOG[0], BinlogColumn(type=15, name="note", max_length=40, character_set_name="utf8"),
+        BinlogColumn(type=246, name="amount", precision=12, decimals=2),
+        BinlogColumn(type=18, name="at", fsp=3)]
+NOTE_NULL = Column("note", "varchar", "varchar(10)", nullable=True, charset="utf8mb4")
+
+
+def wide_image(nulls: int, id_: int, note: bytes | None, amount: bytes | None, at: bytes | None) -> bytes:
+    return bytes([nulls]) + struct.pack("<i", id_) + b"".join(
+        b"" if v is None else v for v in (None if note is None else bytes([len(note)]) + note, amount, at))
+
+
+def datetime2(year: int, month: int, day: int, hour: int, minute: int, second: int, millis: int) -> bytes:
+    """DATETIME(3) as stored: 1 sign bit, year*13+month, day, hour, minute, second; 2 bytes of the fraction."""
+    ymd = (year * 13 + month) << 5 | day
+    packed = (ymd << 17 | hour << 12 | minute << 6 | second) + 0x8000000000
+    return packed.to_bytes(5, "big") + (millis * 10).to_bytes(2, "big")
+
+
+def test_columns_of_many_events_at_once_equal_the_records() -> None:
+    """Places, then Arrow: several events joined, NULLs and a skipped image; the values are those of
+    ``row_images`` (DECIMAL's packed format, DATETIME2 with a fraction, a zero date as NULL)."""
+    table = schema(ID, NOTE_NULL, AMOUNT, WHEN)
+    plus, minus = bytes.fromhex("80000000010c"), bytes.fromhex("7ffffffffef3")  # 1.12 and -1.12
+    first = event(WIDE, wide_image(0, 1, b"a\xc3\xa9", plus, datetime2(2024, 11, 1, 12, 0, 0, 123))
+                  + wide_image(0b1110, 2, None, None, None), present=b"\x0f")
+    second = event(WIDE, wide_image(0, -3, b"", minus, datetime2(0, 0, 0, 0, 0, 0, 0)), present=b"\x0f")
+    decoders = RowDecoders()
+    records = [*decoders.row_images(first, table), *decoders.row_images(second, table)]  # type: ignore[misc]
+    assert records == [(1, "aé", Decimal("1.12"), dt.datetime(2024, 11, 1, 12, 0, 0, 123000)),
+                       (2, None, None, None), (-3, "", Decimal("-1.12"), None)]
+    located = [decoders.locate(first, table), decoders.locate(second, table)]
+    assert all(x is not None for x in located)
+    arrays = located_columns(located, None, table)  # type: ignore[arg-type]
+    assert list(zip(*(a.to_pylist() for a in arrays), strict=True)) == records
+    assert [a.type for a in arrays] == [pa.int32(), pa.string(), pa.decimal128(12, 2), pa.timestamp("us")]
+    kept = located_columns(located, np.array([False, True, True]), table)  # type: ignore[arg-type]
+    assert list(zip(*(a.to_pylist() for a in kept), strict=True)) == records[1:]
+    assert column_values(located[0], 1) == ["aé", None]  # type: ignore[arg-type]
+
+
+def test_places_after_a_column_became_nullable() -> None:
+    decoders = RowDecoders()
+    assert decoders.locate(event(BINLOG, image(0, 1, b"x")), schema(ID, NOTE)) is not None
+    located = decoders.locate(event(BINLOG, image(2, 3, None) + image(0, 4, b"yz")), schema(ID, NOTE))
+    assert located is not None and located.layout.nullable == (True, True)
+    assert [a.to_pylist() for a in located_columns([located], None, schema(ID, NOTE))] == [[3, 4], [None, "yz"]]
