@@ -30,13 +30,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, decode_key, encode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
+from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import (
@@ -222,18 +223,43 @@ def _keys(table: pa.Table, row_key: Sequence[str]) -> list[tuple[Any, ...]]:
     return list(zip(*(table.column(k).to_pylist() for k in row_key), strict=True)) if table.num_rows else []
 
 
+def _by_key(table: pa.Table, row_key: Sequence[str]) -> pa.Table:
+    """``table`` in key order (Arrow's order: both sides the same); untouched when it is already."""
+    order = pc.sort_indices(table, [(k, "ascending") for k in row_key])
+    in_order = pc.all(pc.equal(order, pa.array(range(table.num_rows), pa.uint64()))).as_py()
+    return table if in_order or not table.num_rows else table.take(order)
+
+
+def _differing_rows(source: pa.Table, replica: pa.Table) -> pa.Array:
+    """Row by row (aligned tables of one schema): does any column differ (NULL equals NULL only)."""
+    differs = pa.array([False] * source.num_rows, pa.bool_())
+    for column in source.column_names:
+        a, b = source.column(column), replica.column(column)
+        same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        differs = pc.or_(differs, pc.invert(same))
+    return differs
+
+
 def compare(schema: TableSchema, source: pa.Table, replica: pa.Table,
             max_keys: int = DEFAULT_MAX_KEYS) -> tuple[KeyList, KeyList, KeyList]:
     """Keys missing from ``replica``, extra in it, and present in both with a different value in any
-    column; both tables in the table's canonical Arrow types (the replica is cast to the source's)."""
-    columns = list(schema.column_names)
+    column; both tables in the table's canonical Arrow types (the replica is cast to the source's).
+
+    Both sides in key order: when they hold the same keys (the usual case) the columns are compared as
+    they stand, without a Python object per row; otherwise keys are matched one by one."""
+    columns, row_key = list(schema.column_names), list(schema.row_key)
     if set(replica.column_names) != set(columns) or set(source.column_names) != set(columns):
         raise SchemaChangeError(
             f"{schema.id}: the source has columns {source.column_names}, the replica {replica.column_names}: the "
             f"stream has not followed a schema change yet (it does at the table's next change), verify again later"
         )
-    source, replica = source.select(columns), replica.select(columns).cast(source.select(columns).schema)
-    source_keys, replica_keys = _keys(source, schema.row_key), _keys(replica, schema.row_key)
+    source = _by_key(source.select(columns), row_key)
+    replica = _by_key(replica.select(columns).cast(source.schema), row_key)
+    if source.num_rows == replica.num_rows and not pc.any(_differing_rows(source.select(row_key),
+                                                                          replica.select(row_key))).as_py():
+        changed = source.filter(_differing_rows(source, replica))
+        return KeyList(), KeyList(), KeyList.of(_keys(changed, row_key), max_keys)
+    source_keys, replica_keys = _keys(source, row_key), _keys(replica, row_key)
     in_replica = {k: i for i, k in enumerate(replica_keys)}
     in_source = set(source_keys)
     missing = [k for k in source_keys if k not in in_replica]
@@ -242,11 +268,7 @@ def compare(schema: TableSchema, source: pa.Table, replica: pa.Table,
     different: list[tuple[Any, ...]] = []
     if both:
         left, right = (pa.array([pair[side] for pair in both], pa.int64()) for side in (0, 1))
-        differs = pa.array([False] * len(both))
-        for column in columns:
-            a, b = source.column(column).take(left), replica.column(column).take(right)
-            same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
-            differs = pc.or_(differs, pc.invert(same))
+        differs = _differing_rows(source.take(left), replica.take(right))
         different = [source_keys[both[i][0]] for i in pc.indices_nonzero(differs).to_pylist()]
     return KeyList.of(missing, max_keys), KeyList.of(extra, max_keys), KeyList.of(different, max_keys)
 
@@ -299,13 +321,19 @@ def verify_chunks(
     # key can move between chunks and batches, and the whole table's state is rolled for each chunk
     by_key = schema.chunk_key in schema.row_key
     history = History.load(base_uri, schema.id, batch=batch.number if by_key else None)
-    control = config.connect()
+    column = schema.chunk_key_column
+    control = config.connect() if column.data_type in STRING_TYPES else None  # collation weights from the server
     try:
-        ranges = KeyRanges.from_starts(KeyOrder.for_column(control, schema.chunk_key_column),
-                                       [c.start for c in plan_chunks[1:]], [c.index for c in plan_chunks])
+        ranges = KeyRanges.from_starts(KeyOrder.for_column(control, column), [c.start for c in plan_chunks[1:]],
+                                       [c.index for c in plan_chunks])
 
         def chunk_of(rows: pa.Table) -> pa.Array:
-            return pa.array(ranges.numbers_of(rows.column(schema.chunk_key).to_pylist()), pa.int32())
+            values = rows.column(schema.chunk_key)
+            if pa.types.is_integer(values.type) and not values.null_count:  # no Python object per row
+                starts = np.array([c.start for c in plan_chunks[1:]], dtype=values.type.to_pandas_dtype())
+                found = np.searchsorted(starts, values.to_numpy(), side="right")
+                return pa.array(np.array([c.index for c in plan_chunks])[found], pa.int32())
+            return pa.array(ranges.numbers_of(values.to_pylist()), pa.int32())
 
         rows = history.rows
         numbers = chunk_of(rows) if by_key else None
@@ -322,7 +350,8 @@ def verify_chunks(
             verdicts.append(ChunkVerdict(snapshot.chunk, snapshot.high_watermark, snapshot.table.num_rows,
                                          replica.num_rows, missing, extra, different))
     finally:
-        control.close()
+        if control is not None:
+            control.close()
     return verdicts
 
 
