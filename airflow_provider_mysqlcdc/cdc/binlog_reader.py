@@ -86,16 +86,12 @@ class ChangeRows:
     kinds: tuple[ChangeKind, ...]
     table: TableId
     images: Located | list[tuple[Any, ...]]
+    count: int
+    """Images in the event, taken or not."""
     base: BinlogOffset
     offset: BinlogOffset
     ts_ms: int
     keep: tuple[bool, ...] | None = None
-
-    @property
-    def count(self) -> int:
-        """Images in the event, taken or not."""
-        images = self.images
-        return images.count if isinstance(images, Located) else len(images)
 
     @property
     def taken(self) -> int:
@@ -127,13 +123,17 @@ class _Position:
     row_events: int = 0
 
 
-def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:
-    """``replace(base, rows_to_skip=rows)`` without the constructor: ``base`` passed its checks and a
-    positive count keeps it valid, and the checks (a regular expression on the file name) and
-    ``replace`` cost more per row than decoding the row."""
+def _with_skips(base: BinlogOffset, events: int, rows: int) -> BinlogOffset:
+    """``replace(base, events_to_skip=events, rows_to_skip=rows)`` without the constructor: ``base``
+    passed its checks and counts >= 0 keep it valid, and the checks (a regular expression on the file
+    name) and ``replace`` cost more per row than decoding the row."""
     offset = object.__new__(BinlogOffset)
-    offset.__dict__.update(base.__dict__, rows_to_skip=rows)
+    offset.__dict__.update(base.__dict__, events_to_skip=events, rows_to_skip=rows)
     return offset
+
+
+def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:
+    return _with_skips(base, base.events_to_skip, rows)
 
 
 def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
@@ -268,8 +268,6 @@ class BinlogReader:
         skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
         try:
             for event in stream:
-                file = stream.log_file
-                end = BinlogOffset(file, stream.log_pos, position.boundary.gtid, start.flavor, server=start.server)
                 ts_ms = int(event.timestamp) * 1000
                 if isinstance(event, RotateEvent):
                     if not position.in_transaction:
@@ -294,6 +292,8 @@ class BinlogReader:
                     continue
                 if isinstance(event, QueryEvent | XidEvent):
                     # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
+                    end = BinlogOffset(stream.log_file, stream.log_pos, position.boundary.gtid, start.flavor,
+                                       server=start.server)
                     yield from self._commit(position, end, ts_ms)
                     if self._reached(position):
                         return
@@ -306,7 +306,7 @@ class BinlogReader:
                 if skip_events:
                     skip_events -= 1
                     continue
-                record_base = replace(position.boundary, events_to_skip=index)
+                record_base = _with_skips(position.boundary, index, 0)
                 if columnar:
                     yield from self._rows(event, table, record_base, ts_ms, skip_rows)
                 else:
@@ -360,7 +360,7 @@ class BinlogReader:
         width = len(ops)
         skipped = min(skip_rows * width, count)
         keep = (False,) * skipped + (True,) * (count - skipped) if skipped else None
-        yield ChangeRows(ops, table, images, base, _with_rows_skipped(base, count // width), ts_ms, keep)
+        yield ChangeRows(ops, table, images, count, base, _with_rows_skipped(base, count // width), ts_ms, keep)
 
     def _records(
         self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int

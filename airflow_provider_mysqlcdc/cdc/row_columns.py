@@ -30,6 +30,7 @@ from airflow_provider_mysqlcdc.cdc.types import arrow_type
 # (bytes, positions of the values, which are present, the column's Arrow type) -> its Arrow array
 Vector = Callable[[np.ndarray, np.ndarray, np.ndarray, pa.DataType], pa.Array]
 _US_PER_DAY = 86_400_000_000
+_PADDING = 12  # zero bytes after the joined packets: the inline part of a short value's view may read into them
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
 _INTEGERS = {"b": "<i1", "B": "<u1", "h": "<i2", "H": "<u2", "i": "<i4", "I": "<u4", "q": "<i8", "Q": "<u8",
              "f": "<f4", "d": "<f8"}
@@ -186,8 +187,7 @@ def _sized(length_size: int, text: bool) -> Vector:
             raise _TooLarge
         views = np.zeros((len(at), 4), np.int32)
         views[:, 0] = lengths
-        padded = np.concatenate([data, np.zeros(12, np.uint8)])  # an inline value may end within 12 bytes
-        inline = padded[starts[:, None] + np.arange(12)]
+        inline = _gather(data, starts, 12)  # ``data`` ends in 12 padding bytes: a value may end within them
         inline[np.arange(12) >= lengths[:, None]] = 0
         views.view(np.uint8)[:, 4:] = inline
         long = lengths > 12
@@ -292,7 +292,7 @@ def located_columns(events: Sequence[Located], keep: np.ndarray | None, schema: 
     (all if None), as the canonical Arrow arrays of ``schema``."""
     first = events[0]
     layout, plan = first.layout, _plan(first, schema)
-    buffer = b"".join(e.data for e in events) if len(events) > 1 else first.data
+    buffer = b"".join([*(e.data for e in events), bytes(_PADDING)])
     data = np.frombuffer(buffer, np.uint8)
     counts = np.fromiter((e.count for e in events), np.int64, len(events))
     bases = np.repeat(np.cumsum([0] + [len(e.data) for e in events[:-1]]), counts)

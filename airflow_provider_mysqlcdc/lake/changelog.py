@@ -129,16 +129,15 @@ def rows_table(events: list[ChangeRows], schema: TableSchema) -> pa.Table:
     columns = [pa.chunked_array([p[i] for p in parts], f.type).combine_chunks()
                for i, f in enumerate(arrow_schema(schema))] if parts else _tuple_columns([], schema)
 
-    widths = np.fromiter((len(e.kinds) for e in events), np.int64, len(events))
-    per_image = [np.repeat(np.fromiter(values, np.int64, len(events)), counts) for values in (
-        (e.ts_ms for e in events), (file_index(e.base.file) for e in events), (e.base.position for e in events),
-        (e.base.events_to_skip for e in events))]
-    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    width = np.repeat(widths, counts)
-    kind = np.concatenate([np.tile([_KINDS.index(k) for k in e.kinds], e.count // len(e.kinds)) for e in events]
-                          ) if events else np.zeros(0, np.int64)
-    row_seq = _row_seq(per_image[3], local // width + 1, ((width == 2) & (local % 2 == 1)).astype(np.int64))
-    metadata = [kind, *per_image[:3], row_seq]
+    files = {e.base.file for e in events}
+    index = {file: file_index(file) for file in files}
+    # per event: its first image's kind, width (2 for an update), commit time, file, position, index
+    per_event = np.array([(_KINDS.index(e.kinds[0]), len(e.kinds), e.ts_ms, index[e.base.file], e.base.position,
+                           e.base.events_to_skip) for e in events], np.int64).reshape(-1, 6)
+    kind, width, ts, file, position, event_index = (np.repeat(per_event[:, i], counts) for i in range(6))
+    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)  # image in its event
+    after = local % width  # an update's images: before (UPDATE_BEFORE), then after (UPDATE_AFTER)
+    metadata = [kind + after, ts, file, position, _row_seq(event_index, local // width + 1, after)]
     if keep is not None:
         metadata = [m[keep] for m in metadata]
     types = [(np.int8, pa.int8()), *((np.dtype(f"i{f.type.bit_width // 8}"), f.type) for f in METADATA_FIELDS[3:])]
