@@ -4,7 +4,9 @@ For each table two views (names with other characters than letters, digits and `
 there): ``<db>_<table>_changes`` (the committed changelog: current columns, metadata columns,
 ``_stream_seq``) and ``<db>_<table>`` (the current state: the current-state Delta table with the
 changelog rows not merged yet applied on top, the last row per primary key in changelog order,
-deleted keys dropped), the same data as ``read_changes`` / ``read_table``.
+deleted keys dropped), the same data as ``read_changes`` / ``read_table``. With ``as_of`` (a binlog
+offset) the table view is the table as of that offset, by ``lake.as_of``'s rule written as a window
+over each key's rows.
 
 They work on a Spark without the Delta Lake jars: the Parquet files each Delta table's log lists
 (``DeltaTable.file_uris``, read here with delta-rs, at the versions ``committed_table`` opened) are
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
@@ -134,14 +137,66 @@ def current_frame(spark: Any, base_uri: str, committed: CommittedTable) -> Any:
     )
 
 
-def register_views(spark: Any, base_uri: str, tables: Sequence[str]) -> dict[str, str]:
-    """Create or replace both views of every table; returns ``{"db.table": view name}``."""
+def as_of_frame(spark: Any, base_uri: str, committed: CommittedTable, offset: BinlogOffset) -> Any:
+    """The table as of ``offset``, by ``lake.as_of``'s rule: per key, among the current table's row, the
+    unmerged changes and the merged changes after ``offset``, the last row at or before it decides (kept if
+    an accumulation), else the first row after it (kept, its before image, if a retraction)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from airflow_provider_mysqlcdc.lake.as_of import order_bound
+
+    schema, columns = committed.schema, _columns(committed.schema)
+    rows = (changes_frame(spark, base_uri, committed, -1)
+            .withColumn("__merged", F.col(STREAM_SEQ_COLUMN) <= committed.merged)
+            .select(*[F.col(f"`{c}`") for c in columns], "__merged").withColumn("__source", F.lit(1)))
+    if committed.current is not None:
+        current = _frame(spark, base_uri, committed.current, list(committed.current.file_uris()), lake_schema(schema))
+        rows = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__merged", F.lit(False)) \
+            .withColumn("__source", F.lit(0)).unionByName(rows)
+    file, pos, seq = order_bound(offset)
+    before = (F.col("_binlog_file") < file) | ((F.col("_binlog_file") == file) & (
+        (F.col("_binlog_pos") < pos) | ((F.col("_binlog_pos") == pos) & (F.col("_row_seq") <= seq))))
+    rows = rows.withColumn("__before", before).where(~(F.col("__merged") & F.col("__before")))
+
+    def directed(column: str) -> Any:  # descending before the point (its last row first), ascending after it
+        return F.when(F.col("__before"), F.col(column)).otherwise(-F.col(column)).desc()
+
+    decisive = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(
+        F.col("__before").desc(), *[directed(c) for c in ("_binlog_file", "_binlog_pos", "_row_seq", "__source")])
+    accumulation = F.col("_op").isin(*[k.value for k in ChangeKind.accumulations()])
+    return (
+        rows.withColumn("__rank", F.row_number().over(decisive))
+        .where((F.col("__rank") == 1) & F.when(F.col("__before"), accumulation).otherwise(~accumulation))
+        .select(*[F.col(f"`{c}`") for c in schema.column_names])
+    )
+
+
+def register_views(spark: Any, base_uri: str, tables: Sequence[str], as_of: Any = None) -> dict[str, str]:
+    """Create or replace both views of every table; returns ``{"db.table": view name}``. With ``as_of`` (a
+    binlog offset: ``"file:pos"`` or a ``BinlogOffset``; see ``lake.as_of``), the table view is the table
+    as of that offset (``AsOfError`` outside the lake's range); the changelog view is every committed change."""
+    offset = None
+    if as_of is not None:
+        from airflow_provider_mysqlcdc.exceptions import AsOfError
+        from airflow_provider_mysqlcdc.lake.as_of import AsOf
+
+        offset = AsOf.parse(as_of).offset
+        if offset is None:
+            raise AsOfError(f"the Spark views take as_of as a binlog offset, not {as_of!r}: turn a GTID position or a "
+                            f"time into one with lake.as_of.resolve_as_of")
     views: dict[str, str] = {}
     for table in tables:
         table_id = TableId.parse(table)
         committed = committed_table(base_uri, table_id)
         view = re.sub(r"\W", "_", f"{table_id.database}_{table_id.table}")  # a name Spark needs no quotes for
         changes_frame(spark, base_uri, committed, -1).createOrReplaceTempView(f"{view}_changes")
-        current_frame(spark, base_uri, committed).createOrReplaceTempView(view)
+        if offset is None:
+            current_frame(spark, base_uri, committed).createOrReplaceTempView(view)
+        else:
+            from airflow_provider_mysqlcdc.lake.as_of import coverage
+
+            coverage(base_uri, table_id).check(offset)
+            as_of_frame(spark, base_uri, committed, offset).createOrReplaceTempView(view)
         views[str(table_id)] = view
     return views

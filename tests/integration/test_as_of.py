@@ -11,6 +11,7 @@ ones not), then read as of each captured offset, and as of each captured GTID po
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
@@ -99,3 +100,34 @@ def test_as_of_reads_equal_the_source_at_captured_positions(mariadb_server, admi
 
     with pytest.raises(AsOfError, match="before the snapshot finished"):
         read_table(base_uri, table, as_of=before_snapshot[0])
+
+
+def test_spark_views_as_of_equal_read_table_as_of(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Spark view of a table as of an offset (a window per key) reads what read_table(as_of=...) reads,
+    at every position of the unit tests' lake (changes merged up to batch 1, batch 2 not)."""
+    import logging
+
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_mysqlcdc.lake import register_views
+    from tests.unit.test_as_of import EXPECTED, Lakes, merge, rows_of, snapshot, stream
+
+    lake = Lakes(str(tmp_path / "lake"), monkeypatch)
+    snapshot(lake)
+    stream(lake)
+    merge(lake, 1)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        for point, expected in EXPECTED:
+            if isinstance(point, int | dt.datetime):
+                with pytest.raises(AsOfError, match="views take as_of as a binlog offset"):
+                    register_views(spark, lake.base_uri, ["shop.orders"], as_of=point)
+                continue
+            view = register_views(spark, lake.base_uri, ["shop.orders"], as_of=point)["shop.orders"]
+            rows = [tuple(r) for r in spark.sql(f"SELECT id, name, qty FROM {view} ORDER BY id").collect()]
+            assert rows == expected == rows_of(read_table(lake.base_uri, "shop.orders", as_of=point)), point
+        with pytest.raises(AsOfError, match="before the snapshot"):
+            register_views(spark, lake.base_uri, ["shop.orders"], as_of="mysql-bin.000001:150")
+    finally:
+        spark.stop()
