@@ -35,8 +35,8 @@ def spark_home() -> Path:
 
     home = Path(pyspark.__file__).parent
     if not (home / "bin" / "spark-class").exists() or not (home / "jars").is_dir():
-        raise RuntimeError(f"{home} has no bin/spark-class or jars: pyspark-client's files replaced pyspark's "
-                           f"(see dev/pyspark_install.py)")
+        raise RuntimeError(f"{home} has no bin/spark-class or jars: this is pyspark-client, not the full pyspark; "
+                           f"reinstall the package (pip install .), which pins both to one release")
     return home
 
 
