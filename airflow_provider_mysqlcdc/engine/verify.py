@@ -14,7 +14,9 @@ Why read the source again rather than checksum on the server: a server-side chec
 concatenation) would have to reproduce in SQL exactly the canonical conversions of every type (zero dates
 to NULL, TIMESTAMP to UTC, FLOAT through ``+ 0e0``, ...), twice; reading through the snapshot's own
 reader is the same code, and names the keys that differ. The cost is the snapshot's read, plus reading
-the replica's batch partition and the changelog once per Spark task.
+the replica once per Spark task: for an integer chunk key its chunks' key range from the current table
+(every partition, so a row misplaced in another batch's partition shows too) and the changelog, else the
+batch's partition and the whole changelog.
 
 The report is a typed document with a format version, per table and verification run:
 ``<db>/<table>/verify/<run>/batch=<n>.json`` per batch (written by its Spark job) and
@@ -35,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, decode_key, encode_key
+from airflow_provider_mysqlcdc.cdc.chunks import INTEGER_TYPES, Chunk, decode_key, encode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
@@ -320,8 +322,12 @@ def verify_chunks(
     # alone gives its state, and the current table's rows are all in the batch's partition; otherwise a
     # key can move between chunks and batches, and the whole table's state is rolled for each chunk
     by_key = schema.chunk_key in schema.row_key
-    history = History.load(base_uri, schema.id, batch=batch.number if by_key else None)
     column = schema.chunk_key_column
+    if by_key and column.data_type in INTEGER_TYPES:  # the chunks' keys from every partition: a misplaced row shows
+        ordered = sorted(chunks, key=lambda c: c.index)
+        history = History.load(base_uri, schema.id, key_range=(ordered[0].start, ordered[-1].end))
+    else:
+        history = History.load(base_uri, schema.id, batch=batch.number if by_key else None)
     control = config.connect() if column.data_type in STRING_TYPES else None  # collation weights from the server
     try:
         ranges = KeyRanges.from_starts(KeyOrder.for_column(control, column), [c.start for c in plan_chunks[1:]],

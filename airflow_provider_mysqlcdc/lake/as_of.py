@@ -37,6 +37,8 @@ at or before the time).
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +49,10 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.startup import parse_file_position, parse_specific_offset, parse_timestamp_ms
+from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
 from airflow_provider_mysqlcdc.lake.read import METADATA, ORDER, CommittedTable, _changes, _conform, committed_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
@@ -235,13 +238,17 @@ class History:
     coverage: Coverage
 
     @classmethod
-    def load(cls, base_uri: str, table: str | TableId, batch: int | None = None) -> History:
+    def load(cls, base_uri: str, table: str | TableId, batch: int | None = None,
+             key_range: tuple[Any, Any] | None = None) -> History:
         """``batch``: only that snapshot batch's partition of the current table (the rows of its key range;
-        the changelog rows of other keys are kept and harmless: their keys are filtered by the caller)."""
+        the changelog rows of other keys are kept and harmless: the caller filters keys). ``key_range``:
+        ``[start, end)`` of the chunk key (``None`` unbounded), for an integer chunk key that is part of the
+        row key: only those keys' rows, from every partition and the changelog (file statistics prune)."""
         table = table if isinstance(table, TableId) else TableId.parse(table)
         covered = coverage(base_uri, table)
         committed = committed_table(base_uri, table)
-        return cls(committed.schema, _history_rows(committed, batch), covered)
+        where = _key_filter(committed.schema, key_range) if key_range is not None else None
+        return cls(committed.schema, _history_rows(committed, batch, where), covered)
 
     def at(self, as_of: Any, rows: pa.Table | None = None) -> pa.Table:
         """The table as of ``as_of`` (an offset or a time; see ``AsOf.parse``): one row per key, sorted
@@ -283,18 +290,34 @@ class History:
             )
 
 
-def _history_rows(committed: CommittedTable, batch: int | None) -> pa.Table:
+def _key_filter(schema: TableSchema, key_range: tuple[Any, Any]) -> pc.Expression:
+    """``start <= key < end`` on the chunk key's stored column (an integer key: Arrow orders it as SQL)."""
+    column = schema.chunk_key_column
+    arrow_type = arrow_schema(schema).field(column.name).type
+    if not pa.types.is_integer(arrow_type) or column.name not in schema.row_key:
+        raise InvalidOptionError(f"a key range reads an integer chunk key of the row key, not {column.name} of "
+                                 f"{schema.id} ({column.column_type})")
+    stored, key = stored_type(arrow_type), pc.field(column.name)
+    start, end = (None if v is None else pa.scalar(v, arrow_type).cast(stored) for v in key_range)
+    conditions = [c for c in (None if start is None else key >= start, None if end is None else key < end)
+                  if c is not None]
+    return functools.reduce(operator.and_, conditions) if conditions else pc.scalar(True)
+
+
+def _history_rows(committed: CommittedTable, batch: int | None, where: pc.Expression | None) -> pa.Table:
     """The current table's rows, then the changelog's merged and unmerged rows (``MERGED`` tells them
     apart), in changelog order; on a tie the current table's row first."""
     schema = committed.schema
     sources = []
     if committed.current is not None:
-        filters = [(BATCH_COLUMN, "=", batch)] if batch is not None else None
-        current = committed.current.to_pyarrow_table(filters=filters)
+        in_batch = None if batch is None else pc.field(BATCH_COLUMN) == batch
+        either = [c for c in (where, in_batch) if c is not None]
+        current = committed.current.to_pyarrow_dataset().to_table(
+            filter=functools.reduce(operator.and_, either) if either else None)
         sources.append((_conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
                         False))
-    sources.append((_changes(committed, -1, committed.merged, dropped=False), True))
-    sources.append((_changes(committed, committed.merged, committed.through, dropped=False), False))
+    sources.append((_changes(committed, -1, committed.merged, dropped=False, where=where), True))
+    sources.append((_changes(committed, committed.merged, committed.through, dropped=False, where=where), False))
     rows = pa.concat_tables([
         s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
         .append_column(MERGED, pa.repeat(pa.scalar(merged), s.num_rows))

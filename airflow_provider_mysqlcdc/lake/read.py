@@ -83,9 +83,12 @@ def _has_rows(changelog: DeltaTable, through: int) -> bool:
     return bool(_changelog_rows(changelog, -1, through, [STREAM_SEQ_COLUMN]).num_rows)
 
 
-def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: list[str] | None = None) -> pa.Table:
+def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: list[str] | None = None,
+                    where: pc.Expression | None = None) -> pa.Table:
     seq = pc.field(STREAM_SEQ_COLUMN)
-    return changelog.to_pyarrow_dataset().to_table(columns=columns, filter=(seq > after) & (seq <= through))
+    condition = (seq > after) & (seq <= through)
+    return changelog.to_pyarrow_dataset().to_table(columns=columns,
+                                                   filter=condition if where is None else condition & where)
 
 
 def read_changes(base_uri: str, table: str) -> pa.Table:
@@ -103,9 +106,11 @@ def unmerged_changes(base_uri: str, table: TableId, schema: TableSchema, after_s
                     dropped=False)
 
 
-def _changes(committed: CommittedTable, after: int, through: int, dropped: bool) -> pa.Table:
+def _changes(committed: CommittedTable, after: int, through: int, dropped: bool,
+             where: pc.Expression | None = None) -> pa.Table:
+    """``where``: a filter on the changelog's stored columns (``lake.as_of`` reads a key range)."""
     schema = committed.schema
-    rows = (_changelog_rows(committed.changelog, after, through) if committed.changelog is not None
+    rows = (_changelog_rows(committed.changelog, after, through, where=where) if committed.changelog is not None
             else pa.table({STREAM_SEQ_COLUMN: pa.array([], pa.int64())}))
     current = list(schema.column_names)
     gone = [c for c in rows.column_names if c not in current and c not in METADATA and c != STREAM_SEQ_COLUMN]

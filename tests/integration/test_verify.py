@@ -84,16 +84,18 @@ def test_verify_reports_no_difference_under_concurrent_writes(mariadb_server, ad
 
 
 def damage(base_uri: str, table: str, last_batch: int) -> None:
-    """Delete key 17, change key 1234's note, and add key 70001 (a copy of key 1235's row, in the partition
-    of the last batch, whose key range holds it) in the current table."""
+    """Delete key 17, change key 1234's note, and add keys 70001 and 70002 (copies of key 1235's row): the
+    first in the partition of the last batch, whose key range holds it, the second misplaced in batch 0's."""
     current = DeltaTable(table_uri(base_uri, table))
     current.delete("id = 17")
     current.update(updates={"note": "'damaged'"}, predicate="id = 1234")
-    rows = current.to_pyarrow_table(filters=[("id", "=", 1235)])
-    for name, value in (("id", 70_001), (BATCH_COLUMN, last_batch)):
-        index = rows.schema.get_field_index(name)
-        rows = rows.set_column(index, name, pa.array([value], rows.schema.field(name).type))
-    write_deltalake(table_uri(base_uri, table), rows, mode="append")
+    copy = current.to_pyarrow_table(filters=[("id", "=", 1235)])
+    for key, batch in ((70_001, last_batch), (70_002, 0)):
+        rows = copy
+        for name, value in (("id", key), (BATCH_COLUMN, batch)):
+            index = rows.schema.get_field_index(name)
+            rows = rows.set_column(index, name, pa.array([value], rows.schema.field(name).type))
+        write_deltalake(table_uri(base_uri, table), rows, mode="append")
 
 
 def test_verify_names_exactly_the_damaged_keys(mariadb_server, admin, database, tmp_path) -> None:
@@ -112,20 +114,20 @@ def test_verify_names_exactly_the_damaged_keys(mariadb_server, admin, database, 
     try:
         with replica.stream_running(config, base_uri):
             report = verify(config, base_uri, plan, "run-b")
-            with pytest.raises(ReplicaMismatchError, match="3 chunks differ .* 1 keys missing .* 1 extra, 1 with"):
+            with pytest.raises(ReplicaMismatchError, match="3 chunks differ .* 1 keys missing .* 2 extra, 1 with"):
                 summarize(base_uri, plan.schema.id, "run-b", [b.number for b in plan.batches], True)
     finally:
         ticker.stopping.set()
         ticker.join(10)
 
-    assert report.totals() == {"missing": 1, "extra": 1, "different": 1}
+    assert report.totals() == {"missing": 1, "extra": 2, "different": 1}
     by_chunk = {v.chunk.index: v for v in report.differing}
     chunk_of = {key: next(c.index for c in plan.chunks if (c.start is None or c.start <= key)
                           and (c.end is None or key < c.end)) for key in (17, 1234, 70_001)}
     assert set(by_chunk) == set(chunk_of.values())
     assert by_chunk[chunk_of[17]].missing.keys == ((17,),)
     assert by_chunk[chunk_of[1234]].different.keys == ((1234,),)
-    assert by_chunk[chunk_of[70_001]].extra.keys == ((70_001,),)
+    assert by_chunk[chunk_of[70_001]].extra.keys == ((70_001,), (70_002,))
     # and the source side of each is what the server holds
     assert sum(v.source_rows for v in report.verdicts) == 5_999
     current = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table(filters=[("id", "=", 1234)])
