@@ -26,6 +26,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, task
 
+from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
@@ -61,6 +62,7 @@ with DAG(
         mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         spark_conn_id="{{ params.spark_conn_id }}",
         base_uri="{{ params.base_uri }}",
+        outlets=[replica_alias()],  # each batch's event goes to its table's asset; declared here for the UI
     ).expand(batch=split.output)
 
     @task(trigger_rule="none_failed")

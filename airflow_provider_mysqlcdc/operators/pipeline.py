@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow.sdk import TaskGroup
 
+from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
@@ -61,7 +62,7 @@ def mysql_cdc_pipeline(
         snapshot = MySqlSnapshotSparkOperator.partial(
             task_id="snapshot", base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             spark_conn_id=spark_conn_id,
-            **(snapshot_kwargs or {}),
+            **{"outlets": [replica_alias()], **(snapshot_kwargs or {})},  # outlets here: the UI shows the assets
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(
             task_id="stream", tables=tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,

@@ -21,12 +21,17 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 import airflow_provider_mysqlcdc
+from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotJobError
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+    from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
 
@@ -140,6 +145,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
                 f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
             )
         kwargs.setdefault("name", "mysql-cdc-snapshot")
+        kwargs.setdefault("outlets", [replica_alias()])  # each batch's event goes to its table's asset
         super().__init__(application=APPLICATION, conn_id=spark_conn_id, map_index_template=map_index_template,
                          **kwargs)
         self.batch = batch
@@ -198,6 +204,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes, version %s of the Delta table", batch.label,
                       manifest.rows, manifest.seconds, manifest.rows_per_second, manifest.bytes,
                       manifest.delta_version)
+        self._committed(context, manifest)
         return manifest.to_dict()
 
     def _check_password_reaches_driver(self, master: str, deploy_mode: str | None, password_env: str) -> None:
@@ -215,3 +222,17 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             f"or on Kubernetes give the driver {password_env} from a secret with conf "
             f"{{{secret!r}: '<secret name>:<key>'}}"
         )
+
+    def _committed(self, context: Any, manifest: BatchManifest) -> None:
+        """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""
+        from airflow_provider_mysqlcdc.assets import snapshot_event
+
+        snapshot_event(context, self.base_uri, manifest)
+        self._lineage_manifest = manifest
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
+        """OpenLineage (with the ``openlineage`` extra): the batch's source table, and the current-state
+        Delta table it wrote with its rows and bytes (``operators.lineage``)."""
+        from airflow_provider_mysqlcdc.operators.lineage import snapshot_lineage
+
+        return snapshot_lineage(self.mysql_cdc_conn_id, self.base_uri, getattr(self, "_lineage_manifest", None))

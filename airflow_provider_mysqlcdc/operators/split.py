@@ -4,12 +4,15 @@ batches ``engine.snapshot_plan`` plans (check the source, find the tables, cut t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 
 class MySqlChunkSplitOperator(BaseOperator):
@@ -130,4 +133,14 @@ class MySqlChunkSplitOperator(BaseOperator):
             retention_check=self.retention_check, unbounded_chunk_first=self.unbounded_chunk_first,
         )
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        return [b.to_dict() for b in plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)]
+        batches = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
+        self._lineage = (options.base_uri, options.tables or tuple(dict.fromkeys(b.table for b in batches)))
+        return [b.to_dict() for b in batches]
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
+        """OpenLineage (with the ``openlineage`` extra): the tables planned (named in ``tables``, else those
+        with batches to snapshot) with their columns; a plan is no data (``operators.lineage``)."""
+        from airflow_provider_mysqlcdc.operators.lineage import split_lineage
+
+        base_uri, tables = getattr(self, "_lineage", ("", ()))
+        return split_lineage(self.mysql_cdc_conn_id, base_uri, tables)

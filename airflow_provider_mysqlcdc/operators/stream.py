@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 
 class MySqlBinlogStreamOperator(BaseOperator):
@@ -134,6 +137,14 @@ class MySqlBinlogStreamOperator(BaseOperator):
             raise error_from_event(event)
         return self._stream(self._options(context), StreamProgress.from_dict(event), context)
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
+        """OpenLineage (with the ``openlineage`` extra): the captured tables, and the changelog and
+        current-state Delta tables of each, the changelog's rows written by this task's batches
+        (``operators.lineage``)."""
+        from airflow_provider_mysqlcdc.operators.lineage import stream_lineage
+
+        return stream_lineage(self.mysql_cdc_conn_id, self.base_uri, getattr(self, "_lineage_summary", None))
+
     def _options(self, context: Any) -> StreamOptions:
         return StreamOptions.from_values(
             base_uri=self.base_uri, tables=self.tables, startup_mode=self.startup_mode,
@@ -162,7 +173,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         finally:
             control.close()
         if stopped:
-            return runner.summary(progress, checkpoint, stopped)
+            self._lineage_summary = runner.summary(progress, checkpoint, stopped)
+            return self._lineage_summary
         progress.deferrals += 1
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),

@@ -29,6 +29,7 @@ from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import table_rows
 
 DAG_ID = "mysql_cdc_example"
+DOWNSTREAM_DAG_ID = "mysql_cdc_downstream"  # scheduled on the first table's asset (dags/mysql_cdc_downstream.py)
 DATABASE = "t_deployment"
 TABLES = ("a", "b", "c")
 ROWS = 12_000  # two chunks of the default 8096 rows: with rows_per_batch 1, two batches a table
@@ -59,9 +60,11 @@ def connections(server: Any) -> dict[str, str]:
 def deployment(mariadb_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
     base = tmp_path_factory.mktemp("airflow-deployment")
     started = time.monotonic()
-    deployed = airflow_deployment.start(base, env=connections(mariadb_server), parallelism=4)
+    downstream = {"MYSQL_CDC_LAKE": str(base / "lake"), "MYSQL_CDC_DOWNSTREAM_TABLE": f"{DATABASE}.{TABLES[0]}"}
+    deployed = airflow_deployment.start(base, env={**connections(mariadb_server), **downstream}, parallelism=4)
     try:
-        deployed.unpause(DAG_ID)  # the other DAGs of dags/ stay paused
+        deployed.unpause(DAG_ID)  # the other DAGs of dags/ stay paused, but the downstream one
+        deployed.unpause(DOWNSTREAM_DAG_ID)
         print(f"\nAirflow deployment at {deployed.url} ready in {time.monotonic() - started:.0f} s "
               f"(logs in {base / 'logs'})")
         yield deployed
@@ -187,8 +190,7 @@ class SharedRun:
 
 
 @pytest.fixture(scope="session")
-def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
-               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+def shared_run(deployment: AirflowDeployment, mariadb_server: Any) -> Iterator[SharedRun]:
     """The example DAG run through the real scheduler: 3 tables x 2 snapshot batches with a writer
     committing from before the trigger until the stream has committed a few batches; returned once
     the stream has deferred and the replica equals the source."""
@@ -205,7 +207,7 @@ def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
     cdc = mariadb_server.cdc_connect(DATABASE)
     schemas = {f"{DATABASE}.{t}": load_table_schema(cdc, TableId.parse(f"{DATABASE}.{t}")) for t in TABLES}
     cdc.close()
-    base_uri = str(tmp_path_factory.mktemp("deployment-lake") / "lake")
+    base_uri = deployment.env["MYSQL_CDC_LAKE"]  # the lake the downstream DAG's asset names
     conf = {"tables": list(schemas), "base_uri": base_uri, "rows_per_batch": 1,
             "stop_after_idle_seconds": STOP_AFTER_IDLE, "defer_after_idle_seconds": DEFER_AFTER_IDLE}
     writer = Writer(mariadb_server, seed=1)

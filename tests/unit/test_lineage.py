@@ -1,0 +1,132 @@
+"""OpenLineage facets of the three operators, from a lake written with the real writers: the source
+tables in the MySQL namespace with their column types, the lake's Delta tables with their stored
+schema and the rows the run wrote."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import airflow_provider_mysqlcdc
+from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+from airflow_provider_mysqlcdc.operators.lineage import split_lineage, stream_lineage
+from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
+from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+from tests.unit.test_assets import committed_batch
+from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, insert, off, transaction, update
+
+SOURCE = "mysql://db.example.com:3307"
+METADATA = ["_op", "_database", "_table", "_op_ts", "_binlog_file", "_binlog_pos", "_row_seq"]
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lakes:
+    monkeypatch.setenv("AIRFLOW_CONN_CDC_SOURCE", json.dumps({
+        "conn_type": "mysql_cdc", "host": "db.example.com", "port": 3307, "login": "cdc", "password": "secret",
+    }))
+    return Lakes(str(tmp_path / "lake"), monkeypatch)
+
+
+def fields(dataset: Any) -> list[tuple[str, str]]:
+    return [(f.name, f.type) for f in dataset.facets["schema"].fields]
+
+
+def test_a_snapshot_batch_reads_its_source_table_and_writes_the_current_state(lake: Lakes) -> None:
+    manifest: BatchManifest = committed_batch(lake, [(1, "a", 1), (2, "b", 2)], off(2, 4711))
+    operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=manifest.batch.to_dict(), base_uri=lake.base_uri,
+                                          mysql_cdc_conn_id="cdc_source")
+    operator._committed({}, manifest)  # what execute() does once the batch is in the lake
+
+    lineage = operator.get_openlineage_facets_on_complete(task_instance=None)
+
+    (source,) = lineage.inputs
+    assert (source.namespace, source.name) == (SOURCE, "shop.orders")
+    assert fields(source) == [("id", "int(11)"), ("name", "varchar(20)"), ("qty", "int(11)")]
+    (output,) = lineage.outputs
+    assert (output.namespace, output.name) == ("file", table_uri(lake.base_uri, "shop.orders"))
+    stored = [name for name, _ in fields(output)]
+    assert stored[:3] == ["id", "name", "qty"] and set(METADATA) <= set(stored) and "_batch" in stored
+    assert dict(fields(output))["id"] == "int32"
+    statistics = output.outputFacets["outputStatistics"]
+    assert (statistics.rowCount, statistics.size) == (2, manifest.bytes)
+    assert "secret" not in repr(lineage)
+
+
+def test_operators_that_did_not_run_report_no_datasets(lake: Lakes) -> None:
+    split = MySqlChunkSplitOperator(task_id="split", base_uri=lake.base_uri, tables=["shop.orders"],
+                                    mysql_cdc_conn_id="cdc_source")
+    stream = MySqlBinlogStreamOperator(task_id="stream", base_uri=lake.base_uri, tables=["shop.orders"],
+                                       mysql_cdc_conn_id="cdc_source")
+    snapshot = MySqlSnapshotSparkOperator(task_id="snapshot", batch={}, base_uri=lake.base_uri)
+    for operator in (split, stream, snapshot):
+        lineage = operator.get_openlineage_facets_on_complete(task_instance=None)
+        assert (lineage.inputs, lineage.outputs) == ([], [])
+
+
+def test_the_split_reads_the_planned_tables_with_their_columns(lake: Lakes) -> None:
+    lake.plan([])
+    lineage = split_lineage("cdc_source", lake.base_uri, [ORDERS])
+    (source,) = lineage.inputs
+    assert (source.namespace, source.name) == (SOURCE, "shop.orders")
+    assert fields(source)[0] == ("id", "int(11)")
+    assert lineage.outputs == []
+    assert split_lineage("cdc_source", lake.base_uri, []).inputs == []
+
+
+def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))  # an earlier task
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, *update((1, "a", 1), (1, "a", 5)))))
+    lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((2, "b", 2)))))
+    summary = {"batches": 2, "rows": 3, "deferrals": 0, "stopped": "idle for 1 s", "seq": 3, "offset": "x"}
+
+    lineage = stream_lineage("cdc_source", lake.base_uri, summary)
+
+    (source,) = lineage.inputs
+    assert (source.namespace, source.name) == (SOURCE, "shop.orders")
+    changelog, current = lineage.outputs
+    assert (changelog.namespace, changelog.name) == ("file", changelog_uri(lake.base_uri, "shop.orders"))
+    assert changelog.outputFacets["outputStatistics"].rowCount == 3  # batches 2 and 3: an update's two rows, an insert
+    assert "_stream_seq" in dict(fields(changelog))
+    assert current.name == table_uri(lake.base_uri, "shop.orders") and current.facets == {}  # no snapshot yet
+    assert stream_lineage("cdc_source", lake.base_uri, None).outputs == []  # startup_mode 'snapshot'
+
+
+def test_openlineage_is_imported_only_inside_the_methods_that_need_it() -> None:
+    """Without the ``openlineage`` extra the package must import and run: no module of it imports
+    OpenLineage at module level (outside ``if TYPE_CHECKING:``); only the methods its listener calls do."""
+    package = Path(airflow_provider_mysqlcdc.__file__).parent
+    offenders: list[str] = []
+
+    class ModuleLevelImports(ast.NodeVisitor):
+        def __init__(self, path: Path) -> None:
+            self.path = path
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> None:  # noqa: N802 (ast's names)
+            pass  # imported when called
+
+        visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]  # noqa: N815
+
+        def visit_If(self, node: ast.If) -> None:  # noqa: N802
+            if ast.unparse(node.test) != "TYPE_CHECKING":
+                self.generic_visit(node)
+
+        def visit_Import(self, node: ast.Import) -> None:  # noqa: N802
+            self.found([a.name for a in node.names])
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:  # noqa: N802
+            self.found([node.module or ""])
+
+        def found(self, names: list[str]) -> None:
+            offenders.extend(f"{self.path.relative_to(package)}: {n}" for n in names if "openlineage" in n)
+
+    for path in sorted(package.rglob("*.py")):
+        ModuleLevelImports(path).visit(ast.parse(path.read_text()))
+    assert offenders == []
+    lineage = (package / "operators" / "lineage.py").read_text()
+    assert "from airflow.providers.openlineage" in lineage  # the check looks at the right thing
