@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.stride_tricks import sliding_window_view
 
 from airflow_provider_mysqlcdc.cdc.row_decoder import _FRACTION_BYTES, _FRACTION_SCALE, Located, _Fixed, _Sized
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
@@ -40,8 +41,9 @@ _INTEGERS = {"b": "<i1", "B": "<u1", "h": "<i2", "H": "<u2", "i": "<i4", "I": "<
 
 
 def _gather(data: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
-    """The ``width`` bytes at each position, one row each."""
-    return data[positions[:, None] + np.arange(width)]
+    """The ``width`` bytes at each position, one row each (rows of a strided view: no index per byte)."""
+    rows: np.ndarray = sliding_window_view(data, width)[positions]
+    return rows
 
 
 def _unsigned(data: np.ndarray, positions: np.ndarray, width: int, big_endian: bool) -> np.ndarray:

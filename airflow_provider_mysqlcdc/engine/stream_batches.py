@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -130,43 +131,109 @@ def stream_batches(
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
-    for item in reader.rows():
-        if isinstance(item, ChangeRows):
-            events += item.count
-            emitted = _emitted(item, emit, orders, schemas) if emit.tables else item
-            if emitted is not None:
-                uncommitted.add(schemas[item.table], emitted, _size(item))
-                last_ts = item.ts_ms
-            # a transaction too big for one batch is cut after a whole rows event
-            if uncommitted.over(limits):
-                committed.absorb(uncommitted)
+    committer = _Committer(store, checkpoint)
+    try:
+        for item in reader.rows():
+            if committer.done():
+                yield from committer.finish()
+            if isinstance(item, ChangeRows):
+                events += item.count
+                emitted = _emitted(item, emit, orders, schemas) if emit.tables else item
+                if emitted is not None:
+                    uncommitted.add(schemas[item.table], emitted, _size(item))
+                    last_ts = item.ts_ms
+                # a transaction too big for one batch is cut after a whole rows event
+                if uncommitted.over(limits):
+                    committed.absorb(uncommitted)
+                    uncommitted = _Pending()
+                    yield from committer.submit(committed, item.offset, schemas, events, last_ts)
+                    committed, events, started = _Pending(), 0, time.monotonic()
+            elif isinstance(item, SchemaChanged):
+                _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id,
+                             item.offset, ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
+                schemas[item.schema.id] = item.schema
+            elif isinstance(item, Committed):
+                committed.absorb(uncommitted)  # the transaction is complete
                 uncommitted = _Pending()
-                yield _commit(store, checkpoint, committed, item.offset, schemas, events, last_ts)
-                committed, events, started = _Pending(), 0, time.monotonic()
-        elif isinstance(item, SchemaChanged):
-            _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id, item.offset,
-                         ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
-            schemas[item.schema.id] = item.schema
-        elif isinstance(item, Committed):
-            committed.absorb(uncommitted)  # the transaction is complete
-            uncommitted = _Pending()
-            boundary = item.offset
-            elapsed = time.monotonic() - started
-            near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
-            latency_due = follow is not None and near_real_time and elapsed >= follow
-            if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
-                yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
-                committed, events, started = _Pending(), 0, time.monotonic()
-                if server and binlog_end and not boundary < binlog_end:  # a busy server: no heartbeat comes
-                    binlog_end = _binlog_end(control, server)
-                    yield CaughtUp(checkpoint.offset)
-        elif isinstance(item, Heartbeat):
-            if boundary is not None and (committed.count or boundary != checkpoint.offset):
-                yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
-                committed, events, started = _Pending(), 0, time.monotonic()
-            yield CaughtUp(checkpoint.offset)
-    if boundary is not None and (committed.count or boundary != checkpoint.offset):
-        yield _commit(store, checkpoint, committed, boundary, schemas, events, last_ts)
+                boundary = item.offset
+                elapsed = time.monotonic() - started
+                near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
+                latency_due = follow is not None and near_real_time and elapsed >= follow
+                if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
+                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
+                    committed, events, started = _Pending(), 0, time.monotonic()
+                    if server and binlog_end and not boundary < binlog_end:  # a busy server: no heartbeat comes
+                        yield from committer.finish()
+                        binlog_end = _binlog_end(control, server)
+                        yield CaughtUp(checkpoint.offset)
+            elif isinstance(item, Heartbeat):
+                yield from committer.finish()
+                if boundary is not None and (committed.count or boundary != checkpoint.offset):
+                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
+                    yield from committer.finish()
+                    committed, events, started = _Pending(), 0, time.monotonic()
+                yield CaughtUp(checkpoint.offset)
+        yield from committer.finish()
+        if boundary is not None and (committed.count or boundary != checkpoint.offset):
+            yield from committer.submit(committed, boundary, schemas, events, last_ts)
+            yield from committer.finish()
+    finally:
+        committer.close()
+
+
+class _Committer:
+    """Commits batches in a thread of its own, one at a time, while the stream reads on: building the
+    Arrow columns and the Delta write (numpy and delta-rs release the GIL) overlap the reading.
+
+    A batch's report is yielded when its commit is done, and before another commit starts or the
+    stream yields ``CaughtUp``; only then is ``checkpoint`` advanced. So whenever the stream's caller
+    runs (at a yield), nothing is being written and ``checkpoint`` is what the lake holds.
+    """
+
+    def __init__(self, store: StreamStore, checkpoint: Checkpoint) -> None:
+        self._store, self._checkpoint = store, checkpoint
+        self._executor: ThreadPoolExecutor | None = None
+        self._running: tuple[Future[None], Checkpoint, BatchReport] | None = None
+
+    def submit(self, pending: _Pending, boundary: BinlogOffset, schemas: dict[TableId, TableSchema], events: int,
+               last_ts: int) -> Iterator[BatchReport]:
+        """Start committing ``pending`` up to ``boundary``, after yielding the report of the commit before."""
+        yield from self.finish()
+        current = self._checkpoint
+        target = replace(current, seq=current.seq + 1, offset=boundary, schemas=dict(schemas), chunks={
+            # a table past its highest HW needs no chunk lookups any more
+            t: chunks for t, chunks in current.chunks.items() if not max(c.high_watermark for c in chunks) < boundary
+        })
+        rows = {str(t): sum(e.taken for _, part in parts for e in part) for t, parts in pending.parts.items()}
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="stream-commit")
+        future = self._executor.submit(_write, self._store, target, pending)
+        self._running = (future, target, BatchReport(target.seq, boundary, rows, events, last_ts))
+
+    def done(self) -> bool:
+        return self._running is not None and self._running[0].done()
+
+    def finish(self) -> Iterator[BatchReport]:
+        """Wait for the running commit, if any (raising its error), advance the checkpoint, yield its report."""
+        if self._running is None:
+            return
+        future, target, report = self._running
+        self._running = None
+        future.result()
+        checkpoint = self._checkpoint
+        checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
+        checkpoint.chunks, checkpoint.updated_at = target.chunks, target.updated_at
+        yield report
+
+    def close(self) -> None:
+        """Wait for a commit still running (the stream ended by an error meanwhile), so that nothing is
+        written after the stream returns."""
+        try:
+            if self._running is not None:
+                self._running[0].exception()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
 
 
 def _binlog_end(control: Any, server: ServerInfo) -> BinlogOffset:
@@ -214,25 +281,10 @@ def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[Bi
     return EmitFilter(finished), orders
 
 
-def _commit(
-    store: StreamStore,
-    checkpoint: Checkpoint,
-    pending: _Pending,
-    boundary: BinlogOffset,
-    schemas: dict[TableId, TableSchema],
-    events: int,
-    last_ts: int,
-) -> BatchReport:
-    changes: dict[TableId, list[pa.Table]] = {  # per table, a part per schema (a batch may pass an ALTER)
+def _write(store: StreamStore, target: Checkpoint, pending: _Pending) -> None:
+    """The batch's lake rows (per table, a part per schema: a batch may pass an ALTER), committed with
+    ``target`` (the changelogs, then the checkpoint)."""
+    changes: dict[TableId, list[pa.Table]] = {
         table: [rows_table(events, schema) for schema, events in parts] for table, parts in pending.parts.items()
     }
-    checkpoint.seq += 1
-    checkpoint.offset = boundary
-    checkpoint.schemas = dict(schemas)
-    checkpoint.chunks = {  # a table past its highest HW needs no chunk lookups any more
-        t: chunks for t, chunks in checkpoint.chunks.items()
-        if not max(c.high_watermark for c in chunks) < boundary
-    }
-    store.commit(checkpoint, changes)  # the changelogs, then the checkpoint
-    rows = {str(t): sum(e.taken for _, events in parts for e in events) for t, parts in pending.parts.items()}
-    return BatchReport(checkpoint.seq, boundary, rows, events, last_ts)
+    store.commit(target, changes)
