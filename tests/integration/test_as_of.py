@@ -131,3 +131,20 @@ def test_spark_views_as_of_equal_read_table_as_of(tmp_path, monkeypatch: pytest.
             register_views(spark, lake.base_uri, ["shop.orders"], as_of="mysql-bin.000001:150")
     finally:
         spark.stop()
+
+
+def test_resolve_as_of_a_time_finds_the_first_transaction_committed_after_it(mariadb_server, admin) -> None:
+    """Commit times have second resolution: a quiet second on each side of the time makes it exact."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS moments (id INT AUTO_INCREMENT PRIMARY KEY)")
+        cur.execute("INSERT INTO moments VALUES ()")
+    time.sleep(1.2)
+    with admin.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        file, position = cur.fetchone()[:2]
+    moment = int(time.time() * 1000)
+    time.sleep(1.2)
+    with admin.cursor() as cur:
+        cur.execute("INSERT INTO moments VALUES ()")
+    resolved = resolve_as_of(moment, config_of(mariadb_server), server_id=5602).offset
+    assert resolved is not None and (resolved.file, resolved.position) == (file, position)
