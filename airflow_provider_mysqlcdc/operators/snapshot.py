@@ -28,8 +28,16 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotJobError
+from airflow_provider_mysqlcdc.operators.links import (
+    LakeTableLink,
+    SparkApplicationLink,
+    SparkApplicationWatch,
+    persist_lake_link,
+)
 
 if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
@@ -128,6 +136,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     template_fields: Sequence[str] = (
         *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "spark_conn_id",
     )
+    operator_extra_links = (SparkApplicationLink(), LakeTableLink())
 
     def __init__(
         self,
@@ -153,6 +162,7 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.partitions = partitions
         self.spark_conn_id = spark_conn_id  # templated; the base class keeps its conn_id as _conn_id, untemplated
+        self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -160,11 +170,14 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
 
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+        from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
+        from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
         from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
         from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
 
         self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
+        persist_lake_link(context, self.base_uri, [batch.table])
         tasks = batch.spark_tasks(self.partitions)  # refuses a batch without server ids, or too many tasks
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         ids = [batch.server_id(config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
@@ -192,8 +205,12 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
         self.log.info("snapshot %s through Spark (master %s): %d tasks, binlog server ids %d-%d", batch.label,
                       master, tasks, ids[0], ids[-1])
-        with _environment_variable(PASSWORD_ENV, config.password):
-            super().execute(context)
+        self._application_watch = SparkApplicationWatch(context, self.conf)
+        try:
+            with _environment_variable(PASSWORD_ENV, config.password):
+                super().execute(context)
+        finally:
+            self._application_watch.finished(self._hook)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)
         if manifest is None or manifest.batch.batch_id != batch.batch_id:
             raise SnapshotJobError(
@@ -204,8 +221,14 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes, version %s of the Delta table", batch.label,
                       manifest.rows, manifest.seconds, manifest.rows_per_second, manifest.bytes,
                       manifest.delta_version)
+        send_batch_metrics(manifest, task_tags(context, self.task_id))
         self._committed(context, manifest)
         return manifest.to_dict()
+
+    def _get_hook(self) -> SparkSubmitHook:
+        """The base class's hook, its ``spark-submit`` output followed for the Spark application link."""
+        hook = super()._get_hook()
+        return self._application_watch.attach(hook) if self._application_watch is not None else hook
 
     def _check_password_reaches_driver(self, master: str, deploy_mode: str | None, password_env: str) -> None:
         """In cluster deploy mode the driver does not inherit ``spark-submit``'s environment; only a

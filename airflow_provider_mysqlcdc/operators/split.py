@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
@@ -81,6 +82,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
         "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check",
     )
+    operator_extra_links = (LakeTableLink(),)
 
     def __init__(
         self,
@@ -132,6 +134,7 @@ class MySqlChunkSplitOperator(BaseOperator):
             max_batches=self.max_batches, readers_per_batch=self.readers_per_batch,
             retention_check=self.retention_check, unbounded_chunk_first=self.unbounded_chunk_first,
         )
+        persist_lake_link(context, options.base_uri, options.tables)  # no tables named: the lake
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         batches = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
         self._lineage = (options.base_uri, options.tables or tuple(dict.fromkeys(b.table for b in batches)))

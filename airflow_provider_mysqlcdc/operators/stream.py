@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
@@ -75,6 +76,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
         "merge_interval_seconds",
     )
+    operator_extra_links = (LakeTableLink(),)
 
     def __init__(
         self,
@@ -117,6 +119,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         options = self._options(context)
+        persist_lake_link(context, options.base_uri, options.tables)
         if options.startup_mode is StartupMode.SNAPSHOT:
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None

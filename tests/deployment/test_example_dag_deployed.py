@@ -5,6 +5,7 @@ survives the triggerer's ``kill -9``, one cleared batch reruns alone, and the ru
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import struct
@@ -19,6 +20,7 @@ from urllib.parse import quote
 import pyarrow.compute as pc
 import pytest
 
+from airflow_provider_mysqlcdc.lake.delta import table_uri
 from airflow_provider_mysqlcdc.lake.read import read_changes
 from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 
@@ -53,6 +55,14 @@ def test_parallel_snapshot_batches_never_clash(shared_run: SharedRun) -> None:
           + ", ".join(f"{ti['rendered_map_index']}: {ti['start_date']} - {ti['end_date']}" for ti in snapshots))
     assert at_once >= 2
     assert shared_run.differences() == []
+    # the UI's extra links of a batch, as the API server resolves them from the task's XComs: its table in
+    # the lake, and its Spark job's UI (local[*] without a history server: the driver's address, gone now)
+    first = next(ti for ti in snapshots if ti["map_index"] == 0)
+    links = shared_run.deployment.api(
+        "GET", f"dags/{DAG_ID}/dagRuns/{shared_run.run_id}/taskInstances/snapshot/links?map_index=0")["extra_links"]
+    table = first["rendered_map_index"].split(" chunks ")[0]
+    assert links["Lake table"] == Path(table_uri(shared_run.base_uri, table)).as_uri(), links
+    assert re.fullmatch(r"http://[^/:]+:\d+", links["Spark application"] or ""), links
 
 
 def test_the_ui_shows_the_run_with_labelled_batches_and_the_deferred_stream(shared_run: SharedRun,

@@ -24,7 +24,7 @@ def _class_paths(info: dict) -> list[str]:
         paths += [module for entry in info.get(kind, []) for module in entry["python-modules"]]
     for entry in info.get("asset-uris", []):
         paths += [entry[key] for key in ("handler", "factory", "to_openlineage_converter")]
-    return paths
+    return paths + info.get("extra-links", [])
 
 
 def test_every_named_path_imports() -> None:
@@ -77,6 +77,10 @@ def test_airflow_lists_the_provider_and_its_connection_type(tmp_path: Path) -> N
     triggers = subprocess.run([airflow, "providers", "triggers", "-o", "plain"], env=env, capture_output=True,
                               text=True, timeout=180, check=True)
     assert "airflow_provider_mysqlcdc.triggers.binlog" in triggers.stdout
+    links = subprocess.run([airflow, "providers", "links", "-o", "plain"], env=env, capture_output=True,
+                           text=True, timeout=180, check=True)
+    assert {"airflow_provider_mysqlcdc.operators.links.LakeTableLink",
+            "airflow_provider_mysqlcdc.operators.links.SparkApplicationLink"} <= set(links.stdout.split()), links.stdout
 
 
 def test_connection_form_shows_the_extras_without_hook_methods() -> None:
