@@ -10,6 +10,8 @@ Copy this file next to the replication DAG (``mysql_cdc_example``) and run it wh
 - ``readers_per_batch``: Spark tasks per batch's job (each reads with its own binlog server id)
 - ``wait_seconds``: how long a chunk waits for the stream to commit past the point it was read at
 - ``fail_on_difference``: fail the run when a chunk differs (the report is in the lake either way)
+- ``repair``: read the differing chunks again and MERGE them into the replica instead of failing
+  (``MySqlResnapshotOperator``, while the stream keeps running); run the DAG again to see it equal
 
 Each chunk of the snapshot plan is read again from the source, as the snapshot reads it, and compared
 with the replica as of that same binlog offset. The report is ``<base_uri>/<db>/<table>/verify/<run>.json``.
@@ -21,6 +23,7 @@ import os
 
 from airflow.sdk import DAG, Param
 
+from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
 from airflow_provider_mysqlcdc.operators.verify import (
     MySqlVerifyOperator,
     MySqlVerifyPlanOperator,
@@ -43,6 +46,7 @@ with DAG(
         "readers_per_batch": Param(2, type="integer", minimum=1),
         "wait_seconds": Param(600, type="number", minimum=0),
         "fail_on_difference": Param(True, type="boolean"),
+        "repair": Param(False, type="boolean"),
     },
     tags=["mysql-cdc"],
 ) as dag:
@@ -64,6 +68,12 @@ with DAG(
         task_id="summary",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
-        fail_on_difference="{{ params.fail_on_difference }}",
+        fail_on_difference="{{ params.fail_on_difference and not params.repair }}",
     )
-    verify >> summary
+    repair = MySqlResnapshotOperator(
+        task_id="repair",
+        mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
+        base_uri="{{ params.base_uri }}",
+        resnapshot="{{ ti.xcom_pull(task_ids='summary') if params.repair else {} }}",
+    )
+    verify >> summary >> repair

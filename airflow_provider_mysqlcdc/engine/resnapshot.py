@@ -71,20 +71,26 @@ class ResnapshotRequest:
     @classmethod
     def parse_all(cls, value: Any) -> list[ResnapshotRequest]:
         """``{"db.table": "all" | [[low, high], ...] | {"chunks": [i, ...], "ranges": [[low, high], ...]}}``
-        as given or as a rendered template's native value."""
+        as given or as a rendered template's native value; a verification summary's XCom (``{"db.table":
+        {..., "differing_chunks": [i, ...]}}``) reads its differing chunks again."""
         if value is None or value == {} or value == "":
             return []
         if not isinstance(value, Mapping):
             raise InvalidOptionError(
                 f"resnapshot must map 'db.table' to 'all', [[low, high], ...] or {{'chunks': [...]}}, not {value!r}"
             )
-        return [cls.parse(str(table), spec) for table, spec in value.items()]
+        requests = [cls.parse(str(table), spec) for table, spec in value.items()]
+        return [r for r in requests if r is not None]
 
     @classmethod
-    def parse(cls, table: str, spec: Any) -> ResnapshotRequest:
+    def parse(cls, table: str, spec: Any) -> ResnapshotRequest | None:
+        """None for a verification's report of a table without differing chunks: nothing to read again."""
         table_id = TableId.parse(table)
         if spec == "all":
             return cls(table_id, whole=True)
+        if isinstance(spec, Mapping) and "differing_chunks" in spec:  # MySqlVerifySummaryOperator's report
+            differing = tuple(spec["differing_chunks"])
+            return cls(table_id, chunks=differing) if differing else None
         ranges: Any = None
         chunks: Any = None
         if isinstance(spec, list | tuple):

@@ -25,7 +25,8 @@ class MySqlResnapshotOperator(BaseOperator):
     :param base_uri: the lake of the pipeline: a local path or ``s3://bucket/prefix``; required (templated)
     :param resnapshot: what to read again, per table: ``{"db.table": "all"}``, key ranges of the chunk-key
         column ``{"db.table": [[low, high], ...]}`` (both ends included, ``null`` for unbounded), or chunk
-        indexes as a verification reports them ``{"db.table": {"chunks": [3, 17]}}``; required (templated)
+        indexes ``{"db.table": {"chunks": [3, 17]}}``, or a verification's summary as it is
+        (``MySqlVerifySummaryOperator``'s XCom: its differing chunks); required (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     """

@@ -163,7 +163,8 @@ def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, 
     assert len(plan.batches) == 2
     states = {(ti.task_id, ti.rendered_map_index): ti.state for ti in run.get_task_instances()}
     assert states == {("plan", None): "success", ("verify", plan.batches[0].label): "success",
-                      ("verify", plan.batches[1].label): "success", ("summary", None): "failed"}
+                      ("verify", plan.batches[1].label): "success", ("summary", None): "failed",
+                      ("repair", None): "upstream_failed"}
     assert run.state == "failed"
     report = VerifyStore(base_uri).lake.read_json(VerifyStore(base_uri).report_path(plan.schema.id, run.run_id))
     assert report is not None and report["chunks"] == len(plan.chunks) and report["rows"] == 6_000
@@ -173,3 +174,25 @@ def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, 
     verified = [ti for ti in run.get_task_instances() if ti.task_id == "verify"]
     xcoms = [ti.xcom_pull(task_ids="verify", map_indexes=ti.map_index) for ti in verified]
     assert sorted(x["different"] for x in xcoms) == [0, 1]
+
+    # the same DAG with repair: the summary reports instead of failing, the repair task reads the differing
+    # chunk again and fixes the row in the lake, while the stream runs
+    ticker = Ticker(mariadb_server, database)
+    ticker.start()
+    try:
+        with replica.stream_running(config, base_uri):
+            repaired = load_dag("mysql_cdc_verify").test(run_conf={"tables": [table], "base_uri": base_uri,
+                                                                   "wait_seconds": 120, "repair": True})
+    finally:
+        ticker.stopping.set()
+        ticker.join(10)
+    assert repaired.state == "success"
+    (repair_ti,) = [ti for ti in repaired.get_task_instances() if ti.task_id == "repair"]
+    (done,) = repair_ti.xcom_pull(task_ids="repair")
+    assert [c["chunk"] for c in done["chunks"]] == [differing["chunk"]["i"]]
+    assert (done["rows_updated"], done["rows_inserted"], done["rows_deleted"]) == (1, 0, 0)
+    with admin.cursor() as cur:
+        cur.execute("SELECT amount FROM orders WHERE id = 4321")
+        (amount,) = cur.fetchone()
+    current = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table(filters=[("id", "=", 4321)])
+    assert current.column("amount").to_pylist() == [amount]
