@@ -170,7 +170,7 @@ def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: 
                      "c_decoder": raw / limit, "vs_raw": raw_took[0] / ours_took[0], "vs_c": limit / ours_took[0]})
         print(f"binlog run {attempt + 1}: ours {runs[-1]['ours']:,.0f} row events/s, raw mysql-replication "
               f"{runs[-1]['raw']:,.0f}, mariadb-binlog {runs[-1]['c_decoder']:,.0f}", flush=True)
-    return {"runs": runs}
+    return {"runs": runs, "events": events}
 
 
 # -- latency -----------------------------------------------------------------------------------------
@@ -291,10 +291,10 @@ def report(sections: dict[str, Any]) -> str:
                   _ratio_row("`mariadb --batch --quick` > /dev/null", runs, "client", "vs_client"), "",
                   "Peak resident memory while ours ran (MiB): " + ", ".join(
                       f"{k} {statistics.median([r['rss'][k] for r in runs]) / 1024:,.0f}" for k in runs[0]["rss"]), ""]
-    if "binlog" in sections:
-        runs = sections["binlog"]["data"]["runs"]
-        heading("binlog", f"Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 "
-                          "an insert, 1 in 10 a delete)")
+    for name in sorted((k for k in sections if k.startswith("binlog")), key=lambda k: sections[k]["data"]["events"]):
+        runs = sections[name]["data"]["runs"]
+        heading(name, f"Binlog: {runs[0]['events']:,} row events (updates in 10,000-row transactions, 1 in 10 "
+                      "an insert, 1 in 10 a delete)")
         lines += ["| reader | row events/s | ours / it |", "|---|---|---|",
                   _ratio_row(f"our stream into the lake ({runs[0]['change_rows']:,} change rows)", runs, "ours", None),
                   _ratio_row("raw mysql-replication iteration", runs, "raw", "vs_raw"),
@@ -345,8 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         if {"binlog", "latency"} & set(sections):
             with server.admin_connect("bench").cursor() as cur:
                 load_orders(cur, 200_000, table="events")
-        if "binlog" in sections:
-            results["binlog"] = binlog_section(server, args, config, control)
+        if "binlog" in sections:  # one result per number of events (RESULTS.md shows each)
+            results[f"binlog {args.events}"] = binlog_section(server, args, config, control)
         if "latency" in sections:
             results["latency"] = latency_section(server, args, control, home)
         if "memory" in sections:
@@ -354,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     # sections not run this time keep their last results
     stored_path = args.results.with_suffix(".json")
     stored = json.loads(stored_path.read_text()) if stored_path.exists() else {}
+    stored.pop("binlog", None)  # the binlog results of older runs, whatever their number of events
     for name, data in results.items():
         stored[name] = {"date": dt.date.today().isoformat(), "repeat": 1 if name == "memory" else args.repeat,
                         "machine": facts, "data": data}
