@@ -19,6 +19,9 @@ temporal formats, a table map without FULL metadata, a column whose binlog type 
 known schema), and ``row_images`` returns None for an event whose row images are not FULL or that
 carries partial JSON updates; the reader then keeps mysql-replication's decoding for it. Both leave
 the event's packet untouched, so that fallback can still read it.
+
+The stream does not want tuples: ``locate`` runs a second generated function that only finds where
+each image's values are (``Located``), and ``row_columns`` reads them into Arrow, many at a time.
 """
 
 from __future__ import annotations

@@ -3,11 +3,16 @@
 One call reads the binlog from the checkpoint's offset until it has caught up with the server,
 committing a batch at a transaction boundary whenever ``max_events`` changes, ``max_bytes`` of
 values or ``max_seconds`` have gathered. A transaction larger than ``max_events`` or ``max_bytes``
-by itself is committed in parts, each checkpointed at its last row (the binlog offsets resume
-exactly there), so memory stays bounded whatever the transaction size; readers may then see the
-first parts of that transaction before the rest. Changes are emitted through the emit filter built
-from the finished chunks' high watermarks; a table past its highest HW drops its chunks from the
-checkpoint. The stream runner calls this between its waits.
+by itself is committed in parts, each checkpointed at the last row of a rows event (the binlog
+offsets resume exactly there), so memory stays bounded whatever the transaction size; readers may
+then see the first parts of that transaction before the rest. Changes are emitted through the emit
+filter built from the finished chunks' high watermarks; a table past its highest HW drops its chunks
+from the checkpoint. The stream runner calls this between its waits.
+
+Changes travel as whole rows events (``BinlogReader.rows``): a batch keeps the events' packets and
+where their values are, and becomes Arrow columns only when it is committed (``rows_table``), in a
+thread of its own while the binlog is read on. A Python object per value or row image cost more than
+everything else together (bench/RESULTS.md).
 """
 
 from __future__ import annotations
