@@ -1,7 +1,8 @@
 """Row decoding: the row events of ``bench.orders`` (inserts, then updates in 10,000-row transactions)
-iterated by raw mysql-replication (``event.rows``, the baseline) and by our ``BinlogReader`` with its
-row decoder, in one run; for reference also ``BinlogReader`` leaving rows to mysql-replication.
-``--profile`` then shows where the decoding reader spends its time.
+iterated by raw mysql-replication (``event.rows``, the baseline), by our ``BinlogReader`` with its
+row decoder (a record per image), and by the stream's columnar path (``BinlogReader.rows`` and
+``rows_table``: Arrow columns per 100,000 images), in one run; for reference also ``BinlogReader``
+leaving rows to mysql-replication. ``--profile`` then shows where the columnar path spends its time.
 
     .venv/bin/python -m bench.row_decode_bench [--rows 100000] [--events 200000] [--profile]
 
@@ -17,13 +18,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.lake.changelog import rows_table
 from bench.server import load_orders, raw_replication_rows, throwaway_server
 
 TRANSACTION_ROWS = 10_000
@@ -35,6 +37,27 @@ def reader_iteration(config: ConnectionConfig, start: BinlogOffset, schema: Tabl
     reader = BinlogReader(config.replication_settings(), 5562, config.server_id, {schema.id: schema}, start,
                           reload_schema=lambda t: schema, decode_rows=decode_rows)
     return sum(1 for item in reader if isinstance(item, ChangeRecord) and item.op in ROW_EVENT_KINDS)
+
+
+def columnar(config: ConnectionConfig, start: BinlogOffset, schema: TableSchema) -> int:
+    """Row events decoded into the lake's Arrow rows, a table per 100,000 images (the stream's batches)."""
+    reader = BinlogReader(config.replication_settings(), 5563, config.server_id, {schema.id: schema}, start,
+                          reload_schema=lambda t: schema)
+    events: list[ChangeRows] = []
+    row_events = images = 0
+
+    def flush() -> int:
+        table = rows_table(events, schema)
+        events.clear()
+        return sum(1 for op in table.column("_op").to_pylist() if op in ROW_EVENT_KINDS)
+
+    for item in reader.rows():
+        if isinstance(item, ChangeRows):
+            events.append(item)
+            images += item.count
+            if images >= 100_000:
+                row_events, images = row_events + flush(), 0
+    return row_events + flush()
 
 
 def timed(run: Callable[[], int]) -> tuple[int, float]:
@@ -68,16 +91,19 @@ def main(argv: list[str] | None = None) -> int:
 
         raw, raw_rate = timed(lambda: raw_replication_rows(config, start, 5561))
         ours, ours_rate = timed(lambda: reader_iteration(config, start, schema, decode_rows=True))
+        arrow, arrow_rate = timed(lambda: columnar(config, start, schema))
         old, old_rate = timed(lambda: reader_iteration(config, start, schema, decode_rows=False))
         for name, events, rate in (("raw mysql-replication event.rows", raw, raw_rate),
                                    ("BinlogReader, row decoder", ours, ours_rate),
+                                   ("BinlogReader.rows, Arrow columns", arrow, arrow_rate),
                                    ("BinlogReader, mysql-replication rows", old, old_rate)):
             print(f"{name:38} {events:>9,} row events {rate:>10,.0f} row events/s")
-        print(f"row decoder / raw mysql-replication: {ours_rate / raw_rate:.1f}x")
+        print(f"row decoder / raw mysql-replication: {ours_rate / raw_rate:.1f}x, "
+              f"Arrow columns / raw: {arrow_rate / raw_rate:.1f}x")
 
         if args.profile:
             profile = cProfile.Profile()
-            profile.runcall(reader_iteration, config, start, schema, True)
+            profile.runcall(columnar, config, start, schema)
             pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     return 0
 
