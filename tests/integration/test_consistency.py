@@ -4,7 +4,8 @@ A writer thread runs multi-row transactions of inserts (also below the minimum a
 maximum key), non-key updates, deletes and delete-then-reinsert of the same key, across all chunks,
 the whole time the chunks are read. Afterwards the binlog from the lowest high watermark is passed
 through the emit filter and applied over the union of the normalized chunks; the result must equal
-the table exactly, every column.
+the table exactly, every column. The stream's own path (whole rows events, chunk keys looked up per
+event, Arrow lake rows) must write exactly those emitted changes to the changelog.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.engine.stream_batches import emit_filter_for
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+from airflow_provider_mysqlcdc.engine.stream_batches import emit_filter_for, stream_batches
+from airflow_provider_mysqlcdc.lake.changelog import changes_table, lake_schema
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, cast_to
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests.arrow_rows import canonical_rows
 
 PREFIXES = ["a", "A", "á", "b", "B", "é", "E", "z", "Z", "ß", "😀"]
@@ -117,7 +120,7 @@ def table_contents(conn: Any, schema: TableSchema) -> dict[Hashable, tuple[Any, 
     ("table", "use_connectorx"), [("int_keys", True), ("str_keys", True), ("int_keys_pymysql", False)]
 )
 def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cdc_conn, database, table,
-                                                       use_connectorx) -> None:
+                                                       use_connectorx, tmp_path) -> None:
     key_ddl, make_key = TABLES[table.removesuffix("_pymysql")]
     load(admin, table, key_ddl, make_key)
     schema = load_table_schema(cdc_conn, TableId(database, table))
@@ -178,3 +181,16 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     apply_changes(state, emitted, key)
 
     assert state == table_contents(cdc_conn, schema)
+
+    # the stream from the same checkpoint: its changelog holds exactly the emitted changes
+    store = StreamStore(str(tmp_path / "lake"))
+    checkpoint = Checkpoint(0, lowest, {schema.id: schema}, {schema.id: [
+        FinishedChunkInfo.of(s.chunk, s.high_watermark) for s in snapshots]})
+    store.commit(checkpoint, {})
+    assert list(stream_batches(config, 5422, store, checkpoint, cdc_conn, lambda t: load_table_schema(cdc_conn, t)))
+    changelog = store.changelog(schema.id)
+    assert changelog is not None
+    written = changelog.to_pyarrow_table().drop_columns([STREAM_SEQ_COLUMN])
+    written = cast_to(written, lake_schema(schema), "the changelog").sort_by(
+        [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")])
+    assert written.equals(changes_table(emitted, schema))
