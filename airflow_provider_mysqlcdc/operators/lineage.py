@@ -4,6 +4,12 @@ The ``openlineage`` provider (an optional extra of this package) calls each oper
 ``get_openlineage_facets_on_complete`` after a successful run; the operators delegate here. Nothing of
 OpenLineage is imported before that call, so without the provider nothing changes.
 
+The facts are gathered while the task runs (``*_facts``: plain data, only where the provider is
+installed) and only turned into OpenLineage objects in that call (``operator_lineage``), because the
+provider makes the call in a forked child of the task process by default, and delta-rs refuses to run
+in a fork of a process that used it (the stream has): its runtime panics ("Forked process detected"),
+a ``BaseException`` that ends the child without an event. So the call reads nothing.
+
 Names follow OpenLineage's naming spec: a source table is namespace ``mysql://host:port`` and name
 ``db.table`` (MariaDB too: the wire protocol and the naming are MySQL's), with a schema facet of its
 MySQL column types; a lake table is the Delta table's location (``file`` and its absolute path, or
@@ -14,20 +20,54 @@ the run wrote to it (``outputStatistics``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib.util
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from airflow_provider_mysqlcdc.assets import openlineage_location, stream_rows
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 
 if TYPE_CHECKING:
-    from airflow.providers.common.compat.openlineage.facet import InputDataset, OutputDataset
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 
     Lineage: TypeAlias = OperatorLineage[Any, Any]
     """What ``get_openlineage_facets_on_complete`` returns."""
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """A dataset as OpenLineage names it, its columns (name, type), and for an output what the run wrote."""
+
+    namespace: str
+    name: str
+    fields: tuple[tuple[str, str], ...] = ()
+    rows: int | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class LineageFacts:
+    inputs: tuple[DatasetFacts, ...] = ()
+    outputs: tuple[DatasetFacts, ...] = ()
+
+
+_log = logging.getLogger(__name__)
+
+
+def gather(facts: Callable[..., LineageFacts], *args: Any) -> LineageFacts | None:
+    """``facts(*args)`` where the ``openlineage`` provider is installed (else nobody asks: None). Lineage
+    is a side channel: an error reading the lake for it is logged and never fails the task."""
+    if importlib.util.find_spec("airflow.providers.openlineage") is None:
+        return None
+    try:
+        return facts(*args)
+    except Exception:
+        _log.warning("could not gather the OpenLineage facts of this task", exc_info=True)
+        return None
 
 
 def source_namespace(mysql_cdc_conn_id: str) -> str:
@@ -38,91 +78,95 @@ def source_namespace(mysql_cdc_conn_id: str) -> str:
     return f"mysql://{config.host}:{config.port}"
 
 
-def source_dataset(namespace: str, schema: TableSchema) -> InputDataset:
+def source_facts(namespace: str, schema: TableSchema) -> DatasetFacts:
     """A source table with its columns and their MySQL types (``int(11)``, ``varchar(40)``, ...)."""
-    from airflow.providers.common.compat.openlineage.facet import (
-        InputDataset,
-        SchemaDatasetFacet,
-        SchemaDatasetFacetFields,
+    return DatasetFacts(namespace, str(schema.id), tuple((c.name, c.column_type) for c in schema.columns))
+
+
+def lake_facts(delta_uri: str, rows: int | None = None, size: int | None = None) -> DatasetFacts:
+    """A Delta table of the lake with its columns as stored (none before it exists) and what the run wrote."""
+    import pyarrow as pa
+
+    from airflow_provider_mysqlcdc.lake.delta import open_delta
+
+    namespace, name = openlineage_location(delta_uri)
+    table = open_delta(delta_uri)
+    stored = pa.schema(table.schema().to_arrow()) if table is not None else pa.schema([])
+    return DatasetFacts(namespace, name, tuple((f.name, str(f.type)) for f in stored), rows, size)
+
+
+def split_facts(mysql_cdc_conn_id: str, base_uri: str, tables: Iterable[TableId]) -> LineageFacts:
+    """The split reads the tables it planned (their keys and sizes), with the columns of their plans in
+    the lake; it writes no data."""
+    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+
+    plans = [plan for t in tables if (plan := SnapshotStore(base_uri).read_plan(t)) is not None]
+    if not plans:
+        return LineageFacts()
+    namespace = source_namespace(mysql_cdc_conn_id)
+    return LineageFacts(inputs=tuple(source_facts(namespace, p.schema) for p in plans))
+
+
+def snapshot_facts(mysql_cdc_conn_id: str, base_uri: str, manifest: BatchManifest) -> LineageFacts:
+    """A snapshot batch reads its table and writes its rows into the table's current-state Delta table."""
+    from airflow_provider_mysqlcdc.lake.delta import table_uri
+
+    return LineageFacts(
+        inputs=(source_facts(source_namespace(mysql_cdc_conn_id), manifest.schema),),
+        outputs=(lake_facts(table_uri(base_uri, manifest.batch.table), manifest.rows, manifest.bytes),),
     )
 
-    fields = [SchemaDatasetFacetFields(name=c.name, type=c.column_type) for c in schema.columns]
-    return InputDataset(namespace=namespace, name=str(schema.id), facets={"schema": SchemaDatasetFacet(fields=fields)})
+
+def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: dict[str, Any]) -> LineageFacts:
+    """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
+    its current state; a changelog's ``rows`` are those this task's batches appended to it (the
+    checkpoint's ``seq`` less ``batches`` up to ``seq``, counted from the Delta log)."""
+    from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
+    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    if checkpoint is None:
+        return LineageFacts()
+    namespace = source_namespace(mysql_cdc_conn_id)
+    last, first = int(summary["seq"]), int(summary["seq"]) - int(summary["batches"])
+    tables = sorted(checkpoint.schemas, key=str)
+    return LineageFacts(
+        inputs=tuple(source_facts(namespace, checkpoint.schemas[t]) for t in tables),
+        outputs=tuple(
+            facts
+            for t in tables
+            for facts in (lake_facts(changelog_uri(base_uri, t), stream_rows(base_uri, t, first, last)),
+                          lake_facts(table_uri(base_uri, t)))
+        ),
+    )
 
 
-def lake_dataset(delta_uri: str, rows: int | None = None, size: int | None = None) -> OutputDataset:
-    """A Delta table of the lake, with its schema as stored (when it exists) and what the run wrote."""
-    import pyarrow as pa
+def operator_lineage(facts: LineageFacts | None) -> Lineage:
+    """The OpenLineage objects of gathered facts (none: the task wrote nothing, e.g. it never committed)."""
     from airflow.providers.common.compat.openlineage.facet import (
+        InputDataset,
         OutputDataset,
         OutputStatisticsOutputDatasetFacet,
         SchemaDatasetFacet,
         SchemaDatasetFacetFields,
     )
-
-    from airflow_provider_mysqlcdc.lake.delta import open_delta
-
-    namespace, name = openlineage_location(delta_uri)
-    facets: dict[str, Any] = {}
-    if (table := open_delta(delta_uri)) is not None:
-        stored = pa.schema(table.schema().to_arrow())
-        facets["schema"] = SchemaDatasetFacet(
-            fields=[SchemaDatasetFacetFields(name=f.name, type=str(f.type)) for f in stored]
-        )
-    output_facets: dict[str, Any] = {}
-    if rows is not None:
-        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(rowCount=rows, size=size)
-    return OutputDataset(namespace=namespace, name=name, facets=facets, outputFacets=output_facets)
-
-
-def split_lineage(mysql_cdc_conn_id: str, base_uri: str, tables: Iterable[TableId]) -> Lineage:
-    """The split reads the tables it planned (their keys and sizes), with the columns of their plans in
-    the lake; it writes no data."""
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+    def schema(dataset: DatasetFacts) -> dict[str, Any]:
+        if not dataset.fields:
+            return {}
+        return {"schema": SchemaDatasetFacet(fields=[SchemaDatasetFacetFields(name=n, type=t)
+                                                     for n, t in dataset.fields])}
 
-    plans = [plan for t in tables if (plan := SnapshotStore(base_uri).read_plan(t)) is not None]
-    if not plans:
+    def statistics(dataset: DatasetFacts) -> dict[str, Any]:
+        if dataset.rows is None:
+            return {}
+        return {"outputStatistics": OutputStatisticsOutputDatasetFacet(rowCount=dataset.rows, size=dataset.size)}
+
+    if facts is None:
         return OperatorLineage()
-    namespace = source_namespace(mysql_cdc_conn_id)
-    return OperatorLineage(inputs=[source_dataset(namespace, p.schema) for p in plans])
-
-
-def snapshot_lineage(mysql_cdc_conn_id: str, base_uri: str, manifest: BatchManifest | None) -> Lineage:
-    """A snapshot batch reads its table and writes its rows into the table's current-state Delta table."""
-    from airflow.providers.openlineage.extractors import OperatorLineage
-
-    from airflow_provider_mysqlcdc.lake.delta import table_uri
-
-    if manifest is None:  # the task did not get as far as a commit
-        return OperatorLineage()
-    output = lake_dataset(table_uri(base_uri, manifest.batch.table), manifest.rows, manifest.bytes)
-    return OperatorLineage(inputs=[source_dataset(source_namespace(mysql_cdc_conn_id), manifest.schema)],
-                           outputs=[output])
-
-
-def stream_lineage(mysql_cdc_conn_id: str, base_uri: str, summary: dict[str, Any] | None) -> Lineage:
-    """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
-    its current state; ``rowCount`` of a changelog is the rows this task's batches appended to it
-    (the checkpoint's ``seq`` less ``batches`` up to ``seq``, counted from the Delta log)."""
-    from airflow.providers.openlineage.extractors import OperatorLineage
-
-    from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-
-    checkpoint = StreamStore(base_uri).read_checkpoint()
-    if summary is None or checkpoint is None:  # startup_mode 'snapshot': no stream ran
-        return OperatorLineage()
-    namespace = source_namespace(mysql_cdc_conn_id)
-    last, first = int(summary["seq"]), int(summary["seq"]) - int(summary["batches"])
-    tables: list[TableId] = sorted(checkpoint.schemas, key=str)
     return OperatorLineage(
-        inputs=[source_dataset(namespace, checkpoint.schemas[t]) for t in tables],
-        outputs=[
-            dataset
-            for t in tables
-            for dataset in (lake_dataset(changelog_uri(base_uri, t), stream_rows(base_uri, t, first, last)),
-                            lake_dataset(table_uri(base_uri, t)))
-        ],
+        inputs=[InputDataset(namespace=d.namespace, name=d.name, facets=schema(d)) for d in facts.inputs],
+        outputs=[OutputDataset(namespace=d.namespace, name=d.name, facets=schema(d), outputFacets=statistics(d))
+                 for d in facts.outputs],
     )

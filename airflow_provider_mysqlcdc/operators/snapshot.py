@@ -249,13 +249,14 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     def _committed(self, context: Any, manifest: BatchManifest) -> None:
         """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""
         from airflow_provider_mysqlcdc.assets import snapshot_event
+        from airflow_provider_mysqlcdc.operators.lineage import gather, snapshot_facts
 
         snapshot_event(context, self.base_uri, manifest)
-        self._lineage_manifest = manifest
+        self._lineage_facts = gather(snapshot_facts, self.mysql_cdc_conn_id, self.base_uri, manifest)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the batch's source table, and the current-state
         Delta table it wrote with its rows and bytes (``operators.lineage``)."""
-        from airflow_provider_mysqlcdc.operators.lineage import snapshot_lineage
+        from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
-        return snapshot_lineage(self.mysql_cdc_conn_id, self.base_uri, getattr(self, "_lineage_manifest", None))
+        return operator_lineage(getattr(self, "_lineage_facts", None))

@@ -124,6 +124,7 @@ class MySqlChunkSplitOperator(BaseOperator):
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.operators.lineage import gather, split_facts
 
         options = SplitOptions.from_values(
             base_uri=self.base_uri, tables=self.tables, include_databases=self.include_databases,
@@ -137,13 +138,13 @@ class MySqlChunkSplitOperator(BaseOperator):
         persist_lake_link(context, options.base_uri, options.tables)  # no tables named: the lake
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         batches = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
-        self._lineage = (options.base_uri, options.tables or tuple(dict.fromkeys(b.table for b in batches)))
+        self._lineage_facts = gather(split_facts, self.mysql_cdc_conn_id, options.base_uri,
+                                     options.tables or tuple(dict.fromkeys(b.table for b in batches)))
         return [b.to_dict() for b in batches]
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the tables planned (named in ``tables``, else those
         with batches to snapshot) with their columns; a plan is no data (``operators.lineage``)."""
-        from airflow_provider_mysqlcdc.operators.lineage import split_lineage
+        from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
-        base_uri, tables = getattr(self, "_lineage", ("", ()))
-        return split_lineage(self.mysql_cdc_conn_id, base_uri, tables)
+        return operator_lineage(getattr(self, "_lineage_facts", None))

@@ -144,9 +144,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         """OpenLineage (with the ``openlineage`` extra): the captured tables, and the changelog and
         current-state Delta tables of each, the changelog's rows written by this task's batches
         (``operators.lineage``)."""
-        from airflow_provider_mysqlcdc.operators.lineage import stream_lineage
+        from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
-        return stream_lineage(self.mysql_cdc_conn_id, self.base_uri, getattr(self, "_lineage_summary", None))
+        return operator_lineage(getattr(self, "_lineage_facts", None))
 
     def _options(self, context: Any) -> StreamOptions:
         return StreamOptions.from_values(
@@ -162,6 +162,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:
         from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.operators.lineage import gather, stream_facts
         from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, task_tags
         from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
@@ -176,8 +177,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         finally:
             control.close()
         if stopped:
-            self._lineage_summary = runner.summary(progress, checkpoint, stopped)
-            return self._lineage_summary
+            summary = runner.summary(progress, checkpoint, stopped)
+            self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.base_uri, summary)
+            return summary
         progress.deferrals += 1
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),

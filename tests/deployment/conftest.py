@@ -60,7 +60,10 @@ def connections(server: Any) -> dict[str, str]:
 def deployment(mariadb_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
     base = tmp_path_factory.mktemp("airflow-deployment")
     started = time.monotonic()
-    downstream = {"MYSQL_CDC_LAKE": str(base / "lake"), "MYSQL_CDC_DOWNSTREAM_TABLE": f"{DATABASE}.{TABLES[0]}"}
+    downstream = {"MYSQL_CDC_LAKE": str(base / "lake"), "MYSQL_CDC_DOWNSTREAM_TABLE": f"{DATABASE}.{TABLES[0]}",
+                  # the openlineage provider's listener writes each event to <base>/openlineage-<time>.json
+                  "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file",
+                                                                  "log_file_path": str(base / "openlineage")})}
     deployed = airflow_deployment.start(base, env={**connections(mariadb_server), **downstream}, parallelism=4)
     try:
         deployed.unpause(DAG_ID)  # the other DAGs of dags/ stay paused, but the downstream one

@@ -14,7 +14,7 @@ import pytest
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
-from airflow_provider_mysqlcdc.operators.lineage import split_lineage, stream_lineage
+from airflow_provider_mysqlcdc.operators.lineage import gather, operator_lineage, split_facts, stream_facts
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
@@ -41,7 +41,7 @@ def test_a_snapshot_batch_reads_its_source_table_and_writes_the_current_state(la
     manifest: BatchManifest = committed_batch(lake, [(1, "a", 1), (2, "b", 2)], off(2, 4711))
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=manifest.batch.to_dict(), base_uri=lake.base_uri,
                                           mysql_cdc_conn_id="cdc_source")
-    operator._committed({}, manifest)  # what execute() does once the batch is in the lake
+    operator._committed({}, manifest)  # what execute() does once the batch is in the lake: gathers the facts
 
     lineage = operator.get_openlineage_facets_on_complete(task_instance=None)
 
@@ -71,12 +71,12 @@ def test_operators_that_did_not_run_report_no_datasets(lake: Lakes) -> None:
 
 def test_the_split_reads_the_planned_tables_with_their_columns(lake: Lakes) -> None:
     lake.plan([])
-    lineage = split_lineage("cdc_source", lake.base_uri, [ORDERS])
+    lineage = operator_lineage(split_facts("cdc_source", lake.base_uri, [ORDERS]))
     (source,) = lineage.inputs
     assert (source.namespace, source.name) == (SOURCE, "shop.orders")
     assert fields(source)[0] == ("id", "int(11)")
     assert lineage.outputs == []
-    assert split_lineage("cdc_source", lake.base_uri, []).inputs == []
+    assert operator_lineage(split_facts("cdc_source", lake.base_uri, [])).inputs == []
 
 
 def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake: Lakes) -> None:
@@ -85,7 +85,7 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((2, "b", 2)))))
     summary = {"batches": 2, "rows": 3, "deferrals": 0, "stopped": "idle for 1 s", "seq": 3, "offset": "x"}
 
-    lineage = stream_lineage("cdc_source", lake.base_uri, summary)
+    lineage = operator_lineage(stream_facts("cdc_source", lake.base_uri, summary))
 
     (source,) = lineage.inputs
     assert (source.namespace, source.name) == (SOURCE, "shop.orders")
@@ -93,8 +93,16 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     assert (changelog.namespace, changelog.name) == ("file", changelog_uri(lake.base_uri, "shop.orders"))
     assert changelog.outputFacets["outputStatistics"].rowCount == 3  # batches 2 and 3: an update's two rows, an insert
     assert "_stream_seq" in dict(fields(changelog))
-    assert current.name == table_uri(lake.base_uri, "shop.orders") and current.facets == {}  # no snapshot yet
-    assert stream_lineage("cdc_source", lake.base_uri, None).outputs == []  # startup_mode 'snapshot'
+    assert current.name == table_uri(lake.base_uri, "shop.orders")
+    assert current.facets == {} and current.outputFacets == {}  # no snapshot, no MERGE yet: no table, nothing counted
+
+
+def test_lineage_that_cannot_be_gathered_never_fails_the_task(lake: Lakes, caplog: pytest.LogCaptureFixture) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    summary = {"batches": 1, "seq": 1}
+    assert gather(stream_facts, "no_such_connection", lake.base_uri, summary) is None
+    assert "could not gather the OpenLineage facts" in caplog.text
+    assert gather(stream_facts, "cdc_source", lake.base_uri, summary) is not None
 
 
 def test_openlineage_is_imported_only_inside_the_methods_that_need_it() -> None:
