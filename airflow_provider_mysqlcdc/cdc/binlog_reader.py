@@ -174,7 +174,9 @@ class BinlogReader:
     ``blocking`` waits for new events (with heartbeats every ``heartbeat_seconds``) instead of
     ending when the binlog's current end is reached. Rows are decoded by ``row_decoder``, several
     times faster than mysql-replication; ``decode_rows=False`` leaves every row to mysql-replication
-    (the reference the type matrix compares with).
+    (the reference the type matrix compares with). Iterating gives a ``ChangeRecord`` per row image;
+    ``rows()`` a ``ChangeRows`` per rows event instead, which the stream turns into Arrow columns
+    without a Python object per value (``row_columns``).
     """
 
     def __init__(
