@@ -5,10 +5,11 @@ The ``openlineage`` provider (an optional extra of this package) calls each oper
 OpenLineage is imported before that call, so without the provider nothing changes.
 
 The facts are gathered while the task runs (``*_facts``: plain data, only where the provider is
-installed) and only turned into OpenLineage objects in that call (``operator_lineage``), because the
-provider makes the call in a forked child of the task process by default, and delta-rs refuses to run
-in a fork of a process that used it (the stream has): its runtime panics ("Forked process detected"),
-a ``BaseException`` that ends the child without an event. So the call reads nothing.
+installed and configured to emit) and only turned into OpenLineage objects in that call
+(``operator_lineage``), because the provider makes the call in a forked child of the task process by
+default, and delta-rs refuses to run in a fork of a process that used it (the stream has): its
+runtime panics ("Forked process detected"), a ``BaseException`` that ends the child without an event.
+So the call reads nothing.
 
 Names follow OpenLineage's naming spec: a source table is namespace ``mysql://host:port`` and name
 ``db.table`` (MariaDB too: the wire protocol and the naming are MySQL's), with a schema facet of its
@@ -58,10 +59,19 @@ class LineageFacts:
 _log = logging.getLogger(__name__)
 
 
-def gather(facts: Callable[..., LineageFacts], *args: Any) -> LineageFacts | None:
-    """``facts(*args)`` where the ``openlineage`` provider is installed (else nobody asks: None). Lineage
-    is a side channel: an error reading the lake for it is logged and never fails the task."""
+def lineage_emitted() -> bool:
+    """Whether the ``openlineage`` provider is installed and emits (it is disabled without a transport)."""
     if importlib.util.find_spec("airflow.providers.openlineage") is None:
+        return False
+    from airflow.providers.openlineage.conf import is_disabled
+
+    return not is_disabled()
+
+
+def gather(facts: Callable[..., LineageFacts], *args: Any) -> LineageFacts | None:
+    """``facts(*args)`` where OpenLineage is emitted (else nobody asks: None, and the lake is not read).
+    Lineage is a side channel: an error reading the lake for it is logged and never fails the task."""
+    if not lineage_emitted():
         return None
     try:
         return facts(*args)

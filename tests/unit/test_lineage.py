@@ -14,7 +14,13 @@ import pytest
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
-from airflow_provider_mysqlcdc.operators.lineage import gather, operator_lineage, split_facts, stream_facts
+from airflow_provider_mysqlcdc.operators.lineage import (
+    LineageFacts,
+    gather,
+    operator_lineage,
+    split_facts,
+    stream_facts,
+)
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
@@ -23,6 +29,13 @@ from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, insert, off, transaction
 
 SOURCE = "mysql://db.example.com:3307"
 METADATA = ["_op", "_database", "_table", "_op_ts", "_binlog_file", "_binlog_pos", "_row_seq"]
+
+
+@pytest.fixture
+def emitting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The openlineage provider configured to emit (without a transport it is disabled, and the
+    operators gather nothing); the provider caches its configuration except under pytest."""
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "console")
 
 
 @pytest.fixture
@@ -37,6 +50,7 @@ def fields(dataset: Any) -> list[tuple[str, str]]:
     return [(f.name, f.type) for f in dataset.facets["schema"].fields]
 
 
+@pytest.mark.usefixtures("emitting")
 def test_a_snapshot_batch_reads_its_source_table_and_writes_the_current_state(lake: Lakes) -> None:
     manifest: BatchManifest = committed_batch(lake, [(1, "a", 1), (2, "b", 2)], off(2, 4711))
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=manifest.batch.to_dict(), base_uri=lake.base_uri,
@@ -97,6 +111,17 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     assert current.facets == {} and current.outputFacets == {}  # no snapshot, no MERGE yet: no table, nothing counted
 
 
+def test_nothing_is_gathered_where_openlineage_does_not_emit(lake: Lakes) -> None:
+    read: list[str] = []
+
+    def facts(base_uri: str) -> LineageFacts:
+        read.append(base_uri)
+        return LineageFacts()
+
+    assert gather(facts, lake.base_uri) is None and read == []  # no transport configured here
+
+
+@pytest.mark.usefixtures("emitting")
 def test_lineage_that_cannot_be_gathered_never_fails_the_task(lake: Lakes, caplog: pytest.LogCaptureFixture) -> None:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
     summary = {"batches": 1, "seq": 1}
