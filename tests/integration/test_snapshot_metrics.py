@@ -2,7 +2,8 @@
 
 The metrics arrive at Airflow's real StatsD backend on a UDP socket (``test_stream_metrics``'s
 listener, influx-style tags on, to see the tags). The links are resolved as the API server resolves
-them: the scheduler's deserialized task reads each link's XCom (``XComOperatorLink``). Spark reads a
+them: the scheduler's deserialized task reads each link's XCom (``XComOperatorLink``); while the Spark
+job runs, its link is read from that XCom as the UI would and opened: the job's live UI. Spark reads a
 ``spark-defaults.conf`` naming a history server and writing event logs, as a cluster's client
 configuration would: once the job ended, the Spark application link is the history server's page of
 the application whose event log Spark wrote, as a real history server (pyspark's own, started after
@@ -11,10 +12,12 @@ the run on that folder) serves it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,6 +30,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.delta import table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.operators.links import SparkApplicationLink
 from dev.dag_file import load_dag
 from dev.spark_cluster import free_port, spark_home
 from tests.integration.test_snapshot_dag import connections  # noqa: F401  (a fixture)
@@ -81,6 +85,41 @@ def fetch(url: str, timeout: float = 90) -> str:
             time.sleep(1)
 
 
+def page_title(page: str) -> str:
+    title = re.search(r"<title>([^<]*)</title>", page)
+    assert title is not None, page[:500]
+    return title.group(1)
+
+
+class LiveLink(threading.Thread):
+    """Watches the snapshot task's Spark application XCom while the DAG runs; the first URL seen there is
+    opened at once (the job is still running), its page's title kept."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stopping = threading.Event()
+        self.url: str | None = None
+        self.title: str | None = None
+        from airflow import settings
+
+        # plain SQL, no ORM: SQLAlchemy configuring Airflow's models in this thread while the DAG run imports
+        # more of them deadlocked; the runs already in the database (other tests') are not this one
+        self.engine, self.key = settings.engine, SparkApplicationLink().xcom_key
+        self.earlier = {run for (run,) in self.select("SELECT run_id FROM xcom")}
+
+    def select(self, columns: str) -> list[Any]:
+        with self.engine.connect() as conn:
+            return list(conn.exec_driver_sql(f"{columns} WHERE task_id = 'snapshot' AND key = ?", (self.key,)))
+
+    def run(self) -> None:
+        while self.url is None and not self.stopping.wait(0.2):
+            value = next((v for run, v in self.select("SELECT run_id, value FROM xcom") if run not in self.earlier),
+                         None)
+            if value is not None:
+                self.url = json.loads(value) if isinstance(value, str) else value
+                self.title = page_title(fetch(str(self.url), timeout=10))
+
+
 def link(ti: Any, name: str) -> str | None:
     """The URL the API server answers for the task instance's link: ``GET .../links`` reads it through the
     task of the serialized DAG, whose links are ``XComOperatorLink``s."""
@@ -102,8 +141,14 @@ def test_snapshot_sends_metrics_and_every_task_links_its_places(
     monkeypatch.setenv("AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED", "True")
     statsd.initialise_stats()
     base_uri = str(tmp_path / "lake")
-    run = load_dag("mysql_cdc_example").test(
-        run_conf={"tables": [table], "base_uri": base_uri, "stop_after_idle_seconds": 0})
+    live = LiveLink()
+    live.start()
+    try:
+        run = load_dag("mysql_cdc_example").test(
+            run_conf={"tables": [table], "base_uri": base_uri, "stop_after_idle_seconds": 0})
+    finally:
+        live.stopping.set()
+        live.join(30)
     assert run.state == "success"
     store = SnapshotStore(base_uri)
     plan = store.read_plan(TableId.parse(table))
@@ -132,6 +177,9 @@ def test_snapshot_sends_metrics_and_every_task_links_its_places(
     url = link(tis["snapshot"], "Spark application")
     assert url == f"http://127.0.0.1:{HISTORY_PORT}/history/{event_log}/"
     with history_server(spark_defaults, tmp_path):
-        page = fetch(url)
-    title = re.search(r"<title>([^<]*)</title>", page)
-    assert title is not None and title.group(1).startswith(f"mysql-cdc snapshot {plan.batches[0].label}"), page[:500]
+        title = page_title(fetch(url))
+    application = f"mysql-cdc snapshot {plan.batches[0].label}"
+    assert title.startswith(application), title
+    # while the job ran, the same link was its live UI, which served that application's pages
+    assert live.url is not None and re.fullmatch(r"http://[^/:]+:\d+", live.url), live.url
+    assert live.title is not None and live.title.startswith(application), live.title
