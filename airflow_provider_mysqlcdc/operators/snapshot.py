@@ -105,6 +105,11 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
     ``SparkSubmitOperator`` argument applies as documented there (``application`` and
     ``application_args`` are ours).
 
+    In the UI the task links its Spark application (the live Spark UI while the job runs, the history
+    server's page afterwards when the job's Spark configuration names one) and its lake table
+    (``operators.links``); once the batch is committed it sends the ``mysql_cdc.snapshot.*`` metrics of
+    its manifest through Airflow's ``Stats`` (``operators.snapshot_metrics``).
+
     :param batch: one item of the split task's XCom (a ``Batch.to_dict``); required, usually mapped with
         ``.expand(batch=split.output)`` (templated)
     :param base_uri: the lake, the same as the split task's: a local path (local masters only) or
