@@ -176,8 +176,11 @@ class SparkApplicationWatch:
 
     def attach(self, hook: SparkSubmitHook) -> SparkSubmitHook:
         """Make ``hook`` show this watch every line of ``spark-submit`` before its own processing (which logs
-        the line and looks for the ids it tracks; the hook offers no other way to see the lines)."""
-        process: Callable[[Iterator[Any]], None] = hook._process_spark_submit_log
+        the line and looks for the ids it tracks; the hook offers no other way to see the lines). A Spark
+        provider without that private method gets no link, and its job runs as before."""
+        process: Callable[[Iterator[Any]], None] | None = getattr(hook, "_process_spark_submit_log", None)
+        if process is None:
+            return hook
 
         def watched(lines: Iterator[Any]) -> None:
             process(self.lines(lines))
@@ -200,7 +203,8 @@ class SparkApplicationWatch:
         application, shown = self.application, None
         if application is not None:
             shown = application.url(running=True)
-        elif hook is not None and (found := hook._kubernetes_application_id or hook._yarn_application_id):
+        elif hook is not None and (found := getattr(hook, "_kubernetes_application_id", None)
+                                   or getattr(hook, "_yarn_application_id", None)):
             application = SparkApplication.from_conf(found, self.conf)
         final = application.url(running=False) if application is not None else None
         if final != shown:

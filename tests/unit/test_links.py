@@ -96,6 +96,20 @@ def test_the_watch_passes_every_line_on_and_keeps_the_first_application() -> Non
     assert watch.application == SparkApplication("local-1", "http://w:4040")
 
 
+def test_the_watch_sees_the_lines_the_spark_hook_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    watch = SparkApplicationWatch(None, None)
+    hook = watch.attach(SparkSubmitHook(conn_id="spark_default"))
+    lines = ["Spark starting\n", line(id="local-7", ui="http://w:4040", history_server="hs:18080",
+                                       event_log=True) + "\n", "Exception in thread main\n"]
+    hook._process_spark_submit_log(iter(lines))
+    assert watch.application == SparkApplication("local-7", "http://w:4040", "hs:18080", True)
+    assert list(hook._last_submit_log_lines)[-1] == "Exception in thread main"  # the hook's own work goes on
+    watch.finished(hook)  # outside a DAG run: nothing to persist, and no error
+
+
 def test_every_operator_declares_its_links() -> None:
     assert [link.name for link in MySqlSnapshotSparkOperator.operator_extra_links] == [
         "Spark application", "Lake table"]
