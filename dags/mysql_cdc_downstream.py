@@ -30,7 +30,8 @@ LAKE = os.environ.get("MYSQL_CDC_LAKE") or os.path.join(
 TABLE = os.environ.get("MYSQL_CDC_DOWNSTREAM_TABLE", "shop.orders")
 REPLICA = replica_asset(LAKE, TABLE, poll_interval=2.0)
 
-with DAG(dag_id="mysql_cdc_downstream", schedule=[REPLICA], catchup=False, max_active_runs=1, tags=["mysql-cdc"]):
+with DAG(dag_id="mysql_cdc_downstream", schedule=[REPLICA], catchup=False, max_active_runs=1,
+         tags=["mysql-cdc"]) as dag:
 
     @task
     def new_changes(triggering_asset_events: Any = None) -> dict[str, int]:

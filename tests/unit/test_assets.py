@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from airflow.sdk import Asset, AssetAlias
+from airflow.sdk import DAG, Asset, AssetAlias
 from airflow.sdk.execution_time.context import OutletEventAccessors
 from deltalake import DeltaTable
 
@@ -31,7 +31,10 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
+from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
+from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.triggers.lake_commits import MySqlCdcCommitTrigger
+from dev.dag_file import load_dag
 from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, delete, insert, off, transaction, update
 
 
@@ -198,3 +201,28 @@ def test_a_lake_begun_anew_is_followed_from_its_new_sequence(lake: Lakes) -> Non
     assert stream_extra(lake.base_uri, "shop.orders", 9) == (1, None)  # a stored seq 9 from the old lake
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((2, "b", 2)))))
     assert stream_extra(lake.base_uri, "shop.orders", 1)[1] is not None  # from 1 on, as the trigger continues
+
+
+# -- the DAGs --------------------------------------------------------------------------------------------
+
+
+def test_the_downstream_example_is_scheduled_on_the_watched_replica(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MYSQL_CDC_LAKE", str(tmp_path / "lake"))
+    monkeypatch.setenv("MYSQL_CDC_DOWNSTREAM_TABLE", "shop.customers")
+    dag = load_dag("mysql_cdc_downstream")
+    (asset,) = dag.timetable.asset_condition.objects
+    assert asset.uri == asset.name == replica_uri(str(tmp_path / "lake"), "shop.customers")
+    (watcher,) = asset.watchers
+    assert watcher.trigger.serialize()[1]["table"] == "shop.customers"
+
+
+def test_the_snapshot_tasks_declare_the_alias_so_the_ui_shows_the_assets() -> None:
+    alias = AssetAlias(REPLICA_ALIAS)
+    example = load_dag("mysql_cdc_example")
+    assert example.task_dict["snapshot"].partial_kwargs["outlets"] == [alias]
+    with DAG(dag_id="pipeline", schedule=None) as dag:
+        mysql_cdc_pipeline(tables=["shop.orders"], base_uri="/lake")
+    assert dag.task_dict["mysql_cdc.snapshot"].partial_kwargs["outlets"] == [alias]
+    operator = MySqlSnapshotSparkOperator(task_id="s", batch={}, base_uri="/lake")  # unmapped: the default
+    assert operator.outlets == [alias]
