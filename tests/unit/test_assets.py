@@ -33,7 +33,7 @@ from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
-from airflow_provider_mysqlcdc.triggers.lake_commits import MySqlCdcCommitTrigger
+from airflow_provider_mysqlcdc.triggers.lake_commits import STATE_KEY, MySqlCdcCommitTrigger
 from dev.dag_file import load_dag
 from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, delete, insert, off, transaction, update
 
@@ -226,3 +226,39 @@ def test_the_snapshot_tasks_declare_the_alias_so_the_ui_shows_the_assets() -> No
     assert dag.task_dict["mysql_cdc.snapshot"].partial_kwargs["outlets"] == [alias]
     operator = MySqlSnapshotSparkOperator(task_id="s", batch={}, base_uri="/lake")  # unmapped: the default
     assert operator.outlets == [alias]
+
+
+class MemoryStateStore:
+    """Airflow's asset state store as the triggerer hands it to a watcher's trigger (``aget``/``aset``),
+    kept in memory: what a restarted triggerer finds of the trigger's previous life."""
+
+    def __init__(self, **values: object) -> None:
+        self.values = dict(values)
+
+    async def aget(self, key: str, default: object = None) -> object:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: object) -> None:
+        self.values[key] = value
+
+
+def test_a_restarted_watcher_reports_the_commits_made_while_it_was_away(lake: Lakes) -> None:
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
+    lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((2, "b", 2)))))
+    lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((3, "c", 3)))))
+    store = MemoryStateStore(**{STATE_KEY: 1})  # it had reported batch 1 before the triggerer stopped
+    trigger = MySqlCdcCommitTrigger(base_uri=lake.base_uri, table="shop.orders", poll_interval=0.05)
+    trigger.asset_state_store = store  # type: ignore[assignment]  # what the triggerer injects
+
+    async def first() -> dict[str, object]:
+        events = trigger.run().__aiter__()
+        payload = (await asyncio.wait_for(events.__anext__(), 10)).payload
+        polling = asyncio.ensure_future(events.__anext__())  # it stores the batch, then polls for more
+        await asyncio.sleep(0.3)
+        assert not polling.done()  # nothing new: no event
+        polling.cancel()
+        return payload
+
+    payload = asyncio.run(first())
+    assert (payload["first_seq"], payload["seq"], payload["rows"]) == (2, 3, 2)
+    assert store.values[STATE_KEY] == 3
