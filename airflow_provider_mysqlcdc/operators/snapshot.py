@@ -14,12 +14,7 @@ process alone, which the driver inherits in client deploy mode; the driver hands
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +22,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.assets import replica_alias
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotJobError
+from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
 from airflow_provider_mysqlcdc.operators.links import (
     LakeTableLink,
     SparkApplicationLink,
@@ -42,31 +37,6 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
-
-
-def quiet_spark_conf() -> dict[str, str]:
-    """Spark at WARN for our jobs (its default profile logs ~90 INFO lines a job into the task log)."""
-    properties = Path(__file__).resolve().parents[1] / "spark" / "log4j2.properties"
-    return {
-        "spark.log.level": "WARN",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{properties}",
-        "spark.ui.showConsoleProgress": "false",
-    }
-
-
-@contextmanager
-def _environment_variable(name: str, value: str) -> Iterator[None]:
-    """``name`` in this process's environment while the block runs: ``spark-submit`` is started with a copy
-    of it (the Spark hook's ``Popen``), and nothing else of ours reads it."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
 
 
 class MySqlSnapshotSparkOperator(SparkSubmitOperator):
@@ -170,49 +140,21 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-        from airflow.sdk.log import mask_secret
-
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
         from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
+        from airflow_provider_mysqlcdc.operators.spark_submit import environment_variable, prepare_batch_job
         from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
-        from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
-        from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
+        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
 
         self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
         persist_lake_link(context, self.base_uri, [batch.table])
-        tasks = batch.spark_tasks(self.partitions)  # refuses a batch without server ids, or too many tasks
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        ids = [batch.server_id(config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
-        if config.password:
-            mask_secret(config.password)
-        self.application_args = [
-            "--base-uri", self.base_uri, "--batch", json.dumps(self.batch),
-            "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
-        ]
-        self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
-        connection = SparkSubmitHook(conn_id=self._conn_id, deploy_mode=self._deploy_mode)._connection
-        master = connection["master"]
-        if is_local_master(master):
-            # spark-submit and the Python workers must be this environment's (AIRFLOW.md: PATH decides)
-            bin_dir = str(Path(sys.executable).parent)
-            self.env_vars = {
-                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-                "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable),
-                **(self.env_vars or {}),
-            }
-        else:
-            self._check_password_reaches_driver(master, connection["deploy_mode"], PASSWORD_ENV)
-            shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
-            self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
-        self.log.info("snapshot %s through Spark (master %s): %d tasks, binlog server ids %d-%d", batch.label,
-                      master, tasks, ids[0], ids[-1])
+        prepare_batch_job(self, batch, config, self.base_uri, self.partitions, [], "snapshot")
         self._application_watch = SparkApplicationWatch(context, self.conf)
         try:
-            with _environment_variable(PASSWORD_ENV, config.password):
+            with environment_variable(PASSWORD_ENV, config.password):
                 super().execute(context)
         finally:
             self._application_watch.finished(self._hook)
@@ -234,22 +176,6 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         """The base class's hook, its ``spark-submit`` output followed for the Spark application link."""
         hook = super()._get_hook()
         return self._application_watch.attach(hook) if self._application_watch is not None else hook
-
-    def _check_password_reaches_driver(self, master: str, deploy_mode: str | None, password_env: str) -> None:
-        """In cluster deploy mode the driver does not inherit ``spark-submit``'s environment; only a
-        Kubernetes secret gives it the password without a Spark property holding the value."""
-        if (deploy_mode or "client") != "cluster":
-            return
-        secret = f"spark.kubernetes.driver.secretKeyRef.{password_env}"
-        if master.startswith("k8s://") and secret in (self.conf or {}):
-            return
-        raise InvalidOptionError(
-            f"the Spark connection {self._conn_id!r} runs the driver in cluster deploy mode (master {master}), "
-            f"where it cannot get the CDC password from this task's environment, and a Spark property holding "
-            f"it would show on the command line and in the Spark UI: use client deploy mode (Spark's default), "
-            f"or on Kubernetes give the driver {password_env} from a secret with conf "
-            f"{{{secret!r}: '<secret name>:<key>'}}"
-        )
 
     def _committed(self, context: Any, manifest: BatchManifest) -> None:
         """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""

@@ -1,20 +1,62 @@
-"""What our ``SparkSubmitOperator`` subclasses set up around ``spark-submit`` (the verify operator's
-version; the snapshot operator has the same steps inline).
+"""What our ``SparkSubmitOperator`` subclasses (snapshot, verify) set up around ``spark-submit``.
 
 On a local master (``local``, ``local[N]``, ``local[*]``) the executors live in the driver's JVM on the
 Airflow worker, so ``spark-submit`` and the Python workers must be this environment's (PATH decides, see
-AIRFLOW.md). The CDC password reaches the driver through the environment of the ``spark-submit``
-process only, which a driver in cluster deploy mode does not inherit: only a Kubernetes secret gives
-it the password there without a Spark property holding the value.
+AIRFLOW.md). On a cluster master nothing is injected: ``spark-submit`` comes from PATH, the Python of the
+driver and executors from ``spark.pyspark.python`` (or a packed environment in ``archives``), and the
+package is shipped as ``--py-files``; there the Spark provider turns ``env_vars`` into driver settings, and
+this worker's PATH would replace the PATH of a driver pod.
+
+The CDC password never goes into ``env_vars`` or ``conf``: both end up on the ``spark-submit`` command
+line (``ps``) or in the Spark UI's environment. It is put into the environment of the ``spark-submit``
+process alone (:func:`environment_variable`), which the driver inherits in client deploy mode; a driver
+in cluster deploy mode does not, and only a Kubernetes secret gives it the password there without a
+Spark property holding the value.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.lake.snapshot import Batch
+
+
+def quiet_spark_conf() -> dict[str, str]:
+    """Spark at WARN for our jobs (its default profile logs ~90 INFO lines a job into the task log)."""
+    properties = Path(__file__).resolve().parents[1] / "spark" / "log4j2.properties"
+    return {
+        "spark.log.level": "WARN",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{properties}",
+        "spark.ui.showConsoleProgress": "false",
+    }
+
+
+@contextmanager
+def environment_variable(name: str, value: str) -> Iterator[None]:
+    """``name`` in this process's environment while the block runs: ``spark-submit`` is started with a copy
+    of it (the Spark hook's ``Popen``), and nothing else of ours reads it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def local_master_env(env_vars: dict[str, str] | None) -> dict[str, str]:
@@ -43,3 +85,40 @@ def check_password_reaches_driver(conn_id: str, master: str, deploy_mode: str | 
         f"on the command line and in the Spark UI: use client deploy mode (Spark's default), or on Kubernetes "
         f"give the driver {password_env} from a secret with conf {{{secret!r}: '<secret name>:<key>'}}"
     )
+
+
+def prepare_batch_job(
+    operator: SparkSubmitOperator, batch: Batch, config: ConnectionConfig, base_uri: str, partitions: int,
+    job_arguments: list[str], what: str,
+) -> None:
+    """Set ``operator`` up to submit a batch job (``spark.batch_job``) for ``batch``: its arguments (the
+    connection without password), Spark at WARN under the user's ``conf``, the environment or the shipped
+    package for the master; refuses a batch without server ids, too many tasks, a narrowed ``server_id``
+    range and a cluster deploy mode the password cannot reach. Run it in ``execute``, then submit inside
+    ``environment_variable(PASSWORD_ENV, config.password)``."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from airflow.sdk.log import mask_secret
+
+    from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
+    from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
+
+    tasks = batch.spark_tasks(partitions)  # refuses a batch without server ids, or too many tasks
+    ids = [batch.server_id(config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+    if config.password:
+        mask_secret(config.password)
+    operator.application_args = [
+        *job_arguments, "--base-uri", base_uri, "--batch", json.dumps(batch.to_dict()),
+        "--connection", json.dumps(config.to_dict()), "--partitions", str(partitions),
+    ]
+    operator.conf = {**quiet_spark_conf(), **(operator.conf or {})}  # the user's conf wins
+    conn_id = operator._conn_id
+    connection = SparkSubmitHook(conn_id=conn_id, deploy_mode=operator._deploy_mode)._connection
+    master = connection["master"]
+    if is_local_master(master):
+        operator.env_vars = local_master_env(operator.env_vars)
+    else:
+        check_password_reaches_driver(conn_id, master, connection["deploy_mode"], operator.conf, PASSWORD_ENV)
+        shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
+        operator.py_files = ",".join(p for p in (operator.py_files, str(shipped)) if p)
+    operator.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label, master,
+                      tasks, ids[0], ids[-1])

@@ -12,7 +12,6 @@ The stream must run meanwhile: each chunk is compared once the stream has commit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -150,45 +149,20 @@ class MySqlVerifyOperator(SparkSubmitOperator):
         self.spark_conn_id = spark_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
-        import tempfile
-        from pathlib import Path
-
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-        from airflow.sdk.log import mask_secret
-
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
         from airflow_provider_mysqlcdc.exceptions import VerifyError
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch
-        from airflow_provider_mysqlcdc.operators.snapshot import _environment_variable, quiet_spark_conf
-        from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver, local_master_env
-        from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
-        from airflow_provider_mysqlcdc.spark.snapshot_job import PASSWORD_ENV
+        from airflow_provider_mysqlcdc.operators.spark_submit import environment_variable, prepare_batch_job
+        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
 
         self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
-        tasks = batch.spark_tasks(self.partitions)
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        ids = [batch.server_id(config.server_id, task) for task in range(tasks)]
-        if config.password:
-            mask_secret(config.password)
-        self.application_args = [
-            "--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds)),
-            "--base-uri", self.base_uri, "--batch", json.dumps(self.batch),
-            "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
-        ]
-        self.conf = {**quiet_spark_conf(), **(self.conf or {})}
-        connection = SparkSubmitHook(conn_id=self._conn_id, deploy_mode=self._deploy_mode)._connection
-        master = connection["master"]
-        if is_local_master(master):
-            self.env_vars = local_master_env(self.env_vars)
-        else:
-            check_password_reaches_driver(self._conn_id, master, connection["deploy_mode"], self.conf, PASSWORD_ENV)
-            shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
-            self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
-        self.log.info("verify %s through Spark (master %s): %d tasks, binlog server ids %d-%d, run %s", batch.label,
-                      master, tasks, ids[0], ids[-1], self.run)
-        with _environment_variable(PASSWORD_ENV, config.password):
+        prepare_batch_job(self, batch, config, self.base_uri, self.partitions,
+                          ["--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds))],
+                          f"verify (run {self.run})")
+        with environment_variable(PASSWORD_ENV, config.password):
             super().execute(context)
         report = VerifyStore(self.base_uri).read_batch(batch.table, str(self.run), batch.number)
         if report is None:

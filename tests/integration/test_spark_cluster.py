@@ -128,19 +128,17 @@ def test_cluster_deploy_mode_needs_the_password_from_a_secret() -> None:
     """A driver on the cluster does not inherit spark-submit's environment: refused, but for a Kubernetes
     driver given the variable from a secret (no Spark property holds the value)."""
     from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-    from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
+    from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver
 
     secret = {"spark.kubernetes.driver.secretKeyRef.MYSQL_CDC_PASSWORD": "cdc:password"}
-    plain = MySqlSnapshotSparkOperator(task_id="s", batch={}, base_uri="/lake")
-    with_secret = MySqlSnapshotSparkOperator(task_id="t", batch={}, base_uri="/lake", conf=secret)
     for master in ("spark://127.0.0.1:7077", "yarn", "k8s://https://api:6443"):
-        plain._check_password_reaches_driver(master, None, "MYSQL_CDC_PASSWORD")  # client mode
-        plain._check_password_reaches_driver(master, "client", "MYSQL_CDC_PASSWORD")
+        check_password_reaches_driver("spark_default", master, None, None, "MYSQL_CDC_PASSWORD")  # client mode
+        check_password_reaches_driver("spark_default", master, "client", None, "MYSQL_CDC_PASSWORD")
         with pytest.raises(InvalidOptionError, match="client deploy mode"):
-            plain._check_password_reaches_driver(master, "cluster", "MYSQL_CDC_PASSWORD")
-    with_secret._check_password_reaches_driver("k8s://https://api:6443", "cluster", "MYSQL_CDC_PASSWORD")
+            check_password_reaches_driver("spark_default", master, "cluster", None, "MYSQL_CDC_PASSWORD")
+    check_password_reaches_driver("spark_default", "k8s://https://api:6443", "cluster", secret, "MYSQL_CDC_PASSWORD")
     with pytest.raises(InvalidOptionError):
-        with_secret._check_password_reaches_driver("yarn", "cluster", "MYSQL_CDC_PASSWORD")
+        check_password_reaches_driver("spark_default", "yarn", "cluster", secret, "MYSQL_CDC_PASSWORD")
 
 
 def test_example_dag_snapshots_on_a_standalone_cluster_without_showing_the_password(

@@ -1,0 +1,148 @@
+"""What the package's PySpark applications share: one batch of a table's chunks spread over Spark tasks.
+
+The snapshot job (``snapshot_job``) and the verify job (``verify_job``) take the same arguments, find
+the same plan and columns, refuse the same Spark setting and distribute the same chunks; only what an
+executor does with its chunks and what the driver does with the results differ. The CDC user's
+password comes from an environment variable of the driver, never from the arguments or the Spark
+configuration (both show in process lists and the Spark UI's environment). The driver hands it to its
+tasks inside their serialized closure, so executors on a cluster need no environment of their own for
+it (``spark.executorEnv.*`` would be another Spark property on the command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan
+
+PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
+APPLICATION_LINE = "mysql-cdc spark application "
+"""Starts the driver's line with its application (JSON); the operators' "Spark application" link reads it."""
+HISTORY_SERVER_ADDRESS = "spark.yarn.historyServer.address"
+EVENT_LOG_ENABLED = "spark.eventLog.enabled"
+T = TypeVar("T")
+
+
+def argument_parser(description: str | None) -> argparse.ArgumentParser:
+    """The arguments every batch job takes; a job adds its own before parsing."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-uri", required=True, help="the lake's base URI")
+    parser.add_argument("--batch", required=True, help="the batch as JSON (Batch.to_dict)")
+    parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
+    parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="Spark tasks; default (0) the batch's readers, at most one per chunk")
+    return parser
+
+
+def application_line(context: Any) -> str:
+    """The application's id, live UI and history server, as ``operators.links`` reads them."""
+    conf = context.getConf()
+    return APPLICATION_LINE + json.dumps({
+        "id": context.applicationId, "ui": context.uiWebUrl,
+        "history_server": conf.get(HISTORY_SERVER_ADDRESS, None),
+        "event_log": conf.get(EVENT_LOG_ENABLED, "false").strip().lower() == "true",
+    })
+
+
+@dataclass(frozen=True)
+class TaskChunks:
+    """What one Spark task works on: its chunks, the batch, the columns, the connection and its reader id."""
+
+    base_uri: str
+    index: int
+    chunks: list[Chunk]
+    batch: Batch
+    schema: TableSchema
+    config: ConnectionConfig
+    server_id: int
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """A batch job's driver side: the batch, its plan and the columns it reads, found once."""
+
+    kind: str
+    """``snapshot`` or ``verify``: the prefix of the job's lines."""
+    base_uri: str
+    batch: Batch
+    plan: Plan
+    schema: TableSchema
+    partitions: int
+    config_dict: dict[str, Any]
+    password: str
+
+    @classmethod
+    def open(cls, kind: str, args: argparse.Namespace) -> BatchJob:
+        """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
+        from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+        from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
+        from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+        from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+
+        batch = Batch.from_dict(json.loads(args.batch))
+        partitions = batch.spark_tasks(args.partitions)
+        plan = SnapshotStore(args.base_uri).read_plan(batch.table)
+        if plan is None:
+            raise SnapshotStateError(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split "
+                                     f"task first")
+        config, password = json.loads(args.connection), os.environ.get(args.password_env, "")
+        schema = batch_schema(plan.schema, ConnectionConfig.from_dict(config, password), args.base_uri)
+        return cls(kind, args.base_uri, batch, plan, schema, partitions, config, password)
+
+    def session(self) -> Any:
+        """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
+        speculative copy of a task would read the binlog with the task's own server id, and the server
+        drops one of the two connections."""
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName(f"mysql-cdc {self.kind} {self.batch.label}").getOrCreate()
+        print(application_line(spark.sparkContext), flush=True)
+        if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
+            print(f"{self.kind}: spark.speculation is on: a speculative copy of a task would read the binlog with "
+                  f"the same server id as the task itself, and the server drops one of them; set "
+                  f"spark.speculation=false for this job", file=sys.stderr)
+            spark.stop()
+            return None
+        return spark
+
+    def distribute(
+        self, spark: Any, chunks: list[Chunk], work: Callable[..., Iterator[T]], **settings: Any
+    ) -> list[T]:
+        """``work(TaskChunks, **settings)`` on every Spark task, over contiguous shares of ``chunks``; its
+        results, collected. The password travels in the pickled closure only."""
+        common: dict[str, Any] = {"base_uri": self.base_uri, "batch_dict": self.batch.to_dict(),
+                                  "schema_dict": self.schema.to_dict(), "config_dict": self.config_dict,
+                                  "password": self.password}
+
+        def run(index: int, items: Iterable[dict[str, Any]]) -> Iterator[T]:
+            return work(task_chunks(index, items, **common), **settings)
+
+        return list(spark.sparkContext.parallelize([c.to_dict() for c in chunks], self.partitions)
+                    .mapPartitionsWithIndex(run).collect())
+
+
+def task_chunks(index: int, chunk_dicts: Iterable[dict[str, Any]], *, base_uri: str, batch_dict: dict[str, Any],
+                schema_dict: dict[str, Any], config_dict: dict[str, Any], password: str) -> TaskChunks:
+    """Runs on an executor: the task's share, with the reader id the split (or the verify plan) gave
+    this batch's task ``index`` among all batches of the run."""
+    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.lake.snapshot import Batch
+
+    config = ConnectionConfig.from_dict(config_dict, password)
+    batch = Batch.from_dict(batch_dict)
+    return TaskChunks(base_uri, index, [Chunk.from_dict(c) for c in chunk_dicts], batch,
+                      TableSchema.from_dict(schema_dict), config, batch.server_id(config.server_id, index))
+
