@@ -148,7 +148,11 @@ def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
 
 
 def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: Any) -> dict[str, Any]:
-    import airflow_provider_mysqlcdc.engine.stream_batches  # noqa: F401 (imported before either reader is timed)
+    # what both sides import, imported before either is timed
+    import pymysqlreplication  # noqa: F401
+
+    import airflow_provider_mysqlcdc.cdc.row_columns  # noqa: F401
+    import airflow_provider_mysqlcdc.engine.stream_batches  # noqa: F401
     import airflow_provider_mysqlcdc.lake.stream_store  # noqa: F401
     from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
     from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
