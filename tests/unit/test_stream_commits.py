@@ -1,0 +1,68 @@
+"""The stream's commits in their own thread (``stream_batches._Committer``), on a real local lake: the
+checkpoint the caller holds advances only when a commit is done, a failed commit is raised to the
+caller and leaves the checkpoint where it was, and a commit never overlaps the next one."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.stream_batches import _Committer, _Pending
+from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.lake.read import read_changes
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+
+ORDERS = TableId("shop", "orders")
+SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),
+                              Column("name", "varchar", "varchar(20)", charset="utf8mb4")), ("id",))
+
+
+def offset(position: int, events: int = 0, rows: int = 0) -> BinlogOffset:
+    return BinlogOffset("mysql-bin.000001", position, events_to_skip=events, rows_to_skip=rows)
+
+
+def pending(position: int, *images: tuple[int, str]) -> _Pending:
+    """One insert event of ``images`` (as value tuples, the form of events the row decoder cannot read)."""
+    base = offset(position)
+    batch = _Pending()
+    batch.add(SCHEMA, ChangeRows((ChangeKind.INSERT,), ORDERS, list(images), len(images), base,
+                                 offset(position, 0, len(images)), 1_000), 100)
+    return batch
+
+
+def test_the_checkpoint_advances_when_a_commit_is_done(tmp_path) -> None:
+    store = StreamStore(str(tmp_path))
+    checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
+    store.commit(checkpoint, {})
+    committer = _Committer(store, checkpoint)
+    assert list(committer.submit(pending(100, (1, "a"), (2, "b")), offset(200), {ORDERS: SCHEMA}, 2, 1_000)) == []
+    assert checkpoint.seq == 0  # running: the caller's checkpoint is still the lake's last
+    # the next commit first finishes the one before: its report comes out, then it starts
+    reports = list(committer.submit(pending(300, (3, "c")), offset(400), {ORDERS: SCHEMA}, 1, 2_000))
+    assert [(r.seq, r.offset, r.rows) for r in reports] == [(1, offset(200), {"shop.orders": 2})]
+    assert checkpoint.seq == 1 and checkpoint.offset == offset(200)
+    [last] = committer.finish()
+    committer.close()
+    assert (last.seq, checkpoint.seq, checkpoint.offset) == (2, 2, offset(400))
+    assert store.read_checkpoint().offset == offset(400)  # type: ignore[union-attr]
+    assert sorted(read_changes(str(tmp_path), "shop.orders").column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_a_failed_commit_is_raised_and_the_checkpoint_stays(tmp_path) -> None:
+    def taken_over() -> None:
+        raise LakeLeaseError("another stream holds the lake")
+
+    store = StreamStore(str(tmp_path))
+    checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
+    store.commit(checkpoint, {})
+    store.fence = taken_over
+    committer = _Committer(store, checkpoint)
+    list(committer.submit(pending(100, (1, "a")), offset(200), {ORDERS: SCHEMA}, 1, 1_000))
+    with pytest.raises(LakeLeaseError, match="another stream"):
+        list(committer.finish())
+    committer.close()
+    assert (checkpoint.seq, checkpoint.offset) == (0, offset(4))
+    assert store.read_checkpoint().seq == 0  # type: ignore[union-attr]
