@@ -44,7 +44,7 @@ with DAG(
         "spark_conn_id": Param("spark_default", type="string"),
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(DEFAULT_LAKE, type="string"),
-        "rows_per_batch": Param(4_000_000, type="integer", minimum=1),
+        "rows_per_batch": Param(10_000_000, type="integer", minimum=1),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
         "defer_after_idle_seconds": Param(60, type="number", minimum=0),
     },

@@ -77,7 +77,7 @@ class SplitOptions:
     chunk_size: int = DEFAULT_CHUNK_SIZE
     distribution_factor_lower: float = DEFAULT_DISTRIBUTION_FACTOR_LOWER
     distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER
-    rows_per_batch: int = 4_000_000
+    rows_per_batch: int = 10_000_000
     """About how many rows one Spark job reads: it has to pay for Spark's start (~13 s here)."""
     max_batches: int = 64
     """At most this many batches (mapped tasks) per plan; batches grow instead."""

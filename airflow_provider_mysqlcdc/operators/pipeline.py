@@ -46,7 +46,7 @@ def mysql_cdc_pipeline(
     :param group_id: the task group's id. Default: ``mysql_cdc``
     :param mysql_cdc_conn_id: the source connection of all three tasks. Default: ``mysql_cdc_default``
     :param spark_conn_id: the Spark connection of the snapshot tasks. Default: ``spark_default``
-    :param rows_per_batch: the split's rows per Spark job. Default: ``4_000_000``
+    :param rows_per_batch: the split's rows per Spark job. Default: ``10_000_000``
     :param stop_after_idle_seconds: the stream's; None: it never stops when idle. Default: ``None``
     :param split_kwargs: more arguments of ``MySqlChunkSplitOperator``. Default: ``None``
     :param snapshot_kwargs: more arguments of ``MySqlSnapshotSparkOperator`` (its ``.partial()``).

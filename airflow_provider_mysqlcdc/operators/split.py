@@ -61,7 +61,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         Flink CDC's ``chunk-key.even-distribution.factor.lower-bound``. Default: ``0.05``
     :param distribution_factor_upper: upper bound of it (``...factor.upper-bound``). Default: ``1000.0``
     :param rows_per_batch: about how many rows one Spark job (one mapped task) reads.
-        Default: ``4_000_000`` (templated)
+        Default: ``10_000_000`` (templated)
     :param max_batches: at most this many batches per plan; batches grow instead. Default: ``64``
     :param readers_per_batch: how many Spark tasks (chunk readers, each with its own binlog server id)
         one batch's job runs at once; the connection's ``server_id`` range must hold

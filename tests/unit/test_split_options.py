@@ -12,7 +12,7 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 RENDERED = {
     "base_uri": "/lake", "tables": None, "include_databases": None, "include_tables": None, "exclude_tables": (),
     "chunk_key_columns": None, "chunk_size": 8096, "distribution_factor_lower": 0.05,
-    "distribution_factor_upper": 1000.0, "rows_per_batch": 4_000_000, "max_batches": 64, "readers_per_batch": 2,
+    "distribution_factor_upper": 1000.0, "rows_per_batch": 10_000_000, "max_batches": 64, "readers_per_batch": 2,
     "retention_check": "error",
 }
 
