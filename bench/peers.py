@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from bench.measure import (
     PeakRss,
     child_peak_rss_mib,
@@ -53,7 +54,8 @@ SECTIONS = ("snapshot", "binlog", "latency", "memory")
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the snapshot table")
-    parser.add_argument("--rows-per-batch", type=int, default=4_000_000, help="the split operator's option")
+    parser.add_argument("--rows-per-batch", type=int, default=SplitOptions.rows_per_batch,
+                        help="the split operator's option (its default)")
     parser.add_argument("--events", type=int, default=1_000_000, help="row events for the binlog section")
     parser.add_argument("--big-transaction", type=int, default=1_000_000, help="rows of the memory section's one txn")
     parser.add_argument("--repeat", type=int, default=3)
