@@ -98,7 +98,7 @@ def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[s
                              **{f"{g}, largest one": v for g, v in rss.peak_single.items()}}})
         print(f"snapshot run {attempt + 1}: ours {runs[-1]['ours']:,.0f} rows/s, JDBC {runs[-1]['jdbc']:,.0f}, "
               f"client {runs[-1]['client']:,.0f}", flush=True)
-    return {"runs": runs, "setup": f"{args.rows:,} rows, batches of {args.rows_per_batch:,} rows"}
+    return {"runs": runs, "rows": args.rows, "setup": f"{args.rows:,} rows, batches of {args.rows_per_batch:,} rows"}
 
 
 # -- binlog ------------------------------------------------------------------------------------------
@@ -287,9 +287,9 @@ def report(sections: dict[str, Any]) -> str:
         facts = ", ".join(f"{k} {v}" for k, v in section["machine"].items())
         lines.extend([f"## {title}", "", f"{section['date']}, {section['repeat']} run(s); {facts}", ""])
 
-    if "snapshot" in sections:
-        runs = sections["snapshot"]["data"]["runs"]
-        heading("snapshot", f"Snapshot: {sections['snapshot']['data']['setup']}, ~160 B a row")
+    for name in sorted((k for k in sections if k.startswith("snapshot")), key=lambda k: sections[k]["data"]["rows"]):
+        runs = sections[name]["data"]["runs"]
+        heading(name, f"Snapshot: {sections[name]['data']['setup']}, ~160 B a row")
         lines += ["| reader | rows/s | ours / it |", "|---|---|---|",
                   _ratio_row("our example DAG (split + mapped spark-submit + Parquet + fix-up, via Airflow)", runs,
                              "ours", None),
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                            capture_output=True)
             with server.admin_connect("bench").cursor() as cur:
                 load_orders(cur, args.rows)
-            results["snapshot"] = snapshot_section(server, args, home)
+            results[f"snapshot {args.rows}"] = snapshot_section(server, args, home)  # one result per table size
         if {"binlog", "latency"} & set(sections):
             with server.admin_connect("bench").cursor() as cur:
                 load_orders(cur, 200_000, table="events")
@@ -360,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     # sections not run this time keep their last results
     stored_path = args.results.with_suffix(".json")
     stored = json.loads(stored_path.read_text()) if stored_path.exists() else {}
-    stored.pop("binlog", None)  # the binlog results of older runs, whatever their number of events
+    for older in ("binlog", "snapshot"):  # results of older runs, whatever their number of events or rows
+        stored.pop(older, None)
     for name, data in results.items():
         stored[name] = {"date": dt.date.today().isoformat(), "repeat": 1 if name == "memory" else args.repeat,
                         "machine": facts, "data": data}
