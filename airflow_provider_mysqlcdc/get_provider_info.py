@@ -25,7 +25,6 @@ def get_provider_info() -> dict[str, Any]:
         "integrations": [
             {
                 "integration-name": "MySQL CDC",
-                "external-doc-url": "https://github.com/airflow-provider-mysqlcdc/airflow-provider-mysqlcdc",
                 "tags": ["software"],
             }
         ],
