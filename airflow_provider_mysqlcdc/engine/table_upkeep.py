@@ -5,7 +5,8 @@ MERGE rewrites files of its current state; left alone, every commit (which loads
 file list) and every reader gets slower as files pile up (measured: 36 ms a commit at 200 files,
 ~200 ms at 3,600). The runner reports each commit here; every table is looked at once enough
 commits gathered (``MaintenancePolicy.check_every_commits``), and compacted, vacuumed and its log
-cleaned as the policy says (``lake/maintenance.py``).
+cleaned as the policy says (``lake/maintenance.py``). A maintenance commit that loses a race with
+another writer of the table is put off to the next commit, never the stream's failure.
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ class TableUpkeep:
         self._committed(table_uri(self.base_uri, t) for t in tables)
 
     def _committed(self, uris: Iterable[str]) -> None:
+        from deltalake.exceptions import CommitFailedError
+
         for uri in uris:
             self._commits[uri] += 1
-            report = maintain(uri, self.policy, self._commits[uri])
+            try:
+                report = maintain(uri, self.policy, self._commits[uri])
+            except CommitFailedError as error:
+                # another writer committed to the table meanwhile (a re-run snapshot batch replacing its
+                # partition, a repair's MERGE): maintenance is never worth failing the stream for; the
+                # count is kept, so the next commit tries again
+                _log.info("maintenance of %s put off: another writer committed to it meanwhile (%s)", uri, error)
+                continue
             if not report.checked:
                 continue
             self._commits[uri] = 0

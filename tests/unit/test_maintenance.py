@@ -111,3 +111,34 @@ def test_maintain_without_a_table_does_nothing(tmp_path: Path) -> None:
 def test_policy_is_validated(bad: dict[str, object]) -> None:
     with pytest.raises(InvalidOptionError, match=next(iter(bad))):
         MaintenancePolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's commit (a re-run snapshot batch, a repair) can make a compaction's commit fail;
+    the stream goes on and the table is looked at again at its next commit."""
+    from deltalake.exceptions import CommitFailedError
+
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.engine import table_upkeep
+    from airflow_provider_mysqlcdc.lake.delta import changelog_uri
+
+    base_uri, table = str(tmp_path / "lake"), TableId("shop", "orders")
+    uri = changelog_uri(base_uri, table)
+    for i in range(12):
+        commit(uri, i * 5)
+    calls: list[int] = []
+
+    def loses_once(uri: str, policy: MaintenancePolicy, commits: int) -> object:
+        calls.append(commits)
+        if len(calls) == 1:
+            raise CommitFailedError("a concurrent transaction removed a file this one read")
+        return maintain(uri, policy, commits)
+
+    monkeypatch.setattr(table_upkeep, "maintain", loses_once)
+    upkeep = table_upkeep.TableUpkeep(base_uri, MaintenancePolicy(check_every_commits=1, max_small_files=2))
+    upkeep.changelogs_committed([table])  # put off
+    upkeep.changelogs_committed([table])  # tried again, with the commits counted since
+    assert calls == [1, 2]
+    assert len(DeltaTable(uri).file_uris()) < 12 and rows(uri) == list(range(60))
