@@ -1,26 +1,15 @@
-"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our application.
+"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our snapshot application.
 
-Where the job's Python comes from depends on the master. On ``local[*]`` the executors live in the
-driver's JVM on the Airflow worker, so the operator points ``spark-submit`` and the Python workers at
-this environment (PATH, ``PYSPARK_PYTHON``). On a cluster it does not: there the Spark provider turns
-``env_vars`` into driver settings (``spark.kubernetes.driverEnv.*``, ``spark.yarn.appMasterEnv.*``), and
-this worker's PATH would replace the PATH of a driver pod. Cluster users ship dependencies the Spark
-way (``spark.pyspark.python``, ``--archives``); the operator adds only its ``--py-files`` zip.
-
-The CDC password never goes into ``env_vars`` or ``conf``: both end up on the ``spark-submit`` command
-line (``ps``) or in the Spark UI's environment. It is put into the environment of the ``spark-submit``
-process alone, which the driver inherits in client deploy mode; the driver hands it to its tasks.
+What it sets up around ``spark-submit`` (the environment on a local master, the shipped package on a
+cluster, the password in ``spark-submit``'s environment only) is every batch job's, in
+``operators/spark_submit.py``; this operator adds the batch's outcome: its manifest in XCom, its asset
+event, its metrics, lineage and links.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
 from airflow_provider_mysqlcdc.operators.links import (
@@ -29,6 +18,7 @@ from airflow_provider_mysqlcdc.operators.links import (
     SparkApplicationWatch,
     persist_lake_link,
 )
+from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -36,10 +26,9 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
-APPLICATION = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "snapshot_job.py")
 
 
-class MySqlSnapshotSparkOperator(SparkSubmitOperator):
+class MySqlSnapshotSparkOperator(BatchJobOperator):
     """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
 
     It submits the package's PySpark application through the ordinary ``spark`` connection
@@ -108,9 +97,6 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         is appended. Default: ``None`` (templated)
     """
 
-    template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "spark_conn_id",
-    )
     operator_extra_links = (SparkApplicationLink(), LakeTableLink())
 
     def __init__(
@@ -124,38 +110,23 @@ class MySqlSnapshotSparkOperator(SparkSubmitOperator):
         map_index_template: str | None = "{{ task.batch['label'] }}",
         **kwargs: Any,
     ) -> None:
-        if "conn_id" in kwargs:
-            raise TypeError(
-                f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
-            )
-        kwargs.setdefault("name", "mysql-cdc-snapshot")
         kwargs.setdefault("outlets", [replica_alias()])  # each batch's event goes to its table's asset
-        super().__init__(application=APPLICATION, conn_id=spark_conn_id, map_index_template=map_index_template,
+        super().__init__(job="snapshot", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+                         partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
                          **kwargs)
-        self.batch = batch
-        self.base_uri = base_uri
-        self.mysql_cdc_conn_id = mysql_cdc_conn_id
-        self.partitions = partitions
-        self.spark_conn_id = spark_conn_id  # templated; the base class keeps its conn_id as _conn_id, untemplated
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
         from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
-        from airflow_provider_mysqlcdc.operators.spark_submit import environment_variable, prepare_batch_job
         from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
-        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
 
-        self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
         persist_lake_link(context, self.base_uri, [batch.table])
-        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        prepare_batch_job(self, batch, config, self.base_uri, self.partitions, [], "snapshot")
+        config = self.prepare(batch, [], "snapshot")
         self._application_watch = SparkApplicationWatch(context, self.conf)
         try:
-            with environment_variable(PASSWORD_ENV, config.password):
-                super().execute(context)
+            self.run_job(context, config)
         finally:
             self._application_watch.finished(self._hook)
         manifest = SnapshotStore(self.base_uri).read_manifest(batch)

@@ -20,16 +20,16 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 if TYPE_CHECKING:
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
@@ -122,3 +122,56 @@ def prepare_batch_job(
         operator.py_files = ",".join(p for p in (operator.py_files, str(shipped)) if p)
     operator.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label, master,
                       tasks, ids[0], ids[-1])
+
+
+class BatchJobOperator(SparkSubmitOperator):
+    """A ``SparkSubmitOperator`` that runs one of the package's batch jobs (``spark/<job>_job.py``) for one
+    batch: the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
+    connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
+    refused: the base class keeps it untemplated as ``_conn_id``)."""
+
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "spark_conn_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        batch: dict[str, Any],
+        base_uri: str,
+        mysql_cdc_conn_id: str,
+        partitions: int,
+        spark_conn_id: str,
+        map_index_template: str | None,
+        **kwargs: Any,
+    ) -> None:
+        if "conn_id" in kwargs:
+            raise TypeError(
+                f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
+            )
+        kwargs.setdefault("name", f"mysql-cdc-{job}")
+        application = str(Path(__file__).resolve().parents[1] / "spark" / f"{job}_job.py")
+        super().__init__(application=application, conn_id=spark_conn_id, map_index_template=map_index_template,
+                         **kwargs)
+        self.batch = batch
+        self.base_uri = base_uri
+        self.mysql_cdc_conn_id = mysql_cdc_conn_id
+        self.partitions = partitions
+        self.spark_conn_id = spark_conn_id
+
+    def prepare(self, batch: Batch, job_arguments: list[str], what: str) -> ConnectionConfig:
+        """The rendered Spark connection, the source's config, and the job set up (``prepare_batch_job``)."""
+        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+
+        self._conn_id = self.spark_conn_id  # rendered
+        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
+        prepare_batch_job(self, batch, config, self.base_uri, self.partitions, job_arguments, what)
+        return config
+
+    def run_job(self, context: Any, config: ConnectionConfig) -> None:
+        """``spark-submit`` with the password in its environment only."""
+        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
+
+        with environment_variable(PASSWORD_ENV, config.password):
+            SparkSubmitOperator.execute(self, context)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
+
+from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
 
 WAIT_SECONDS = 600.0
 """The verify tasks' default bound on waiting for the stream to pass their chunks' high watermarks."""
@@ -84,7 +85,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
         return [b.with_readers(f, c).to_dict() for b, f, c in zip(batches, firsts, counts, strict=True)]
 
 
-class MySqlVerifyOperator(SparkSubmitOperator):
+class MySqlVerifyOperator(BatchJobOperator):
     """Verifies one batch of ``MySqlVerifyPlanOperator`` on Spark (map it with ``.partial().expand(batch=...)``).
 
     The job's executors read their chunks from the source as the snapshot does (no locks), wait until
@@ -110,10 +111,7 @@ class MySqlVerifyOperator(SparkSubmitOperator):
         ``{{ task.batch['label'] }}``
     """
 
-    template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields, "base_uri", "batch", "run", "wait_seconds", "mysql_cdc_conn_id",
-        "spark_conn_id",
-    )
+    template_fields: Sequence[str] = (*BatchJobOperator.template_fields, "run", "wait_seconds")
 
     def __init__(
         self,
@@ -128,42 +126,21 @@ class MySqlVerifyOperator(SparkSubmitOperator):
         map_index_template: str | None = "{{ task.batch['label'] }}",
         **kwargs: Any,
     ) -> None:
-        from pathlib import Path
-
-        import airflow_provider_mysqlcdc
-
-        if "conn_id" in kwargs:
-            raise TypeError(
-                f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
-            )
-        kwargs.setdefault("name", "mysql-cdc-verify")
-        application = str(Path(airflow_provider_mysqlcdc.__file__).parent / "spark" / "verify_job.py")
-        super().__init__(application=application, conn_id=spark_conn_id, map_index_template=map_index_template,
+        super().__init__(job="verify", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+                         partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
                          **kwargs)
-        self.batch = batch
-        self.base_uri = base_uri
         self.run = run
         self.wait_seconds = wait_seconds
-        self.mysql_cdc_conn_id = mysql_cdc_conn_id
-        self.partitions = partitions
-        self.spark_conn_id = spark_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
         from airflow_provider_mysqlcdc.exceptions import VerifyError
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import Batch
-        from airflow_provider_mysqlcdc.operators.spark_submit import environment_variable, prepare_batch_job
-        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
 
-        self._conn_id = self.spark_conn_id  # rendered
         batch = Batch.from_dict(self.batch)
-        config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        prepare_batch_job(self, batch, config, self.base_uri, self.partitions,
-                          ["--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds))],
-                          f"verify (run {self.run})")
-        with environment_variable(PASSWORD_ENV, config.password):
-            super().execute(context)
+        config = self.prepare(batch, ["--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds))],
+                              f"verify (run {self.run})")
+        self.run_job(context, config)
         report = VerifyStore(self.base_uri).read_batch(batch.table, str(self.run), batch.number)
         if report is None:
             raise VerifyError(f"the Spark job verifying {batch.label} succeeded but wrote no report under "
