@@ -136,9 +136,7 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
                 f"{self.base_uri}: the Spark driver must write to the same lake as this task (a local base_uri "
                 f"works with a local master only; use s3:// on a cluster); see the spark-submit log above"
             )
-        self.log.info("%s: %s rows in %s s (%s rows/s), %s bytes, version %s of the Delta table", batch.label,
-                      manifest.rows, manifest.seconds, manifest.rows_per_second, manifest.bytes,
-                      manifest.delta_version)
+        # the job's driver has logged the batch's rows, rows/s and Delta version: no second line of them here
         send_batch_metrics(manifest, task_tags(context, self.task_id))
         self._committed(context, manifest)
         return manifest.to_dict()

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +32,10 @@ APPLICATION_LINE = "mysql-cdc spark application "
 HISTORY_SERVER_ADDRESS = "spark.yarn.historyServer.address"
 EVENT_LOG_ENABLED = "spark.eventLog.enabled"
 T = TypeVar("T")
+
+# pyspark 4.2 warns at import that it does not fully support pandas 3, in every job's log; our jobs use
+# no pandas at all
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
 def argument_parser(description: str | None) -> argparse.ArgumentParser:
