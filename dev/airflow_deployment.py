@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dev.processes import alive, stop_group
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # Health keys of GET /api/v2/monitor/health for the components that report a heartbeat
@@ -129,7 +131,7 @@ class AirflowDeployment:
 
     def check_alive(self) -> None:
         for component, pid in self.pids.items():
-            if not _alive(pid):
+            if not alive(pid):
                 raise RuntimeError(f"airflow {component} (pid {pid}) has exited; its log ends:\n"
                                    f"{_tail(self.log_file(component))}")
 
@@ -153,7 +155,7 @@ class AirflowDeployment:
         after ``timeout``); the component is then no longer watched by ``check_alive``."""
         pid = self.pids.pop(component)
         self._save()
-        _stop_group(pid, sig, timeout)
+        stop_group(pid, sig, timeout)
 
     def wait_healthy(self, timeout: float, components: tuple[str, ...] = COMPONENTS) -> None:
         """Until the API answers and every heartbeat component in ``components`` reports healthy."""
@@ -187,43 +189,7 @@ def _airflow() -> str:
     return str(Path(sys.executable).with_name("airflow"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap our own child, else it stays a zombie
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop_group(pgid: int, sig: int, timeout: float) -> None:
-    """``sig`` to the process group ``pgid`` (its leader's pid); SIGKILL to what is left after ``timeout``."""
-    for signum, wait in ((sig, timeout), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, signum)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            leader_alive = _alive(pgid)
-            if not leader_alive and not _group_alive(pgid):
-                return
-            time.sleep(0.1)
 
 
 def _tail(path: Path, size: int = 3000) -> str:
@@ -282,7 +248,7 @@ def running(base: Path) -> AirflowDeployment | None:
     if not state.exists():
         return None
     deployment = AirflowDeployment(**json.loads(state.read_text()))
-    if set(deployment.pids) != set(COMPONENTS) or not all(_alive(p) for p in deployment.pids.values()):
+    if set(deployment.pids) != set(COMPONENTS) or not all(alive(p) for p in deployment.pids.values()):
         return None
     return deployment
 
@@ -324,7 +290,7 @@ def stop(base: Path, timeout: float = 30.0) -> None:
     for component in reversed(COMPONENTS):
         pid = deployment.pids.pop(component, None)
         if pid is not None:
-            _stop_group(pid, signal.SIGTERM, timeout)
+            stop_group(pid, signal.SIGTERM, timeout)
     deployment._save()
 
 

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dev.processes import alive, stop_group
+
 
 def spark_home() -> Path:
     """pyspark's folder: it holds ``bin/spark-class`` and Spark's jars (the full pyspark, not pyspark-client)."""
@@ -142,17 +144,17 @@ def _wait_ready(cluster: SparkCluster, workers: int, timeout: float) -> None:
     seen = "the master's UI did not answer"
     while time.monotonic() < deadline:
         for component, pid in cluster.pids.items():
-            if not _alive(pid):
+            if not alive(pid):
                 raise RuntimeError(f"spark {component} (pid {pid}) exited while starting; its log ends:\n"
                                    f"{_tail(cluster.log_file(component))}")
         try:
-            alive = cluster.alive_workers()
+            ready = cluster.alive_workers()
         except OSError:
             pass
         else:
-            if len(alive) >= workers:
+            if len(ready) >= workers:
                 return
-            seen = f"{len(alive)} of {workers} workers ALIVE"
+            seen = f"{len(ready)} of {workers} workers ALIVE"
         time.sleep(0.5)
     logs = "\n".join(f"--- {c}:\n{_tail(cluster.log_file(c), 1500)}" for c in cluster.pids)
     raise TimeoutError(f"the Spark cluster was not ready within {timeout:.0f} s ({seen}); logs:\n{logs}")
@@ -163,7 +165,7 @@ def running(base: Path) -> SparkCluster | None:
     if not state.exists():
         return None
     cluster = SparkCluster(**json.loads(state.read_text()))
-    return cluster if any(_alive(pid) for pid in cluster.pids.values()) else None
+    return cluster if any(alive(pid) for pid in cluster.pids.values()) else None
 
 
 def stop(base: Path, timeout: float = 30.0) -> None:
@@ -174,45 +176,11 @@ def stop(base: Path, timeout: float = 30.0) -> None:
         return
     cluster = SparkCluster(**json.loads(state.read_text()))
     for component in sorted(cluster.pids, key=lambda c: c == "master"):
-        _stop_group(cluster.pids[component], signal.SIGTERM, timeout)
+        stop_group(cluster.pids[component], signal.SIGTERM, timeout)
     state.unlink()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap our own child, else it stays a zombie
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop_group(pgid: int, sig: int, timeout: float) -> None:
-    for signum, wait in ((sig, timeout), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, signum)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pgid) and not _group_alive(pgid):
-                return
-            time.sleep(0.1)
 
 
 def _tail(path: Path, size: int = 3000) -> str:

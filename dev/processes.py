@@ -1,0 +1,50 @@
+"""Watching and stopping the process groups the throwaway deployments start (Spark cluster, Airflow).
+
+Each component is started in a session of its own (``start_new_session``), so its pid is also its
+process group's id, and stopping the group stops whatever it started (executors, workers, children).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs; our own child that ended is reaped here, else it stays a zombie."""
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(pgid: int, sig: int, timeout: float) -> None:
+    """``sig`` to the process group ``pgid`` (its leader's pid); SIGKILL to what is left after ``timeout``."""
+    for signum, wait in ((sig, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, signum)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not alive(pgid) and not group_alive(pgid):
+                return
+            time.sleep(0.1)
