@@ -114,8 +114,10 @@ class ResnapshotRequest:
                                      f"or 'all'")
         return cls(table_id, tuple(parsed), tuple(chunks))
 
-    def chunks_of(self, plan: Plan, order: KeyOrder) -> list[Chunk]:
-        """The plan's chunks to read again, in chunk order."""
+    def chunks_of(self, plan: Plan, chunks: KeyRanges) -> list[Chunk]:
+        """The plan's chunks to read again, in chunk order; ``chunks`` are the plan's chunk ranges
+        (:func:`chunk_ranges`). A plan's chunks are consecutive, so a key range names the chunks from the
+        one holding its low end to the one holding its high end."""
         if self.whole:
             return list(plan.chunks)
         unknown = [i for i in self.chunks if i >= len(plan.chunks)]
@@ -124,16 +126,15 @@ class ResnapshotRequest:
                                      f"{len(plan.chunks) - 1}, not {unknown}")
         chosen = set(self.chunks)
         for key_range in self.ranges:
-            chosen.update(c.index for c in plan.chunks if _overlaps(c, key_range, order))
+            first = chunks.numbers_of([key_range.low])[0]  # None (unbounded) is in the first chunk too
+            last = len(plan.chunks) - 1 if key_range.high is None else chunks.numbers_of([key_range.high])[0]
+            chosen.update(range(first, last + 1))
         return [plan.chunks[i] for i in sorted(chosen)]
 
 
-def _overlaps(chunk: Chunk, key_range: KeyRange, order: KeyOrder) -> bool:
-    """Chunk ``[start, end)`` and range ``[low, high]`` share a key (compared in the column's collation)."""
-    start, end, low, high = order.sort_keys([chunk.start, chunk.end, key_range.low, key_range.high])
-    below_end = end is None or low is None or low < end
-    above_start = start is None or high is None or not high < start
-    return below_end and above_start
+def chunk_ranges(plan: Plan, order: KeyOrder) -> KeyRanges:
+    """Which of the plan's chunks holds a chunk-key value, in the column's collation order."""
+    return KeyRanges.from_starts(order, [c.start for c in plan.chunks[1:]], [c.index for c in plan.chunks])
 
 
 @dataclass(frozen=True)
@@ -196,11 +197,11 @@ def resnapshot(
     schema = batch_schema(plan.schema, config, base_uri)
     control = config.connect()
     try:
-        order = KeyOrder.for_column(control, plan.schema.column(plan.schema.chunk_key))
-        chunks = request.chunks_of(plan, order)
+        ranges = chunk_ranges(plan, KeyOrder.for_column(control, plan.schema.column(plan.schema.chunk_key)))
+        chunks = request.chunks_of(plan, ranges)
         log.info("re-snapshot of %s: %d of its %d chunks, binlog server id %d", request.table, len(chunks),
                  len(plan.chunks), server_id)
-        lake_keys = _LakeKeys(uri, plan, order)
+        lake_keys = _LakeKeys(uri, plan, ranges)
         repaired: list[RepairedChunk] = []
         pending: list[pa.Table] = []
         totals = [0, 0, 0]
@@ -232,9 +233,8 @@ def resnapshot(
 class _LakeKeys:
     """The keys the current state holds, per chunk of the plan: read per batch partition, once."""
 
-    def __init__(self, uri: str, plan: Plan, order: KeyOrder) -> None:
-        self.uri, self.plan, self.order = uri, plan, order
-        self.ranges = KeyRanges.from_starts(order, [c.start for c in plan.chunks[1:]], [c.index for c in plan.chunks])
+    def __init__(self, uri: str, plan: Plan, ranges: KeyRanges) -> None:
+        self.uri, self.plan, self.ranges = uri, plan, ranges
         self._batch: tuple[int, pa.Table] | None = None  # the last partition read: chunks come in order
 
     def missing_from(self, chunk: Chunk, rows: pa.Table, schema: TableSchema) -> pa.Table:

@@ -7,7 +7,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.resnapshot import KeyRange, ResnapshotRequest
+from airflow_provider_mysqlcdc.engine.resnapshot import KeyRange, ResnapshotRequest, chunk_ranges
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, group_batches
 
@@ -16,11 +16,11 @@ COLUMN = Column("id", "int", "int(11)", nullable=False)
 BOUNDS = [None, 10, 20, 30, 40, None]  # (-inf,10) [10,20) [20,30) [30,40) [40,+inf)
 CHUNKS = [Chunk(ORDERS, i, BOUNDS[i], BOUNDS[i + 1]) for i in range(5)]
 PLAN = Plan(TableSchema(ORDERS, (COLUMN,), ("id",), "id"), CHUNKS, group_batches(ORDERS, CHUNKS, 2))
-ORDER = KeyOrder(COLUMN, list)  # integers order in Python as on the server
+RANGES = chunk_ranges(PLAN, KeyOrder(COLUMN, list))  # integers order in Python as on the server
 
 
 def chunks(value: object) -> dict[str, list[int]]:
-    return {str(r.table): [c.index for c in r.chunks_of(PLAN, ORDER)] for r in ResnapshotRequest.parse_all(value)}
+    return {str(r.table): [c.index for c in r.chunks_of(PLAN, RANGES)] for r in ResnapshotRequest.parse_all(value)}
 
 
 def test_ranges_name_the_chunks_they_overlap_both_ends_included() -> None:
@@ -41,7 +41,7 @@ def test_a_verification_summary_reads_its_differing_chunks_again() -> None:
 def test_a_chunk_the_plan_lacks_is_named() -> None:
     request = ResnapshotRequest(ORDERS, (KeyRange(1, 2),), chunks=(7,))
     with pytest.raises(InvalidOptionError, match=r"has chunks 0-4, not \[7\]"):
-        request.chunks_of(PLAN, ORDER)
+        request.chunks_of(PLAN, RANGES)
 
 
 @pytest.mark.parametrize(("value", "message"), [
