@@ -19,7 +19,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
+
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -69,3 +72,31 @@ def kill_repeatedly(base_uri: str, config: ConnectionConfig, rnd: random.Random,
 
 if __name__ == "__main__":
     run(sys.argv[1], ConnectionConfig.from_dict(json.loads(sys.argv[2]), os.environ["MYSQL_CDC_PASSWORD"]))
+
+
+def tear_and_catch_up(base_uri: str, config: ConnectionConfig, table: TableId, schema: TableSchema) -> pa.Table:
+    """A torn batch made on purpose (a changelog commit for the next sequence number, no checkpoint naming
+    it, as a worker killed between the two leaves), then a catch-up in this process. Checks that readers
+    never see the torn row, that the catch-up removed it, and that no change was written twice; returns
+    the table's changes."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+    from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
+    from airflow_provider_mysqlcdc.lake.read import read_changes
+
+    store = StreamStore(base_uri)
+    seq = store.read_checkpoint().seq + 1  # type: ignore[union-attr]
+    torn = pa.Table.from_pylist([{"id": 0, "_op": "+I", "_binlog_file": 1}], schema=lake_schema(schema))
+    torn = for_delta(torn).append_column(STREAM_SEQ_COLUMN, pa.array([seq], pa.int64()))
+    write_deltalake(store.changelog_uri(table), torn, mode="append", schema_mode="merge",
+                    commit_properties=CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, seq)]))
+    assert 0 not in read_changes(base_uri, str(table)).column("id").to_pylist()
+
+    run(base_uri, config, once=True)
+    changes = read_changes(base_uri, str(table))
+    order = list(zip(*(changes.column(c).to_pylist() for c in ("_binlog_file", "_binlog_pos", "_row_seq")),
+                     strict=True))
+    assert len(order) == len(set(order)), "a change was written twice"
+    assert 0 not in changes.column("id").to_pylist()  # the torn batch was removed, not read
+    return changes
