@@ -2,15 +2,13 @@
 
 Light on purpose (no pyarrow, no driver): the split operator and the pipeline helper take their
 argument defaults from ``SplitOptions`` at DAG-parse time. Templated values arrive as text or as
-native objects (with ``render_template_as_native_obj``); ``SplitOptions.from_values`` takes either and
-says what is wrong with a value and what to set, before the task touches the source or the lake.
+native objects; ``SplitOptions.from_values`` reads them through ``engine.rendered`` and says what is
+wrong with a value and what to set, before the task touches the source or the lake.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,46 +20,8 @@ from airflow_provider_mysqlcdc.cdc.splitter import (
     DEFAULT_DISTRIBUTION_FACTOR_UPPER,
     validate_split_options,
 )
-from airflow_provider_mysqlcdc.engine.stream_options import parse_tables
+from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-
-
-def _whole_number(name: str, value: Any) -> int:
-    """A whole number >= 1 from a native or rendered (text) template value."""
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise InvalidOptionError(f"{name} must be a whole number >= 1, not {value!r}")
-    return int(text)
-
-
-def _flag(name: str, value: Any) -> bool:
-    """A boolean from a native or rendered (text) template value."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidOptionError(f"{name} must be True or False, not {value!r}")
-    return text == "true"
-
-
-def _mapping(name: str, value: Any) -> dict[str, str]:
-    """``{"db.table": "column"}`` as given or rendered as text."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "{}")):
-        return {}
-    if isinstance(value, str):
-        value = ast.literal_eval(value.strip())
-    if not isinstance(value, Mapping):
-        raise InvalidOptionError(f"{name} must be a mapping like {{'db.table': 'column'}}, not {value!r}")
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def _patterns(value: Any) -> tuple[str, ...]:
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "[]", "()")):
-        return ()
-    if isinstance(value, str):
-        text = value.strip()
-        value = ast.literal_eval(text) if text.startswith(("[", "(")) else [text]
-    return tuple(str(v) for v in value)
 
 
 @dataclass(frozen=True)
@@ -110,19 +70,19 @@ class SplitOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         return cls(
             base_uri=str(base_uri or ""),
-            tables=parse_tables(tables) if tables else (),
-            include_databases=str(include_databases) if include_databases else None,
-            include_tables=str(include_tables) if include_tables else None,
-            exclude_tables=_patterns(exclude_tables),
-            chunk_key_columns=_mapping("chunk_key_columns", chunk_key_columns),
+            tables=rendered.table_list(tables, required=False),
+            include_databases=rendered.optional_text(include_databases),
+            include_tables=rendered.optional_text(include_tables),
+            exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
+            chunk_key_columns=rendered.text_mapping("chunk_key_columns", chunk_key_columns, "{'db.table': 'column'}"),
             chunk_size=chunk_size,
             distribution_factor_lower=distribution_factor_lower,
             distribution_factor_upper=distribution_factor_upper,
-            rows_per_batch=_whole_number("rows_per_batch", rows_per_batch),
-            max_batches=_whole_number("max_batches", max_batches),
-            readers_per_batch=_whole_number("readers_per_batch", readers_per_batch),
+            rows_per_batch=rendered.whole_number("rows_per_batch", rows_per_batch),
+            max_batches=rendered.whole_number("max_batches", max_batches),
+            readers_per_batch=rendered.whole_number("readers_per_batch", readers_per_batch),
             retention_check=RetentionCheck.parse(retention_check),
-            unbounded_chunk_first=_flag("unbounded_chunk_first", unbounded_chunk_first),
+            unbounded_chunk_first=rendered.flag("unbounded_chunk_first", unbounded_chunk_first),
         )
 
     def selection(self) -> tuple[str, str | None]:

@@ -1,24 +1,22 @@
 """The stream's options, validated once, with their defaults in one place, and its progress.
 
 Light on purpose (no pyarrow, no driver): the stream operator takes its argument defaults from
-here at DAG-parse time. Templated values arrive as text or as native objects (with
-``render_template_as_native_obj``); ``StreamOptions.from_values`` takes either and says what is
-wrong with a value and what to set.
+here at DAG-parse time. Templated values arrive as text or as native objects;
+``StreamOptions.from_values`` reads them through ``engine.rendered`` and says what is wrong with a
+value and what to set.
 """
 
 from __future__ import annotations
 
-import ast
-import math
 import os
 import socket
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
+from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 
@@ -34,39 +32,6 @@ class BatchLimits:
         for name in ("max_events", "max_seconds", "max_bytes"):
             if not getattr(self, name) > 0:
                 raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
-
-
-def _optional_seconds(value: Any, name: str) -> float | None:
-    """A templated number of seconds: ``None``, a number, or its text (``"None"``/``""`` mean none)."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "null")):
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise InvalidOptionError(f"{name} must be a number of seconds or None, not {value!r}") from None
-    if math.isnan(seconds) or seconds < 0:
-        raise InvalidOptionError(f"{name} must be >= 0, not {value!r}")
-    return seconds
-
-
-def _number(value: Any, name: str, kind: type[int] | type[float]) -> Any:
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        raise InvalidOptionError(f"{name} must be a number, not {value!r}") from None
-
-
-def parse_tables(value: Any) -> tuple[TableId, ...]:
-    """``tables`` as given or rendered: a list of ``database.table``, its text, or a comma-separated string."""
-    if isinstance(value, str):
-        text = value.strip()
-        value = ast.literal_eval(text) if text.startswith(("[", "(")) else [t for t in text.split(",") if t.strip()]
-    if not isinstance(value, Sequence) or not value:
-        raise InvalidOptionError(f"tables must be a non-empty list of 'database.table', not {value!r}")
-    tables = tuple(TableId.parse(str(t).strip()) for t in value)
-    if len(set(tables)) != len(tables):
-        raise InvalidOptionError(f"tables names a table twice: {[str(t) for t in tables]}")
-    return tables
 
 
 @dataclass(frozen=True)
@@ -112,22 +77,22 @@ class StreamOptions:
         merge_interval_seconds: Any, writer: str,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
-        defer_after = _optional_seconds(defer_after_idle_seconds, "defer_after_idle_seconds")
+        defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
         return cls(
             base_uri=str(base_uri),
-            tables=parse_tables(tables),
+            tables=rendered.table_list(tables),
             startup_mode=StartupMode.parse(startup_mode),
-            startup_offset=startup_offset or None,
-            startup_timestamp=startup_timestamp,
-            stop_after_idle_seconds=_optional_seconds(stop_after_idle_seconds, "stop_after_idle_seconds"),
-            max_duration_seconds=_optional_seconds(max_duration_seconds, "max_duration_seconds"),
-            stop_at_offset=stop_at_offset or None,
-            limits=BatchLimits(_number(max_batch_events, "max_batch_events", int),
-                               _number(max_batch_seconds, "max_batch_seconds", float),
-                               _number(max_batch_bytes, "max_batch_bytes", int)),
-            poll_interval=_number(poll_interval, "poll_interval", float),
+            startup_offset=rendered.optional_text(startup_offset),
+            startup_timestamp=None if rendered.is_none(startup_timestamp) else startup_timestamp,
+            stop_after_idle_seconds=rendered.optional_seconds("stop_after_idle_seconds", stop_after_idle_seconds),
+            max_duration_seconds=rendered.optional_seconds("max_duration_seconds", max_duration_seconds),
+            stop_at_offset=rendered.optional_text(stop_at_offset),
+            limits=BatchLimits(rendered.number("max_batch_events", max_batch_events, int),
+                               rendered.number("max_batch_seconds", max_batch_seconds, float),
+                               rendered.number("max_batch_bytes", max_batch_bytes, int)),
+            poll_interval=rendered.number("poll_interval", poll_interval, float),
             defer_after_idle_seconds=0.0 if defer_after is None else defer_after,
-            merge_interval_seconds=_number(merge_interval_seconds, "merge_interval_seconds", float),
+            merge_interval_seconds=rendered.number("merge_interval_seconds", merge_interval_seconds, float),
             writer=writer,
         )
 

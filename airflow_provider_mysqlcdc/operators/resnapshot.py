@@ -47,19 +47,11 @@ class MySqlResnapshotOperator(BaseOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        import ast
-        import json
-
+        from airflow_provider_mysqlcdc.engine import rendered
         from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot, resnapshot_server_id
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 
-        value = self.resnapshot
-        if isinstance(value, str) and value.strip().startswith("{"):  # a template rendered to text
-            try:
-                value = json.loads(value)
-            except ValueError:
-                value = ast.literal_eval(value.strip())
-        requests = ResnapshotRequest.parse_all(value)
+        requests = ResnapshotRequest.parse_all(rendered.literal("resnapshot", self.resnapshot))
         if not requests:
             self.log.info("nothing to re-snapshot (resnapshot is empty)")
             return []

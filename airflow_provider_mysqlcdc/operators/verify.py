@@ -23,15 +23,6 @@ WAIT_SECONDS = 600.0
 """The verify tasks' default bound on waiting for the stream to pass their chunks' high watermarks."""
 
 
-def _tables(tables: Any) -> list[str]:
-    from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-
-    values = [tables] if isinstance(tables, str) else list(tables or [])
-    if not values or not all(isinstance(t, str) and "." in t for t in values):
-        raise InvalidOptionError(f"tables must be a list of 'database.table' names, not {tables!r}")
-    return values
-
-
 class MySqlVerifyPlanOperator(BaseOperator):
     """Returns the batches to verify (``Batch.to_dict``, with binlog server ids), for
     ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
@@ -62,26 +53,25 @@ class MySqlVerifyPlanOperator(BaseOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_mysqlcdc.cdc.schema import TableId
         from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
-        from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, VerifyError
+        from airflow_provider_mysqlcdc.engine import rendered
+        from airflow_provider_mysqlcdc.exceptions import VerifyError
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
-        readers = int(self.readers_per_batch)
-        if readers < 1:
-            raise InvalidOptionError(f"readers_per_batch must be >= 1, not {self.readers_per_batch!r}")
+        readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
+        tables = rendered.table_list(self.tables)
         store, batches = SnapshotStore(self.base_uri), []
-        for name in _tables(self.tables):
-            plan = store.read_plan(TableId.parse(name))
+        for table in tables:
+            plan = store.read_plan(table)
             if plan is None or any(m is None for m in store.manifests(plan)):
-                raise VerifyError(f"the snapshot of {name} under {self.base_uri} is not "
+                raise VerifyError(f"the snapshot of {table} under {self.base_uri} is not "
                                   f"{'planned' if plan is None else 'finished'}: run the replication DAG first")
             batches += plan.batches
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         counts = [min(readers, b.chunk_count) for b in batches]
         firsts = assign_snapshot_readers(config.server_id, counts, readers, self.mysql_cdc_conn_id)
-        self.log.info("verify %d batches of %s", len(batches), ", ".join(_tables(self.tables)))
+        self.log.info("verify %d batches of %s", len(batches), ", ".join(map(str, tables)))
         return [b.with_readers(f, c).to_dict() for b, f, c in zip(batches, firsts, counts, strict=True)]
 
 
@@ -133,12 +123,16 @@ class MySqlVerifyOperator(BatchJobOperator):
         self.wait_seconds = wait_seconds
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
+        from airflow_provider_mysqlcdc.engine import rendered
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
-        from airflow_provider_mysqlcdc.exceptions import VerifyError
+        from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, VerifyError
         from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
         batch = Batch.from_dict(self.batch)
-        config = self.prepare(batch, ["--run", str(self.run), "--wait-seconds", str(float(self.wait_seconds))],
+        wait_seconds = rendered.optional_seconds("wait_seconds", self.wait_seconds)
+        if wait_seconds is None:
+            raise InvalidOptionError("wait_seconds must be a number of seconds (how long to wait for the stream)")
+        config = self.prepare(batch, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
         self.run_job(context, config)
         report = VerifyStore(self.base_uri).read_batch(batch.table, str(self.run), batch.number)
@@ -179,20 +173,20 @@ class MySqlVerifySummaryOperator(BaseOperator):
         self.fail_on_difference = fail_on_difference
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_mysqlcdc.cdc.schema import TableId
+        from airflow_provider_mysqlcdc.engine import rendered
         from airflow_provider_mysqlcdc.engine.verify import summarize
         from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
+        fail_on_difference = rendered.flag("fail_on_difference", self.fail_on_difference)
         store, reports = SnapshotStore(self.base_uri), {}
-        for name in _tables(self.tables):
-            table = TableId.parse(name)
+        for table in rendered.table_list(self.tables):
             plan = store.read_plan(table)
             if plan is None:
-                raise VerifyError(f"no snapshot plan of {name} under {self.base_uri}: nothing was verified")
-            reports[name] = summarize(self.base_uri, table, str(self.run), [b.number for b in plan.batches],
+                raise VerifyError(f"no snapshot plan of {table} under {self.base_uri}: nothing was verified")
+            reports[str(table)] = summarize(self.base_uri, table, str(self.run), [b.number for b in plan.batches],
                                       fail_on_difference=False, log=self.log)
         differing = [r.summary() for r in reports.values() if not r.equal]
-        if differing and str(self.fail_on_difference).lower() not in ("false", "0"):
+        if differing and fail_on_difference:
             raise ReplicaMismatchError("; ".join(differing))
         return {name: _for_xcom(r.to_dict()) for name, r in reports.items()}
