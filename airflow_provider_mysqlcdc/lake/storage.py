@@ -110,9 +110,3 @@ class Lake:
     def delete_dir(self, path: str) -> None:
         if self.exists(path):
             self.fs.delete_dir(path)
-
-    def list_dirs(self, path: str) -> list[str]:
-        if not self.exists(path):
-            return []
-        infos = self.fs.get_file_info(pafs.FileSelector(path))
-        return sorted(i.path for i in infos if i.type == pafs.FileType.Directory)

@@ -62,12 +62,14 @@ def application_line(context: Any) -> str:
 
 @dataclass(frozen=True)
 class TaskChunks:
-    """What one Spark task works on: its chunks, the batch, the columns, the connection and its reader id."""
+    """What one Spark task works on: its chunks, the batch and its plan, the columns, the connection (with
+    the password) and its binlog reader id."""
 
     base_uri: str
     index: int
     chunks: list[Chunk]
     batch: Batch
+    plan: Plan
     schema: TableSchema
     config: ConnectionConfig
     server_id: int
@@ -84,8 +86,7 @@ class BatchJob:
     plan: Plan
     schema: TableSchema
     partitions: int
-    config_dict: dict[str, Any]
-    password: str
+    config: ConnectionConfig
 
     @classmethod
     def open(cls, kind: str, args: argparse.Namespace) -> BatchJob:
@@ -101,9 +102,9 @@ class BatchJob:
         if plan is None:
             raise SnapshotStateError(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split "
                                      f"task first")
-        config, password = json.loads(args.connection), os.environ.get(args.password_env, "")
-        schema = batch_schema(plan.schema, ConnectionConfig.from_dict(config, password), args.base_uri)
-        return cls(kind, args.base_uri, batch, plan, schema, partitions, config, password)
+        config = ConnectionConfig.from_dict(json.loads(args.connection), os.environ.get(args.password_env, ""))
+        schema = batch_schema(plan.schema, config, args.base_uri)
+        return cls(kind, args.base_uri, batch, plan, schema, partitions, config)
 
     def session(self) -> Any:
         """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
@@ -125,29 +126,15 @@ class BatchJob:
         self, spark: Any, chunks: list[Chunk], work: Callable[..., Iterator[T]], **settings: Any
     ) -> list[T]:
         """``work(TaskChunks, **settings)`` on every Spark task, over contiguous shares of ``chunks``; its
-        results, collected. The password travels in the pickled closure only."""
-        common: dict[str, Any] = {"base_uri": self.base_uri, "batch_dict": self.batch.to_dict(),
-                                  "schema_dict": self.schema.to_dict(), "config_dict": self.config_dict,
-                                  "password": self.password}
+        results, collected. The chunks, the batch, its plan and the connection travel as the objects they
+        are (pickled by Spark, the package being importable on every executor); the password only inside
+        the task's closure. Task ``index`` reads with the server id the split (or the verify plan) gave
+        this batch's task ``index`` among all batches of the run."""
+        base_uri, batch, plan, schema, config = self.base_uri, self.batch, self.plan, self.schema, self.config
 
-        def run(index: int, items: Iterable[dict[str, Any]]) -> Iterator[T]:
-            return work(task_chunks(index, items, **common), **settings)
+        def run(index: int, items: Iterable[Chunk]) -> Iterator[T]:
+            task = TaskChunks(base_uri, index, list(items), batch, plan, schema, config,
+                              batch.server_id(config.server_id, index))
+            return work(task, **settings)
 
-        return list(spark.sparkContext.parallelize([c.to_dict() for c in chunks], self.partitions)
-                    .mapPartitionsWithIndex(run).collect())
-
-
-def task_chunks(index: int, chunk_dicts: Iterable[dict[str, Any]], *, base_uri: str, batch_dict: dict[str, Any],
-                schema_dict: dict[str, Any], config_dict: dict[str, Any], password: str) -> TaskChunks:
-    """Runs on an executor: the task's share, with the reader id the split (or the verify plan) gave
-    this batch's task ``index`` among all batches of the run."""
-    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-    from airflow_provider_mysqlcdc.lake.snapshot import Batch
-
-    config = ConnectionConfig.from_dict(config_dict, password)
-    batch = Batch.from_dict(batch_dict)
-    return TaskChunks(base_uri, index, [Chunk.from_dict(c) for c in chunk_dicts], batch,
-                      TableSchema.from_dict(schema_dict), config, batch.server_id(config.server_id, index))
-
+        return list(spark.sparkContext.parallelize(chunks, self.partitions).mapPartitionsWithIndex(run).collect())

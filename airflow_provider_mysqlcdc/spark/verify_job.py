@@ -17,27 +17,24 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
 
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
 
-def verify_task(task: TaskChunks, *, wait_seconds: float) -> Iterator[dict[str, Any]]:
-    """Runs on an executor: this task's chunks, one verdict (``ChunkVerdict.to_dict``) each."""
+
+def verify_task(task: TaskChunks, *, wait_seconds: float) -> Iterator[ChunkVerdict]:
+    """Runs on an executor: this task's chunks, one verdict each."""
     from airflow_provider_mysqlcdc.engine.verify import verify_chunks
-    from airflow_provider_mysqlcdc.exceptions import VerifyError
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
-    plan = SnapshotStore(task.base_uri).read_plan(task.batch.table)
-    if plan is None:
-        raise VerifyError(f"no snapshot plan for {task.batch.table} under {task.base_uri} (seen from an executor)")
-    for verdict in verify_chunks(task.base_uri, task.config, task.schema, plan.chunks, task.batch, task.chunks,
-                                 task.server_id, wait_seconds):
-        yield verdict.to_dict()
+    yield from verify_chunks(task.base_uri, task.config, task.schema, task.plan.chunks, task.batch, task.chunks,
+                             task.server_id, wait_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, VerifyReport, VerifyStore
+    from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore
     from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 
     parser = argument_parser(__doc__)
@@ -62,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(verdicts) != len(chunks):
         print(f"verify: expected {len(chunks)} chunk verdicts, got {len(verdicts)}; no report", file=sys.stderr)
         return 3
-    report = VerifyReport(job.batch.table, args.run, tuple(ChunkVerdict.from_dict(v) for v in verdicts), seconds,
+    report = VerifyReport(job.batch.table, args.run, tuple(verdicts), seconds,
                           (job.batch.number,))
     VerifyStore(job.base_uri).write_batch(report)
     print(report.summary(), flush=True)
