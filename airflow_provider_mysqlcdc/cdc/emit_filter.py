@@ -14,52 +14,50 @@ collation exactly as the splitter's SQL did.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 
 _RESNAPSHOT = "its snapshot manifests are incomplete or inconsistent: re-run the table's snapshot tasks"
 
-
-class Ordered(Protocol):
-    def __lt__(self, other: Any, /) -> bool: ...
-
-
-OffsetT = TypeVar("OffsetT", bound=Ordered)
+SortKeys = Callable[[Sequence[Any]], list[Any]]
+"""Key values to their sort keys, ``None`` (unbounded, or a NULL key) staying ``None``: a table's
+``KeyOrder.sort_keys``. Keys that already compare like the column (integers) need none."""
 
 
-@dataclass(frozen=True)
-class FinishedChunk(Generic[OffsetT]):
-    """A chunk whose snapshot is done: its key range as sort keys (``None`` = unbounded) and its HW."""
-
-    start: Any
-    end: Any
-    high_watermark: OffsetT
+def _as_they_are(values: Sequence[Any]) -> list[Any]:
+    return list(values)
 
 
-class TableFilter(Generic[OffsetT]):
-    """The emit decision for one table (``table`` names it in errors), built once from its finished chunks."""
+class TableFilter:
+    """The emit decision for one table (``table`` names it in errors), built once from its finished chunks:
+    their key bounds turned into sort keys by ``sort_keys`` (all at once: one batch of server lookups for
+    string keys), their HWs as they are."""
 
-    def __init__(self, chunks: Iterable[FinishedChunk[OffsetT]], table: Any = "the table") -> None:
-        ordered = sorted(chunks, key=lambda c: (c.start is not None, c.start))
-        if not ordered:
+    def __init__(self, chunks: Iterable[FinishedChunkInfo], sort_keys: SortKeys = _as_they_are,
+                 table: Any = "the table") -> None:
+        chunks = list(chunks)
+        bounds = sort_keys([bound for c in chunks for bound in (c.start, c.end)])
+        ranges = sorted(((bounds[2 * i], bounds[2 * i + 1], c.high_watermark) for i, c in enumerate(chunks)),
+                        key=lambda r: (r[0] is not None, r[0]))
+        if not ranges:
             raise SnapshotStateError(f"{table} has no finished snapshot chunk: {_RESNAPSHOT}")
-        if ordered[0].start is not None or ordered[-1].end is not None:
+        if ranges[0][0] is not None or ranges[-1][1] is not None:
             raise SnapshotStateError(f"the chunks of {table} do not start and end unbounded: {_RESNAPSHOT}")
-        for before, after in zip(ordered, ordered[1:], strict=False):
-            if before.end is None or before.end != after.start:
+        for (_, end, _), (start, _, _) in zip(ranges, ranges[1:], strict=False):
+            if end is None or end != start:
                 raise SnapshotStateError(
-                    f"the chunks of {table} do not tile the key space ({before.end!r} is followed by "
-                    f"{after.start!r}): {_RESNAPSHOT}"
+                    f"the chunks of {table} do not tile the key space ({end!r} is followed by {start!r}): {_RESNAPSHOT}"
                 )
         # bisect over the bounded starts; chunk 0 holds everything below the first of them
-        self._starts = [c.start for c in ordered[1:]]
-        self._high_watermarks = [c.high_watermark for c in ordered]
-        self.max_high_watermark: OffsetT = max(self._high_watermarks)
+        self._starts = [start for start, _, _ in ranges[1:]]
+        self._high_watermarks = [hw for _, _, hw in ranges]
+        self.max_high_watermark: BinlogOffset = max(self._high_watermarks)
 
-    def in_binlog_phase(self, offset: OffsetT) -> bool:
+    def in_binlog_phase(self, offset: BinlogOffset) -> bool:
         """True once ``offset`` is after every chunk's HW: emit without looking at the key."""
         return self.max_high_watermark < offset
 
@@ -69,25 +67,29 @@ class TableFilter(Generic[OffsetT]):
             return 0
         return bisect_right(self._starts, sort_key)
 
-    def should_emit(self, sort_key: Any, offset: OffsetT) -> bool:
+    def should_emit(self, sort_key: Any, offset: BinlogOffset) -> bool:
         if self.in_binlog_phase(offset):
             return True
         return self._high_watermarks[self.chunk_index(sort_key)] < offset
 
 
-class EmitFilter(Generic[OffsetT]):
-    """The emit decision for all captured tables; tables without finished chunks are not emitted."""
+class EmitFilter:
+    """The emit decision for all captured tables; tables without finished chunks are not emitted.
+    ``sort_keys`` gives each table's ``SortKeys`` (a table missing there compares its keys as they are)."""
 
-    def __init__(self, chunks_by_table: Mapping[Any, Iterable[FinishedChunk[OffsetT]]]) -> None:
-        self.tables: dict[Any, TableFilter[OffsetT]] = {
-            table: TableFilter(chunks, table) for table, chunks in chunks_by_table.items()
+    def __init__(self, chunks_by_table: Mapping[Any, Iterable[FinishedChunkInfo]],
+                 sort_keys: Mapping[Any, SortKeys] | None = None) -> None:
+        orders = sort_keys or {}
+        self.tables: dict[Any, TableFilter] = {
+            table: TableFilter(chunks, orders.get(table, _as_they_are), table)
+            for table, chunks in chunks_by_table.items()
         }
 
-    def needs_key(self, table: Any, offset: OffsetT) -> bool:
+    def needs_key(self, table: Any, offset: BinlogOffset) -> bool:
         """Whether deciding needs the event's sort key (callers batch those server-side lookups)."""
         table_filter = self.tables.get(table)
         return table_filter is not None and not table_filter.in_binlog_phase(offset)
 
-    def should_emit(self, table: Any, sort_key: Any, offset: OffsetT) -> bool:
+    def should_emit(self, table: Any, sort_key: Any, offset: BinlogOffset) -> bool:
         table_filter = self.tables.get(table)
         return table_filter is not None and table_filter.should_emit(sort_key, offset)

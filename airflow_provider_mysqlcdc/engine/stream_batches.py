@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows, Committed, Heartbeat, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
+from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located
@@ -255,7 +255,7 @@ def _size(rows: ChangeRows) -> int:
 
 
 def _emitted(
-    rows: ChangeRows, emit: EmitFilter[BinlogOffset], orders: dict[TableId, KeyOrder],
+    rows: ChangeRows, emit: EmitFilter, orders: dict[TableId, KeyOrder],
     schemas: dict[TableId, TableSchema],
 ) -> ChangeRows | None:
     """The event's images past their chunks' high watermarks (all once its table is past every one of
@@ -273,17 +273,11 @@ def _emitted(
     return rows if all(keep) else replace(rows, keep=keep)
 
 
-def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter[BinlogOffset], dict[TableId, KeyOrder]]:
-    """The emit filter of the checkpoint's chunks, and each table's key order (the sort keys it compares):
-    each ``FinishedChunkInfo``'s key bounds become sort keys (one batch per table), its HW stays."""
+def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter, dict[TableId, KeyOrder]]:
+    """The emit filter of the checkpoint's finished chunks, and each table's key order (the sort keys it
+    compares, in the column's collation)."""
     orders = {t: KeyOrder.for_column(control, s.chunk_key_column) for t, s in checkpoint.schemas.items()}
-    finished = {}
-    for table, chunks in checkpoint.chunks.items():
-        bounds = orders[table].sort_keys([bound for c in chunks for bound in (c.start, c.end)])
-        finished[table] = [
-            FinishedChunk(bounds[2 * i], bounds[2 * i + 1], c.high_watermark) for i, c in enumerate(chunks)
-        ]
-    return EmitFilter(finished), orders
+    return EmitFilter(checkpoint.chunks, {t: o.sort_keys for t, o in orders.items()}), orders
 
 
 def _write(store: StreamStore, target: Checkpoint, pending: _Pending) -> None:

@@ -25,7 +25,6 @@ from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapsho
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.emit_filter import FinishedChunk
 from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
@@ -159,7 +158,7 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     finished = []  # the reference below: chunks as sort-key ranges, scanned one by one
     for snap in snapshots:
         start, stop = order.sort_keys([snap.chunk.start, snap.chunk.end])
-        finished.append(FinishedChunk(start, stop, snap.high_watermark))
+        finished.append((start, stop, snap.high_watermark))
     stream = BinlogReader(config.replication_settings(), 5421, config.server_id, {schema.id: schema},
                           lowest,  # the lowest HW: no chunk misses an event
                           reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=end)
@@ -170,10 +169,9 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     assert 0 < len(emitted) < len(records)  # some changes were already in the snapshot
     # the filter against a plain scan: emitted exactly when after the HW of the chunk holding the key
     def chunk_high_watermark(sort_key: Any) -> Any:
-        for chunk in finished:
-            if sort_key is None or ((chunk.start is None or not sort_key < chunk.start)
-                                    and (chunk.end is None or sort_key < chunk.end)):
-                return chunk.high_watermark
+        for start, end, high_watermark in finished:
+            if sort_key is None or ((start is None or not sort_key < start) and (end is None or sort_key < end)):
+                return high_watermark
         raise AssertionError(f"no chunk holds {sort_key!r}")
 
     expected = [r for r, k in zip(records, sort_keys, strict=True) if chunk_high_watermark(k) < r.offset]

@@ -23,9 +23,10 @@ from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk
+from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
@@ -120,14 +121,12 @@ def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConf
     for row in current_rows(store.base_uri, schema):
         assert key(row) not in state, f"{key(row)} written twice"
         state[key(row)] = row
-    finished = []
+    finished: list[FinishedChunkInfo] = []
     for batch in plan.batches:
         manifest = store.read_manifest(batch)
         assert manifest is not None, f"{batch.label} has no manifest"
-        for result in manifest.chunks:
-            start, end = order.sort_keys([result.chunk.start, result.chunk.end])
-            finished.append(FinishedChunk(start, end, result.high_watermark))
-    emit = EmitFilter({schema.id: finished})
+        finished += [FinishedChunkInfo.of(result.chunk, result.high_watermark) for result in manifest.chunks]
+    emit = EmitFilter({schema.id: finished}, {schema.id: order.sort_keys})
     stream = BinlogReader(config.replication_settings(), 5490, config.server_id, {schema.id: schema},
                           min(c.high_watermark for c in finished),  # the lowest HW: no chunk misses an event
                           reload_schema=lambda t: load_table_schema(cdc_conn, t), stop=until)

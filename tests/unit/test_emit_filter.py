@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, FinishedChunk, TableFilter
+from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo as Finished
+from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, TableFilter
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 
-# chunks (-inf,10) HW 100, [10,20) HW 300, [20,+inf) HW 200: offsets are plain ints here
-CHUNKS = [FinishedChunk(20, None, 200), FinishedChunk(None, 10, 100), FinishedChunk(10, 20, 300)]
+# chunks (-inf,10) HW 100, [10,20) HW 300, [20,+inf) HW 200: integer keys compare as they are, and
+# offsets are plain ints here
+CHUNKS = [Finished(20, None, 200), Finished(None, 10, 100), Finished(10, 20, 300)]
 
 
 @pytest.mark.parametrize(
@@ -37,7 +39,7 @@ def test_binlog_phase() -> None:
     table_filter = TableFilter(CHUNKS)
     assert not table_filter.in_binlog_phase(300)
     assert table_filter.in_binlog_phase(301)
-    emit = EmitFilter({"a": CHUNKS, "b": [FinishedChunk(None, None, 50)]})
+    emit = EmitFilter({"a": CHUNKS, "b": [Finished(None, None, 50)]})
     assert emit.needs_key("a", 300) and not emit.needs_key("a", 301)
     assert not emit.needs_key("b", 51)
     assert emit.should_emit("b", "anything", 51) and not emit.should_emit("b", "anything", 50)
@@ -46,9 +48,9 @@ def test_binlog_phase() -> None:
 
 def test_many_chunks_bisect_agrees_with_a_scan() -> None:
     bounds = list(range(0, 100_000, 7))
-    chunks = [FinishedChunk(None, bounds[0], 0)]
-    chunks += [FinishedChunk(a, b, i + 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
-    chunks.append(FinishedChunk(bounds[-1], None, len(bounds)))
+    chunks = [Finished(None, bounds[0], 0)]
+    chunks += [Finished(a, b, i + 1) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
+    chunks.append(Finished(bounds[-1], None, len(bounds)))
     table_filter = TableFilter(chunks)
     for key in (-1, 0, 6, 7, 8, 99_999, 50_001):
         expected = next(
@@ -61,10 +63,20 @@ def test_many_chunks_bisect_agrees_with_a_scan() -> None:
     "chunks",
     [
         [],
-        [FinishedChunk(0, None, 1)],  # first chunk bounded
-        [FinishedChunk(None, 5, 1), FinishedChunk(6, None, 1)],  # a gap
+        [Finished(0, None, 1)],  # first chunk bounded
+        [Finished(None, 5, 1), Finished(6, None, 1)],  # a gap
     ],
 )
-def test_chunks_must_tile_the_key_space(chunks: list[FinishedChunk[int]]) -> None:
+def test_chunks_must_tile_the_key_space(chunks: list[Finished]) -> None:
     with pytest.raises(SnapshotStateError, match="shop.orders .*re-run the table's snapshot tasks"):
         EmitFilter({"shop.orders": chunks})
+
+
+def test_bounds_compare_by_the_tables_sort_keys() -> None:
+    """String keys compare in the column's collation: here case-insensitively, through the sort keys given."""
+    chunks = [Finished(None, "M", 100), Finished("m", None, 200)]  # the splitter's "M" is the same bound as "m"
+    emit = EmitFilter({"t": chunks}, {"t": lambda values: [None if v is None else v.lower() for v in values]})
+    assert emit.should_emit("t", "a", 101) and not emit.should_emit("t", "a", 100)
+    assert emit.should_emit("t", "n", 201) and not emit.should_emit("t", "n", 150)
+    with pytest.raises(SnapshotStateError, match="do not tile the key space"):
+        EmitFilter({"t": chunks})  # compared as they are, "M" != "m"
