@@ -35,13 +35,15 @@ class StateMerger:
         self.control = control
         self._ranges: dict[TableId, tuple[str, KeyRanges] | None] = {}
 
-    def merge(self, checkpoint: Checkpoint) -> list[TableId]:
-        """Merge every table's changelog rows up to ``checkpoint``; returns the tables that had some."""
-        merged = []
+    def merge(self, checkpoint: Checkpoint) -> dict[TableId, int]:
+        """Merge every table's changelog rows up to ``checkpoint``; returns the tables that had some, with
+        how many (those an interrupted earlier run left unmerged included)."""
+        merged = {}
         for table in [*checkpoint.schemas, *checkpoint.stopped]:
             schema = checkpoint.schema_of(table)
-            if schema is not None and self._merge_table(table, schema, checkpoint.seq):
-                merged.append(table)
+            rows = self._merge_table(table, schema, checkpoint.seq) if schema is not None else 0
+            if rows:
+                merged[table] = rows
         return merged
 
     def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int) -> int:

@@ -33,8 +33,8 @@ class MergeObservation:
 
     seconds: float
     rows: Mapping[str, int]
-    """Per merged table, the changelog rows this run committed since its previous merge (rows an
-    interrupted earlier run left unmerged are merged too, but not counted)."""
+    """Per merged table, the changelog rows merged: those committed since the previous merge, and those
+    an interrupted earlier run left unmerged."""
 
 
 class StreamObserver(Protocol):

@@ -55,7 +55,6 @@ class StreamRunner:
         self.observer: StreamObserver = observer or NoStreamObserver()
         # changelog rows per table committed since the last MERGE, and whether any since the last
         # CaughtUp: what the observer is told of merges and of idleness
-        self._unmerged: dict[str, int] = {}
         self._wrote_since_caught_up = False
         self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
         self.store = StreamStore(options.base_uri, fence=self.lease.check)
@@ -162,9 +161,6 @@ class StreamRunner:
         lag = f"{time.time() - report.last_ts_ms / 1000:.1f} s" if report.last_ts_ms else "n/a"
         _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
                   report.seq, report.events_read, report.rows, report.offset, lag)
-        for table, rows in report.rows.items():
-            if rows:
-                self._unmerged[table] = self._unmerged.get(table, 0) + rows
         # the report's last change time carries over from an earlier batch when this one wrote nothing
         lag_seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if written and report.last_ts_ms else None
         self._wrote_since_caught_up = self._wrote_since_caught_up or bool(written)
@@ -179,13 +175,11 @@ class StreamRunner:
 
     def _merge(self, merger: StateMerger, checkpoint: Checkpoint) -> None:
         started = time.monotonic()
-        tables = merger.merge(checkpoint)
+        merged = merger.merge(checkpoint)
         seconds = time.monotonic() - started
-        self.upkeep.current_committed(tables)
-        if tables:
-            rows = {str(t): self._unmerged.get(str(t), 0) for t in tables}
-            self.observer.merged(MergeObservation(seconds, rows))
-        self._unmerged = {}  # everything up to the checkpoint is merged now
+        self.upkeep.current_committed(merged)
+        if merged:
+            self.observer.merged(MergeObservation(seconds, {str(t): rows for t, rows in merged.items()}))
 
     def stop_reason(self, progress: StreamProgress, offset: BinlogOffset, caught_up: bool = True) -> str | None:
         """Why the stream should stop now, if it should; idleness counts only once caught up (a backlog

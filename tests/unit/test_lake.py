@@ -246,6 +246,22 @@ def test_changes_merged_into_the_current_table_are_not_applied_again(lake: Lakes
     assert unmerged.column_names == [*SCHEMA.column_names, *META] and ids_of(unmerged) == [3]
 
 
+def test_a_merge_counts_the_rows_it_merged_also_those_a_killed_run_left(lake: Lakes) -> None:
+    """The merge_rows metric counts what the MERGE took: a run killed after committing batch 1 and before
+    merging it leaves those rows to the next run's merge, which counts them with its own."""
+    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+
+    lake.current([(1, "a", 1)], off(1, 500))
+    lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)), *update((1, "a", 1),
+                                                                                                    (1, "a", 5)))))
+    # the next run writes batch 2, then merges everything up to its checkpoint
+    checkpoint = lake.commit_stream(2, off(1, 900), (SCHEMA, transaction(1, 800, insert((3, "c", 3)))))
+    merger = StateMerger(lake.base_uri, control=None)  # integer keys need no server for their order
+    assert merger.merge(checkpoint) == {ORDERS: 4}  # +I, -U, +U of batch 1 and the +I of batch 2
+    assert merger.merge(checkpoint) == {}  # nothing new: nothing merged, nothing counted
+    assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 5), (2, "b", 2), (3, "c", 3)]
+
+
 def test_op_holds_flinks_short_strings_and_only_retractions_remove_a_row() -> None:
     # the stored format: _op is a plain string column with Flink's RowKind short strings
     records = transaction(1, 600, insert((2, "b", 2)), *update((2, "b", 2), (2, "B", 2)), delete((1, "a", 1)))
