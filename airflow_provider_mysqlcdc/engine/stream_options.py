@@ -118,3 +118,22 @@ class StreamProgress:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamProgress:
         return cls(**{k: d[k] for k in ("started", "idle_since", "batches", "rows", "deferrals")})
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    """How a stream task ended: its progress, why it stopped, and the checkpoint it left (offset, seq).
+    The task returns it to XCom as ``to_dict``: the progress's fields, ``stopped``, ``offset``, ``seq``."""
+
+    progress: StreamProgress
+    stopped: str
+    offset: str
+    seq: int
+
+    @property
+    def seq_before(self) -> int:
+        """The checkpoint's ``seq`` before this task's first batch: it committed ``seq_before < seq <= seq``."""
+        return self.seq - self.progress.batches
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.progress.to_dict(), "stopped": self.stopped, "offset": self.offset, "seq": self.seq}

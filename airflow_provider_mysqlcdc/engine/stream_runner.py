@@ -29,7 +29,7 @@ from airflow_provider_mysqlcdc.engine.stream_observer import (
     NoStreamObserver,
     StreamObserver,
 )
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
@@ -123,7 +123,7 @@ class StreamRunner:
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
                     self._merge(merger, checkpoint)  # current state readers see all
-                    _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped))
+                    _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped).to_dict())
                     self.lease.release()
                     return stopped
                 idle = time.time() - progress.idle_since
@@ -210,8 +210,8 @@ class StreamRunner:
         return wake_at
 
     @staticmethod
-    def summary(progress: StreamProgress, checkpoint: Checkpoint, stopped: str) -> dict[str, Any]:
-        return {**progress.to_dict(), "stopped": stopped, "offset": str(checkpoint.offset), "seq": checkpoint.seq}
+    def summary(progress: StreamProgress, checkpoint: Checkpoint, stopped: str) -> StreamSummary:
+        return StreamSummary(progress, stopped, str(checkpoint.offset), checkpoint.seq)
 
     def _first_checkpoint(self, control: Any) -> Checkpoint:
         options = self.options

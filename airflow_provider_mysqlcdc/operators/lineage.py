@@ -33,6 +33,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
+    from airflow_provider_mysqlcdc.engine.stream_options import StreamSummary
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 
     Lineage: TypeAlias = OperatorLineage[Any, Any]
@@ -127,10 +128,10 @@ def snapshot_facts(mysql_cdc_conn_id: str, base_uri: str, manifest: BatchManifes
     )
 
 
-def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: dict[str, Any]) -> LineageFacts:
+def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: StreamSummary) -> LineageFacts:
     """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
-    checkpoint's ``seq`` less ``batches`` up to ``seq``, counted from the Delta log)."""
+    summary's ``seq_before`` up to its ``seq``, counted from the Delta log)."""
     from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -138,14 +139,14 @@ def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: dict[str, Any])
     if checkpoint is None:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)
-    last, first = int(summary["seq"]), int(summary["seq"]) - int(summary["batches"])
     tables = sorted(checkpoint.schemas, key=str)
     return LineageFacts(
         inputs=tuple(source_facts(namespace, checkpoint.schemas[t]) for t in tables),
         outputs=tuple(
             facts
             for t in tables
-            for facts in (lake_facts(changelog_uri(base_uri, t), stream_rows(base_uri, t, first, last)),
+            for facts in (lake_facts(changelog_uri(base_uri, t), stream_rows(base_uri, t, summary.seq_before,
+                                                                                summary.seq)),
                           lake_facts(table_uri(base_uri, t)))
         ),
     )

@@ -179,7 +179,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         if stopped:
             summary = runner.summary(progress, checkpoint, stopped)
             self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.base_uri, summary)
-            return summary
+            return summary.to_dict()
         progress.deferrals += 1
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),

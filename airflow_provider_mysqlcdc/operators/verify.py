@@ -140,12 +140,7 @@ class MySqlVerifyOperator(BatchJobOperator):
             raise VerifyError(f"the Spark job verifying {batch.label} succeeded but wrote no report under "
                               f"{self.base_uri}: the driver must reach the same lake as this task")
         self.log.info("%s", report.summary())
-        return _for_xcom(report.to_dict())
-
-
-def _for_xcom(report: dict[str, Any]) -> dict[str, Any]:
-    """A report without the verdicts of equal chunks (their keys are in the lake's report)."""
-    return {**report, "verdicts": [v for v in report["verdicts"] if not v["equal"]]}
+        return report.to_dict(differing_only=True)
 
 
 class MySqlVerifySummaryOperator(BaseOperator):
@@ -189,4 +184,4 @@ class MySqlVerifySummaryOperator(BaseOperator):
         differing = [r.summary() for r in reports.values() if not r.equal]
         if differing and fail_on_difference:
             raise ReplicaMismatchError("; ".join(differing))
-        return {name: _for_xcom(r.to_dict()) for name, r in reports.items()}
+        return {name: r.to_dict(differing_only=True) for name, r in reports.items()}

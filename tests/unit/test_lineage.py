@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import airflow_provider_mysqlcdc
+from airflow_provider_mysqlcdc.engine.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 from airflow_provider_mysqlcdc.operators.lineage import (
@@ -97,7 +98,7 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))  # an earlier task
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, *update((1, "a", 1), (1, "a", 5)))))
     lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((2, "b", 2)))))
-    summary = {"batches": 2, "rows": 3, "deferrals": 0, "stopped": "idle for 1 s", "seq": 3, "offset": "x"}
+    summary = StreamSummary(StreamProgress(0.0, 0.0, batches=2, rows=3), "idle for 1 s", "x", seq=3)
 
     lineage = operator_lineage(stream_facts("cdc_source", lake.base_uri, summary))
 
@@ -124,7 +125,7 @@ def test_nothing_is_gathered_where_openlineage_does_not_emit(lake: Lakes) -> Non
 @pytest.mark.usefixtures("emitting")
 def test_lineage_that_cannot_be_gathered_never_fails_the_task(lake: Lakes, caplog: pytest.LogCaptureFixture) -> None:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
-    summary = {"batches": 1, "seq": 1}
+    summary = StreamSummary(StreamProgress(0.0, 0.0, batches=1), "idle for 1 s", "x", seq=1)
     assert gather(stream_facts, "no_such_connection", lake.base_uri, summary) is None
     assert "could not gather the OpenLineage facts" in caplog.text
     assert gather(stream_facts, "cdc_source", lake.base_uri, summary) is not None
