@@ -62,14 +62,13 @@ def application_line(context: Any) -> str:
 
 @dataclass(frozen=True)
 class TaskChunks:
-    """What one Spark task works on: its chunks, the batch and its plan, the columns, the connection (with
-    the password) and its binlog reader id."""
+    """What one Spark task works on: its chunks, the batch, the columns, the connection (with the password)
+    and its binlog reader id."""
 
     base_uri: str
     index: int
     chunks: list[Chunk]
     batch: Batch
-    plan: Plan
     schema: TableSchema
     config: ConnectionConfig
     server_id: int
@@ -126,14 +125,14 @@ class BatchJob:
         self, spark: Any, chunks: list[Chunk], work: Callable[..., Iterator[T]], **settings: Any
     ) -> list[T]:
         """``work(TaskChunks, **settings)`` on every Spark task, over contiguous shares of ``chunks``; its
-        results, collected. The chunks, the batch, its plan and the connection travel as the objects they
-        are (pickled by Spark, the package being importable on every executor); the password only inside
-        the task's closure. Task ``index`` reads with the server id the split (or the verify plan) gave
-        this batch's task ``index`` among all batches of the run."""
-        base_uri, batch, plan, schema, config = self.base_uri, self.batch, self.plan, self.schema, self.config
+        results, collected. The chunks, the batch, the columns and the connection travel as the objects they
+        are (pickled by Spark, the package being importable on every executor), and so do ``settings``; the
+        password only inside the task's closure. Task ``index`` reads with the server id the split (or the
+        verify plan) gave this batch's task ``index`` among all batches of the run."""
+        base_uri, batch, schema, config = self.base_uri, self.batch, self.schema, self.config
 
         def run(index: int, items: Iterable[Chunk]) -> Iterator[T]:
-            task = TaskChunks(base_uri, index, list(items), batch, plan, schema, config,
+            task = TaskChunks(base_uri, index, list(items), batch, schema, config,
                               batch.server_id(config.server_id, index))
             return work(task, **settings)
 

@@ -22,14 +22,16 @@ from typing import TYPE_CHECKING
 from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
 
 
-def verify_task(task: TaskChunks, *, wait_seconds: float) -> Iterator[ChunkVerdict]:
-    """Runs on an executor: this task's chunks, one verdict each."""
+def verify_task(task: TaskChunks, *, plan_chunks: list[Chunk], wait_seconds: float) -> Iterator[ChunkVerdict]:
+    """Runs on an executor: this task's chunks, one verdict each (``plan_chunks``: all of the table's,
+    which place a key in its batch's partition of the replica)."""
     from airflow_provider_mysqlcdc.engine.verify import verify_chunks
 
-    yield from verify_chunks(task.base_uri, task.config, task.schema, task.plan.chunks, task.batch, task.chunks,
+    yield from verify_chunks(task.base_uri, task.config, task.schema, plan_chunks, task.batch, task.chunks,
                              task.server_id, wait_seconds)
 
 
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return 4
     print(f"verify: {job.batch.label}: {len(chunks)} chunks in {job.partitions} tasks, run {args.run}", flush=True)
     started = time.monotonic()
-    verdicts = job.distribute(spark, chunks, verify_task, wait_seconds=args.wait_seconds)
+    verdicts = job.distribute(spark, chunks, verify_task, plan_chunks=job.plan.chunks,
+                               wait_seconds=args.wait_seconds)
     seconds = time.monotonic() - started
     spark.stop()
     if len(verdicts) != len(chunks):
