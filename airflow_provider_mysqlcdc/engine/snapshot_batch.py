@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -53,6 +54,15 @@ def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) 
     return TableSchema(current.id, current.columns, current.primary_key, key)
 
 
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "snappy", "dictionary_pagesize_limit": 4 * 1024}
+"""How a snapshot task writes its Parquet file. A column chunk's dictionary is given up once it passes
+4 KiB (pyarrow's default: 1 MiB), so a column of few distinct values (a status, a small code) keeps its
+dictionary and a column of unique values (ids, names, notes) is written plain almost at once instead of
+hashing every value of its row group first. Measured by ``bench.parquet_write_bench`` against pyarrow's
+default: 26% less time and 12% smaller files on the benchmark table, 28% and 21% with a five-value
+status column in it; no dictionaries at all is faster still, but larger where a column has few values."""
+
+
 def file_schema(schema: TableSchema) -> pa.Schema:
     """The columns of a batch's Parquet files: the table's and the metadata columns (``lake_schema``) in
     the types the Delta tables store (``for_delta``: no unsigned integers, durations or wide decimals).
@@ -85,7 +95,7 @@ def write_chunks(
     # each result is yielded as its chunk is written, so that the driver's progress moves per chunk;
     # the file only counts once the driver has every result and commits the batch
     with ChunkReader(config, schema, server_id=server_id) as reader, pq.ParquetWriter(
-        path, file_schema(schema), filesystem=store.lake.fs, compression="snappy"
+        path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS
     ) as writer:
         for snapshot in reader.read(chunks):
             started = time.perf_counter()
