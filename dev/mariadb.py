@@ -4,8 +4,8 @@ It runs Debian's ``mariadbd`` on a private port, data directory and socket, igno
 ``/etc/mysql`` option file (``--no-defaults``), and creates a CDC user holding only the privileges
 the provider needs. The admin account is root over the private socket.
 
-    python dev/mariadb.py start --dir .local/mariadb --port 33061   # prints the server as JSON
-    python dev/mariadb.py stop --dir .local/mariadb
+    python -m dev.mariadb start --dir .local/mariadb --port 33061   # prints the server as JSON
+    python -m dev.mariadb stop --dir .local/mariadb
 
 A second server can be a GTID replica of the first (the failover test): start it with its own
 ``server_id``, a ``log_bin`` basename of its own (so its binlog file names and positions differ
@@ -25,6 +25,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from dev.processes import alive
 
 CDC_USER = "cdc"
 CDC_PASSWORD = "cdc-secret"
@@ -70,16 +72,6 @@ def _state_file(base: Path) -> Path:
     return base / "server.json"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _binary(name: str) -> str:
     for candidate in (shutil.which(name), f"/usr/sbin/{name}", f"/usr/bin/{name}"):
         if candidate and os.access(candidate, os.X_OK):
@@ -95,7 +87,7 @@ def running(base: Path) -> MariaDbServer | None:
     if not state.exists():
         return None
     server = MariaDbServer(**json.loads(state.read_text()))
-    return server if _alive(server.pid) else None
+    return server if alive(server.pid) else None
 
 
 def start(base: Path, port: int, timeout: float = 60.0, server_id: int = 1, log_bin: str = "mysql-bin",
@@ -206,7 +198,7 @@ def stop(base: Path, timeout: float = 60.0) -> None:
         return
     os.kill(server.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(server.pid):
+    while alive(server.pid):
         try:  # reap it if it is our child, else it would stay a zombie
             os.waitpid(server.pid, os.WNOHANG)
         except ChildProcessError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 
 def alive(pid: int) -> bool:
@@ -17,18 +18,19 @@ def alive(pid: int) -> bool:
         waited, _ = os.waitpid(pid, os.WNOHANG)
         if waited == pid:
             return False
-    except ChildProcessError:
+    except ChildProcessError:  # not our child (e.g. a server a previous run left running)
         pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return _signal_reaches(os.kill, pid)
 
 
 def group_alive(pgid: int) -> bool:
+    return _signal_reaches(os.killpg, pgid)
+
+
+def _signal_reaches(send: Callable[[int, int], None], target: int) -> bool:
+    """Whether ``target`` exists: signal 0 checks without sending (another user's process: it exists)."""
     try:
-        os.killpg(pgid, 0)
+        send(target, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
