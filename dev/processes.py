@@ -1,4 +1,4 @@
-"""Watching and stopping the process groups the throwaway deployments start (Spark cluster, Airflow).
+"""Watching and stopping the processes the throwaway deployments start (MariaDB, Spark cluster, Airflow).
 
 Each component is started in a session of its own (``start_new_session``), so its pid is also its
 process group's id, and stopping the group stops whatever it started (executors, workers, children).

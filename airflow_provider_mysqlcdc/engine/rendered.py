@@ -2,10 +2,10 @@
 
 A templated argument arrives as the DAG wrote it (``rows_per_batch=4_000_000``), as a native object
 rendered from a param (``render_template_as_native_obj``), or as the text Jinja rendered it to
-(``"4000000"``, ``"['shop.orders']"``, ``"None"``). Every options class (``SplitOptions``,
-``StreamOptions``, ``VerifyOptions``, the re-snapshot request) turns such values into typed ones
-through these functions alone, so an argument means the same on every operator and a bad one gets the
-same error: the argument's name, the value, and what to set.
+(``"4000000"``, ``"['shop.orders']"``, ``"None"``). ``SplitOptions``, ``StreamOptions``, the verify
+operators and the re-snapshot request turn such values into typed ones through these functions alone,
+so an argument means the same on every operator and a bad one gets the same error: the argument's
+name, the value, and what to set.
 
 Light on purpose (no pyarrow, no driver): the options modules import it at DAG-parse time.
 """
@@ -67,15 +67,18 @@ def number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
 
 def optional_seconds(name: str, value: Any) -> float | None:
     """A number of seconds >= 0, or None."""
-    if is_none(value):
-        return None
+    return None if is_none(value) else seconds(name, value)
+
+
+def seconds(name: str, value: Any) -> float:
+    """A number of seconds >= 0."""
     try:
-        seconds = float(value)
+        result = float(value)
     except (TypeError, ValueError):
         raise InvalidOptionError(f"{name} must be a number of seconds or None, not {value!r}") from None
-    if math.isnan(seconds) or seconds < 0:
+    if math.isnan(result) or result < 0:
         raise InvalidOptionError(f"{name} must be >= 0, not {value!r}")
-    return seconds
+    return result
 
 
 def flag(name: str, value: Any) -> bool:
@@ -114,7 +117,7 @@ def optional_text(value: Any) -> str | None:
 
 def text_list(name: str, value: Any) -> tuple[str, ...]:
     """Strings (e.g. regular expressions): a list, its text, or one string."""
-    if is_none(value) or (isinstance(value, str) and value.strip() in ("[]", "()")):
+    if is_none(value):
         return ()
     if isinstance(value, str):
         text = value.strip()
@@ -126,9 +129,9 @@ def text_list(name: str, value: Any) -> tuple[str, ...]:
 
 def text_mapping(name: str, value: Any, example: str) -> dict[str, str]:
     """``{text: text}``, e.g. ``{"db.table": "column"}`` (``example`` shows one in the error)."""
-    if is_none(value) or (isinstance(value, str) and value.strip() == "{}"):
-        return {}
     value = literal(name, value)
+    if value is None:
+        return {}
     if not isinstance(value, Mapping):
         raise InvalidOptionError(f"{name} must be a mapping like {example}, not {value!r}")
     return {str(k): str(v) for k, v in value.items()}

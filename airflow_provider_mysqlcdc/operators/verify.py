@@ -125,13 +125,11 @@ class MySqlVerifyOperator(BatchJobOperator):
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
         from airflow_provider_mysqlcdc.engine import rendered
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
-        from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, VerifyError
+        from airflow_provider_mysqlcdc.exceptions import VerifyError
         from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
         batch = Batch.from_dict(self.batch)
-        wait_seconds = rendered.optional_seconds("wait_seconds", self.wait_seconds)
-        if wait_seconds is None:
-            raise InvalidOptionError("wait_seconds must be a number of seconds (how long to wait for the stream)")
+        wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
         config = self.prepare(batch, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
         self.run_job(context, config)
