@@ -130,11 +130,11 @@ def _changes(statement: str, database: str) -> list[TableChange]:
     if isinstance(tree, exp.TruncateTable):
         return [TableChange(_table_id(t, database), TableChangeKind.TRUNCATE) for t in tree.expressions]
     if isinstance(tree, exp.Drop):
-        kind = (tree.args.get("kind") or "").upper()
+        kind, dropped = (tree.args.get("kind") or "").upper(), tree.args.get("tables") or []
         if kind == "TABLE":
-            return [TableChange(_table_id(t, database), TableChangeKind.DROP) for t in tree.args.get("tables") or []]
+            return [TableChange(_table_id(t, database), TableChangeKind.DROP) for t in dropped]
         if kind in ("DATABASE", "SCHEMA"):  # every table of it: the caller knows which it captures
-            return [TableChange(TableId(t.name, ALL_TABLES), TableChangeKind.DROP) for t in tree.args.get("tables") or []]
+            return [TableChange(TableId(t.name, ALL_TABLES), TableChangeKind.DROP) for t in dropped]
         return []
     if isinstance(tree, exp.Create):
         if (tree.args.get("kind") or "").upper() != "TABLE":
@@ -226,7 +226,7 @@ def _allows_null(definition: Any) -> bool:
 def _from_tokens(statement: str, database: str) -> list[TableChange]:
     """The statements sqlglot leaves as a ``Command``, from its tokens."""
     from sqlglot.dialects.mysql import MySQL
-    from sqlglot.tokens import TokenType
+    from sqlglot.tokenizer_core import TokenType
 
     try:
         tokens = MySQL().tokenize(statement)
@@ -252,7 +252,7 @@ def _from_tokens(statement: str, database: str) -> list[TableChange]:
 
 def _renames(tokens: list[Any], database: str) -> list[TableChange] | None:
     """``a TO b, c TO d`` (the rest of ``RENAME TABLE``), or None if the tokens are not that."""
-    from sqlglot.tokens import TokenType
+    from sqlglot.tokenizer_core import TokenType
 
     changes, index = [], 0
     while index < len(tokens):
@@ -273,7 +273,7 @@ def _renames(tokens: list[Any], database: str) -> list[TableChange] | None:
 
 def _name_at(tokens: list[Any], index: int, database: str) -> tuple[TableId, int] | None:
     """The table name ``[db.]table`` starting at token ``index``, and the index after it."""
-    from sqlglot.tokens import TokenType
+    from sqlglot.tokenizer_core import TokenType
 
     def is_name(i: int) -> bool:
         return i < len(tokens) and tokens[i].token_type in (TokenType.IDENTIFIER, TokenType.VAR) or (
