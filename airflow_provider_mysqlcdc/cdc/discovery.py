@@ -8,7 +8,7 @@ schemas never match. Names are only ever passed as parameters or quoted, so any 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
@@ -59,12 +59,18 @@ def discover_tables(
     return [load_table_schema(conn, table, overrides.get(str(table))) for table in found]
 
 
+# what a Column is read from (``_column``), in this order
+_COLUMN_FIELDS = (
+    "COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, "
+    "DATETIME_PRECISION, CHARACTER_MAXIMUM_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME"
+)
+
+
 def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = None) -> TableSchema:
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, NUMERIC_PRECISION, NUMERIC_SCALE, "
-            "DATETIME_PRECISION, CHARACTER_MAXIMUM_LENGTH, CHARACTER_SET_NAME, COLLATION_NAME "
-            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            f"SELECT {_COLUMN_FIELDS} FROM information_schema.COLUMNS "  # noqa: S608 (constant; values bound)
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
             (table.database, table.table),
         )
         rows = cur.fetchall()
@@ -78,6 +84,35 @@ def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = 
         primary_key = tuple(r[0] for r in cur.fetchall())
     columns = tuple(_column(row) for row in rows)
     return TableSchema(table, columns, primary_key, chunk_key_column or "")
+
+
+def load_table_columns(conn: Any, tables: Iterable[TableId]) -> dict[TableId, tuple[Column, ...]]:
+    """The columns of each of ``tables`` as ``load_table_schema`` reads them, in one query whatever the
+    number of tables; a table the server lacks (or the CDC user cannot see) is left out. The query has
+    one part per database that names it by ``TABLE_SCHEMA = %s``, which lets the server open only that
+    database's tables (a condition on both names that it cannot use that way, such as a row-value
+    ``IN``, would make it open every table on the server)."""
+    requested = {(t.database, t.table): t for t in tables}
+    # with lower_case_table_names the server matches names in any case and answers in its own
+    folded = {(db.casefold(), name.casefold()): t for (db, name), t in requested.items()}
+    wanted: dict[str, list[str]] = {}
+    for table in sorted(requested.values()):
+        wanted.setdefault(table.database, []).append(table.table)
+    if not wanted:
+        return {}
+    parts, params = [], []
+    for database, names in wanted.items():
+        parts.append(f"SELECT TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION, {_COLUMN_FIELDS} "  # noqa: S608 (bound)
+                     f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                     f"AND TABLE_NAME IN ({', '.join(['%s'] * len(names))})")
+        params += [database, *names]
+    found: dict[TableId, list[tuple[int, Column]]] = {}
+    with conn.cursor() as cur:
+        cur.execute(" UNION ALL ".join(parts), params)
+        for db, name, position, *fields in cur.fetchall():
+            table = requested.get((db, name)) or folded.get((db.casefold(), name.casefold())) or TableId(db, name)
+            found.setdefault(table, []).append((int(position), _column(fields)))
+    return {table: tuple(c for _, c in sorted(columns, key=lambda item: item[0])) for table, columns in found.items()}
 
 
 def _column(row: Sequence[Any]) -> Column:
