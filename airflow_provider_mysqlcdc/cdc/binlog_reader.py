@@ -24,11 +24,12 @@ them before the reader starts (``startup.anchor``), so no GTID-mode connection i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.ddl import DdlStatement, parse_ddl
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located, RowDecoders
@@ -74,6 +75,17 @@ class SchemaChanged:
     offset: BinlogOffset
 
 
+@dataclass(frozen=True)
+class SchemaStatement:
+    """A DDL naming a watched table, read from a query event: ``ddl`` holds only the changes of watched
+    tables. ``offset`` is where its transaction starts (every change before it is complete there); a
+    ``Committed`` marker with the offset after it follows at once."""
+
+    ddl: DdlStatement
+    offset: BinlogOffset
+    ts_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeRows:
     """The row images of one rows event, for the columnar stream (``BinlogReader.rows``): ``images``
@@ -109,8 +121,8 @@ class ChangeRows:
         return column_values(images, index) if isinstance(images, Located) else [i[index] for i in images]
 
 
-Item = ChangeRecord | Committed | Heartbeat | SchemaChanged
-RowsItem = ChangeRows | Committed | Heartbeat | SchemaChanged
+Item = ChangeRecord | Committed | Heartbeat | SchemaChanged | SchemaStatement
+RowsItem = ChangeRows | Committed | Heartbeat | SchemaChanged | SchemaStatement
 
 
 @dataclass
@@ -171,6 +183,9 @@ class BinlogReader:
 
     ``reload_schema(table)`` reads a table's current schema (discovery's ``load_table_schema`` on a
     control connection). ``stop`` ends the iteration at the first transaction boundary at or after it.
+    ``watched`` names tables besides ``schemas``' whose DDL matters (a stopped table that may be created
+    or renamed back): a DDL naming a captured or watched table is yielded as a ``SchemaStatement`` before
+    its ``Committed``; ``track``/``untrack`` then tell the reader which tables it captures from there on.
     ``blocking`` waits for new events (with heartbeats every ``heartbeat_seconds``) instead of
     ending when the binlog's current end is reached. Rows are decoded by ``row_decoder``, several
     times faster than mysql-replication; ``decode_rows=False`` leaves every row to mysql-replication
@@ -193,8 +208,10 @@ class BinlogReader:
         session_time_zone: str = "+00:00",
         reconnects: int = 3,
         decode_rows: bool = True,
+        watched: Collection[TableId] = (),
     ) -> None:
         self._settings = dict(connection_settings)
+        self._watched = frozenset(watched)
         self._server_id = server_id
         self._server_ids = server_ids
         self._schemas = dict(schemas)
@@ -208,6 +225,18 @@ class BinlogReader:
         self._reconnects = reconnects
         self._decoders = RowDecoders() if decode_rows else None
         self._described: dict[TableId, Sequence[Any]] = {}  # the last table map checked per table
+
+    def track(self, schema: TableSchema) -> None:
+        """Capture ``schema``'s table with these columns from the next event on (after a DDL)."""
+        self._schemas[schema.id] = schema
+        self._converters[schema.id] = RowConverter(schema, self._time_zone)
+        self._described.pop(schema.id, None)
+
+    def untrack(self, table: TableId) -> None:
+        """Capture ``table`` no more (dropped or renamed away); its DDL is still followed."""
+        self._schemas.pop(table, None)
+        self._described.pop(table, None)
+        self._watched = self._watched | {table}
 
     def __iter__(self) -> Iterator[Item]:
         """One record per row image. Reconnects from the last item's offset when the connection drops (a
@@ -249,6 +278,8 @@ class BinlogReader:
         )
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+        from airflow_provider_mysqlcdc.cdc.compressed_events import EXTRA_EVENTS, UNDECODED_EVENTS, refuse_undecoded
+
         start = resume.at_transaction_start()
         if self._stop is not None and not start < self._stop:
             return
@@ -261,9 +292,10 @@ class BinlogReader:
             blocking=self._blocking,
             slave_heartbeat=self._heartbeat,
             only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, RotateEvent, HeartbeatLogEvent,
-                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-            only_schemas=sorted({t.database for t in self._schemas}),
-            only_tables=sorted({t.table for t in self._schemas}),
+                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, *EXTRA_EVENTS],
+            filter_non_implemented_events=False,  # NotImplementedEvent is in EXTRA_EVENTS: no event unseen
+            only_schemas=sorted({t.database for t in (*self._schemas, *self._watched)}),
+            only_tables=sorted({t.table for t in (*self._schemas, *self._watched)}),
             enable_logging=False,  # it logs every reader's settings at INFO: one per chunk group and poll
         )
         position = _Position(start)
@@ -294,11 +326,16 @@ class BinlogReader:
                     continue
                 if isinstance(event, QueryEvent | XidEvent):
                     # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
+                    if isinstance(event, QueryEvent) and (statement := self._statement(event, position, ts_ms)):
+                        yield statement
                     end = BinlogOffset(stream.log_file, stream.log_pos, position.boundary.gtid, start.flavor,
                                        server=start.server)
                     yield from self._commit(position, end, ts_ms)
                     if self._reached(position):
                         return
+                    continue
+                if isinstance(event, UNDECODED_EVENTS):  # raises unless it carries no captured rows
+                    refuse_undecoded(event, self._schemas, stream.log_file, position.boundary)
                     continue
                 table = TableId(event.schema, event.table)
                 if table not in self._schemas:
@@ -316,6 +353,17 @@ class BinlogReader:
                 skip_rows = 0
         finally:
             stream.close()
+
+    def _statement(self, event: Any, position: _Position, ts_ms: int) -> SchemaStatement | None:
+        """The event's DDL if it names a captured or watched table."""
+        database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
+        ddl = parse_ddl(event.query, database)
+        if ddl is None:
+            return None
+        mine = ddl.of(frozenset(self._schemas) | self._watched)
+        if not mine:
+            return None
+        return SchemaStatement(replace(ddl, changes=mine), position.boundary, ts_ms)
 
     def _reached(self, position: _Position) -> bool:
         return self._stop is not None and not position.boundary < self._stop

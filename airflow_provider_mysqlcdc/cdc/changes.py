@@ -27,20 +27,35 @@ class ChangeKind(StrEnum):
     UPDATE_BEFORE = "-U"
     UPDATE_AFTER = "+U"
     DELETE = "-D"
+    TRUNCATE = "!T"
+    """Not a row: the table was emptied at this offset (``TRUNCATE TABLE``); every row before it is gone.
+    The record's table columns are NULL and ``_ddl`` holds the statement."""
+    SCHEMA_CHANGE = "!S"
+    """Not a row: a DDL changed the table at this offset (columns added, dropped, renamed or retyped; the
+    table dropped, renamed, or captured again). The record's table columns are NULL and ``_ddl`` holds
+    the statement."""
 
     is_retraction: bool
     """Whether the record removes the row it carries (``-U``, ``-D``) rather than being the row as it
     is afterwards (``+I``, ``+U``): a key whose last record is a retraction is not in the table."""
+    is_row: bool
+    """Whether the record is a row image (not a ``!`` record of a table event)."""
 
     def __init__(self, value: str) -> None:
-        # a plain attribute of each member, as cheap to read in a loop as a module constant
+        # plain attributes of each member, as cheap to read in a loop as module constants
         self.is_retraction = value.startswith("-")
+        self.is_row = not value.startswith("!")
 
     @classmethod
     def accumulations(cls) -> tuple[ChangeKind, ...]:
         """The kinds that are the row as it is afterwards (``+I``, ``+U``), in declaration order: a key
         whose last record has one of these is present, with that record's values."""
-        return tuple(kind for kind in cls if not kind.is_retraction)
+        return tuple(kind for kind in cls if kind.is_row and not kind.is_retraction)
+
+    @classmethod
+    def table_events(cls) -> tuple[ChangeKind, ...]:
+        """The kinds of records that are no row (``!T``, ``!S``)."""
+        return tuple(kind for kind in cls if not kind.is_row)
 
 
 @dataclass(frozen=True, slots=True)

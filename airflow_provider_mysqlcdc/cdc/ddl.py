@@ -187,6 +187,10 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
                 columns.append(ColumnChange(ColumnChangeKind.DEFAULT, action.name))
         elif isinstance(action, exp.AlterRename):
             renamed_to = _table_id(action.this, database)
+        elif isinstance(action, exp.DropPrimaryKey) or (
+                isinstance(action, exp.AddConstraint) and action.find(exp.PrimaryKey, exp.PrimaryKeyColumnConstraint)):
+            # the row identity of the replica changes: not a change to follow by columns
+            return [TableChange(table, TableChangeKind.UNKNOWN)]
     if renamed_to is not None and columns:
         # ALTER TABLE t ADD c, RENAME TO u: one statement, two kinds; too rare to split exactly
         return [TableChange(table, TableChangeKind.UNKNOWN)]

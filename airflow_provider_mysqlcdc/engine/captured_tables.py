@@ -72,6 +72,11 @@ def reconcile_tables(
                      f"readable as of there, and adding it back resumes from there")
     starts: dict[TableId, TableStart] = {}
     for table in [t for t in wanted if t not in checkpoint.schemas]:
+        stopped = checkpoint.stopped.get(table)
+        if stopped is not None and stopped.ddl:  # the stream captures it again when a DDL brings it back
+            notes.append(f"{table} stays stopped: {stopped.ddl!r} at {stopped.offset} ended it; it is captured "
+                         f"again when a table of that name is created or renamed to it")
+            continue
         start, note = _start_of(table, checkpoint, snapshot_start, current_schema)
         starts[table] = start
         notes.append(note)

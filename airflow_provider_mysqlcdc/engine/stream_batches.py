@@ -26,7 +26,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows, Committed, Heartbeat, SchemaChanged
+from airflow_provider_mysqlcdc.cdc.binlog_reader import (
+    BinlogReader,
+    ChangeRows,
+    Committed,
+    Heartbeat,
+    SchemaChanged,
+    SchemaStatement,
+)
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
@@ -34,7 +41,9 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import rows_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
@@ -114,6 +123,7 @@ def stream_batches(
     reload_schema: Callable[[TableId], TableSchema],
     limits: BatchLimits = BatchLimits(),
     follow: float | None = None,
+    schema_changes: SchemaChanges | None = None,
 ) -> Generator[BatchReport | CaughtUp, None, None]:
     """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit.
 
@@ -124,13 +134,21 @@ def stream_batches(
     ``max_seconds``. A busy server sends no heartbeat: there a commit cut for latency yields
     ``CaughtUp`` once the stream has passed the binlog end the server reported at the last such check
     (commit times alone cannot tell: a backlog of recent transactions looks near real time).
+
+    A DDL of a captured table (a ``SchemaStatement``) is a batch of its own: the changes before it are
+    committed first, then ``schema_changes`` applies it to the lake and its records are committed with
+    the checkpoint past it. Without ``schema_changes`` a DDL is an error (the reader of a chunk's
+    (LW, HW] window has none: a DDL there is met by the snapshot's own schema check).
     """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
+    watched = {*checkpoint.stopped, *(schema_changes.wanted if schema_changes else ())}
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
                           reload_schema=reload_schema, session_time_zone=config.server_time_zone,
                           blocking=follow is not None,
-                          heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS))
+                          heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS),
+                          watched=watched)
+    statement: SchemaStatement | None = None  # a DDL read, applied at its Committed
     server = ServerInfo.read(control) if follow is not None else None
     binlog_end = _binlog_end(control, server) if server else None
     committed, uncommitted = _Pending(), _Pending()
@@ -157,6 +175,17 @@ def stream_batches(
                 _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id,
                              item.offset, ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
                 schemas[item.schema.id] = item.schema
+            elif isinstance(item, SchemaStatement):
+                committed.absorb(uncommitted)  # nothing: a DDL commits the transaction before it
+                uncommitted = _Pending()
+                if boundary is not None and (committed.count or boundary != checkpoint.offset):
+                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
+                    committed, events, started = _Pending(), 0, time.monotonic()
+                yield from committer.finish()
+                statement = item
+            elif isinstance(item, Committed) and statement is not None:
+                yield _apply_statement(statement, item, checkpoint, store, schema_changes, reader, schemas, events)
+                statement, boundary, events, started = None, item.offset, 0, time.monotonic()
             elif isinstance(item, Committed):
                 committed.absorb(uncommitted)  # the transaction is complete
                 uncommitted = _Pending()
@@ -184,6 +213,33 @@ def stream_batches(
             yield from committer.finish()
     finally:
         committer.close()
+
+
+def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Checkpoint, store: StreamStore,
+                     schema_changes: SchemaChanges | None, reader: BinlogReader, schemas: dict[TableId, TableSchema],
+                     events: int) -> BatchReport:
+    """The DDL's batch: applied to the lake, then its records committed with the checkpoint past it (the
+    batches before it are committed: the caller finished them)."""
+    if schema_changes is None:
+        raise SchemaChangeError(f"{statement.ddl.statement!r} at {statement.offset} changes "
+                                f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader cannot "
+                                f"follow DDL")
+    target = replace(checkpoint, seq=checkpoint.seq + 1, offset=end.offset, schemas=dict(checkpoint.schemas),
+                     chunks=dict(checkpoint.chunks), stopped=dict(checkpoint.stopped))
+    applied = schema_changes.apply(statement, checkpoint, target)
+    store.commit(target, applied.records)
+    for table in applied.released:
+        reader.untrack(table)
+        schemas.pop(table, None)
+    for schema in applied.captured:
+        reader.track(schema)
+        schemas[schema.id] = schema
+    checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
+    checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
+    rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
+    _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
+              ", ".join(sorted(rows)) or "no table")
+    return BatchReport(target.seq, end.offset, rows, events, end.ts_ms)
 
 
 class _Committer:

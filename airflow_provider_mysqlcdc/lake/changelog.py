@@ -36,6 +36,24 @@ METADATA_FIELDS = [
 ]
 
 
+DDL_COLUMN = "_ddl"
+"""The changelog's column of a table event's statement (``!T``, ``!S`` records); NULL in rows."""
+
+
+def table_event_record(schema: TableSchema, kind: ChangeKind, statement: str, offset: BinlogOffset,
+                       ts_ms: int) -> pa.Table:
+    """The changelog record of a table event at ``offset`` (the start of the DDL's transaction): one row of
+    ``kind``, the table's columns NULL, the statement in ``_ddl``. It sorts after every change before the
+    DDL and before every change after it."""
+    fields = lake_schema(schema)
+    values = {"_op": kind.value, "_database": schema.id.database, "_table": schema.id.table, "_op_ts": ts_ms,
+              "_binlog_file": file_index(offset.file), "_binlog_pos": offset.position,
+              "_row_seq": _row_seq(offset.events_to_skip, 0, 0)}
+    arrays = [pa.array([values[f.name]], f.type) if f.name in values else pa.nulls(1, f.type) for f in fields]
+    return pa.Table.from_arrays([*arrays, pa.array([statement], pa.string())],
+                                schema=fields.append(pa.field(DDL_COLUMN, pa.string())))
+
+
 def lake_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([*arrow_schema(schema), *METADATA_FIELDS])
 

@@ -223,8 +223,12 @@ def _merge(
     accumulations = _ops(ChangeKind.accumulations())
     update = f"{newer} AND {op} IN ({accumulations})"
     if changed_only:
-        values = [quote(c) for c in source.column_names if c not in _NOT_VALUES]
-        update += f" AND NOT ({' AND '.join(f'(s.{c} IS NOT DISTINCT FROM t.{c})' for c in values)})"
+        # a column the table lacks yet (the MERGE adds it) is NULL in every target row
+        stored = set(table.schema().to_arrow().names)
+        values = [c for c in source.column_names if c not in _NOT_VALUES]
+        same = [f"(s.{quote(c)} IS NOT DISTINCT FROM t.{quote(c)})" if c in stored else f"(s.{quote(c)} IS NULL)"
+                for c in values]
+        update += f" AND NOT ({' AND '.join(same)})"
     return (
         merger.when_matched_delete(f"{newer} AND {op} IN ({_ops(RETRACTIONS)})")
         .when_matched_update(assignments, update)

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
+from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_SEQ_COLUMN,
     cast_to,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
+_TABLE_EVENTS = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
 METADATA = [f.name for f in METADATA_FIELDS]
 
 
@@ -93,7 +94,8 @@ def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: li
 
 def read_changes(base_uri: str, table: str) -> pa.Table:
     """The table's committed changelog, in order: the current columns, columns dropped since, the
-    metadata columns, then ``_stream_seq`` (the stream batch that committed the row)."""
+    metadata columns, ``_ddl`` (the statement of a ``!T``/``!S`` record, else NULL), then ``_stream_seq``
+    (the stream batch that committed the row)."""
     committed = committed_table(base_uri, TableId.parse(table))
     return _changes(committed, -1, committed.through, dropped=True)
 
@@ -113,11 +115,31 @@ def _changes(committed: CommittedTable, after: int, through: int, dropped: bool,
     rows = (_changelog_rows(committed.changelog, after, through, where=where) if committed.changelog is not None
             else pa.table({STREAM_SEQ_COLUMN: pa.array([], pa.int64())}))
     current = list(schema.column_names)
-    gone = [c for c in rows.column_names if c not in current and c not in METADATA and c != STREAM_SEQ_COLUMN]
-    rows = _conform(rows, lake_schema(schema), schema).sort_by(ORDER)
+    own = {*METADATA, STREAM_SEQ_COLUMN, DDL_COLUMN}
+    gone = [c for c in rows.column_names if c not in current and c not in own]
+    fields = lake_schema(schema)
+    if dropped:  # history: a column whose old values the current type cannot hold keeps its stored type
+        fields = pa.schema([_holding(rows, f) for f in fields])
+    rows = _conform(rows, fields, schema).sort_by(ORDER)
     if dropped:
-        return rows.select([*current, *gone, *METADATA, STREAM_SEQ_COLUMN])
-    return rows.select([*current, *METADATA])
+        if DDL_COLUMN not in rows.column_names:
+            rows = rows.append_column(DDL_COLUMN, pa.nulls(rows.num_rows, pa.string()))
+        return rows.select([*current, *gone, *METADATA, DDL_COLUMN, STREAM_SEQ_COLUMN])
+    # the records of table events (TRUNCATE, a schema change) are applied to the current table at their
+    # batch (engine.schema_changes), never merged as rows
+    return rows.filter(pc.invert(pc.is_in(rows.column("_op"), _TABLE_EVENTS))).select([*current, *METADATA])
+
+
+def _holding(rows: pa.Table, field: pa.Field) -> pa.Field:
+    """``field``, or the column's stored type where its values do not fit ``field``'s (a DDL converted them:
+    DECIMAL scale down, VARCHAR to INT); the changelog keeps the values the source had then."""
+    if field.name not in rows.column_names:
+        return field
+    try:
+        rows.column(field.name).cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return field.with_type(rows.schema.field(field.name).type)
+    return field
 
 
 def _conform(rows: pa.Table, fields: pa.Schema, schema: TableSchema) -> pa.Table:

@@ -80,16 +80,20 @@ class StoppedTable:
     schema: TableSchema
     offset: BinlogOffset
     chunks: list[FinishedChunkInfo]
+    ddl: str = ""
+    """The statement that stopped it at ``offset`` (``DROP TABLE``, ``RENAME TABLE`` away), or empty for a
+    table taken out of ``tables``. Such a table stays stopped while it is in ``tables``, until a DDL
+    creates it or renames a table to its name (the stream then captures it again)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": CHECKPOINT_FORMAT_VERSION, "schema": self.schema.to_dict(),
-                "offset": self.offset.to_dict(), "chunks": [c.to_dict() for c in self.chunks]}
+                "offset": self.offset.to_dict(), "chunks": [c.to_dict() for c in self.chunks], "ddl": self.ddl}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], table: str = "") -> StoppedTable:
         _check_format(d, f"stopped table {table}".rstrip())
         return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]),
-                   [FinishedChunkInfo.from_dict(c) for c in d["chunks"]])
+                   [FinishedChunkInfo.from_dict(c) for c in d["chunks"]], d.get("ddl", ""))
 
 
 @dataclass

@@ -97,6 +97,8 @@ def test_rename_table_pairs_in_order_including_the_online_schema_change_swap() -
 def test_statements_the_parser_cannot_read_are_unknown_changes_of_their_table() -> None:
     assert changes("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4") == (TableChange(T, TableChangeKind.UNKNOWN),)
     assert changes("ALTER TABLE t ADD c INT, ADD COLUMN (d INT, e INT)") == (TableChange(T, TableChangeKind.UNKNOWN),)
+    assert changes("ALTER TABLE t DROP PRIMARY KEY") == (TableChange(T, TableChangeKind.UNKNOWN),)
+    assert changes("ALTER TABLE t ADD PRIMARY KEY (a, b)") == (TableChange(T, TableChangeKind.UNKNOWN),)
 
 
 def test_of_selects_the_changes_naming_captured_tables_by_old_or_new_name() -> None:

@@ -1,0 +1,255 @@
+"""A DDL of a captured table applied to the lake at its binlog offset, under a ``SchemaChangeBehavior``.
+
+The stream meets a DDL as a ``SchemaStatement`` (``cdc.binlog_reader``): it commits the changes before
+it as a batch of their own, then calls ``SchemaChanges.apply`` for the DDL's batch, which
+
+1. merges every table's changes up to the DDL into the current tables (the DDL must act on the state
+   the source had at its offset);
+2. changes the current tables (``lake.table_events``): TRUNCATE empties the table; renamed columns keep
+   their values under the new name; dropped columns go; added columns appear; a retyped column whose
+   values the new type may convert is emptied. Each is a commit at the DDL batch's number, so a run
+   killed before its checkpoint does not apply it twice;
+3. reads again, at new high watermarks while the stream waits, every row of a table whose existing rows
+   got values without row events: an added column with a DEFAULT, a generated column, a NOT NULL column
+   (its implicit default), a type conversion, or a table renamed into the captured set. The binlog has
+   no row events for these values (INSTANT, INPLACE and COPY alike), and computing them would mean
+   evaluating MySQL's DEFAULT expressions, generated-column expressions and conversions exactly as the
+   server does: reading them back is exact by construction. It is the repair's re-snapshot
+   (``engine.resnapshot``): re-read rows are ordered at their chunk's high watermark, so the stream's
+   changes after it win and those before lose, whenever they are merged;
+4. returns the changelog records of the DDL (``!T`` for TRUNCATE, ``!S`` for the rest, with the
+   statement), which the stream commits with the checkpoint past the DDL.
+
+A table dropped or renamed away stops (its replica kept, the statement in the checkpoint's stopped
+table); a table created or renamed under a captured name is captured again, its replica replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.cdc.binlog_reader import SchemaStatement
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.captured_tables import floored
+from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot
+from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
+from airflow_provider_mysqlcdc.lake.changelog import table_event_record
+from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
+from airflow_provider_mysqlcdc.lake.table_events import reshape_current, truncate_current
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class AppliedStatement:
+    """What a DDL did: the changelog records per table, and the tables captured or released from here on
+    (the binlog reader is told)."""
+
+    records: dict[TableId, list[pa.Table]] = field(default_factory=dict)
+    captured: list[TableSchema] = field(default_factory=list)
+    released: list[TableId] = field(default_factory=list)
+
+
+class SchemaChanges:
+    """Applies DDL statements to the lake at ``base_uri``. ``merge(checkpoint)`` brings the current tables
+    up to ``checkpoint``; ``reload_schema`` reads a table's schema from the server; ``wanted`` are the
+    tables the stream is asked to capture (a table created or renamed under one of these names is
+    captured); ``reread_server_id()`` gives the binlog reader id of the re-reads (asked for only when one
+    is needed: it may refuse a connection with a single server id)."""
+
+    def __init__(self, behavior: SchemaChangeBehavior, base_uri: str, config: ConnectionConfig,
+                 merge: Callable[[Checkpoint], Any], reload_schema: Callable[[TableId], TableSchema],
+                 wanted: Collection[TableId], reread_server_id: Callable[[], int]) -> None:
+        self.behavior = behavior
+        self.base_uri = base_uri
+        self.config = config
+        self.merge = merge
+        self.reload_schema = reload_schema
+        self.wanted = frozenset(wanted)
+        self.reread_server_id = reread_server_id
+
+    def apply(self, statement: SchemaStatement, checkpoint: Checkpoint, target: Checkpoint) -> AppliedStatement:
+        """Apply ``statement`` for the batch ``target`` (the checkpoint past the DDL, whose schemas, chunks
+        and stopped tables this changes); ``checkpoint`` is the stream's, at the DDL's start."""
+        text = statement.ddl.statement
+        changes = [c for c in statement.ddl.changes if c.changes_columns]
+        if not changes:
+            return AppliedStatement()
+        if self.behavior is SchemaChangeBehavior.EXCEPTION:
+            raise SchemaChangeError(
+                f"{text!r} at {statement.offset} changes {', '.join(sorted({str(c.table) for c in changes}))}, and "
+                f"schema_change_behavior is 'exception': nothing past it is committed. Set schema_change_behavior "
+                f"to 'evolve' to follow it, or re-snapshot the table after the change")
+        exact = self.behavior in (SchemaChangeBehavior.EVOLVE, SchemaChangeBehavior.TRY_EVOLVE)
+        if exact:
+            self.merge(checkpoint)
+        applied, rereads = AppliedStatement(), []
+        for change in changes:
+            try:
+                rereads.extend(self._apply(change, statement, target, applied, exact))
+            except MySqlCdcError as exc:
+                if self.behavior is not SchemaChangeBehavior.TRY_EVOLVE:
+                    raise
+                _log.warning("%s; schema_change_behavior 'try_evolve' applies it leniently instead", exc)
+                rereads.extend(self._apply(change, statement, target, applied, exact=False))
+        for table in dict.fromkeys(rereads):
+            self._reread(table, statement)
+        return applied
+
+    def _apply(self, change: TableChange, statement: SchemaStatement, target: Checkpoint,
+               applied: AppliedStatement, exact: bool) -> list[TableId]:
+        """Apply one table's change; returns the tables to read again."""
+        table, kind = change.table, change.kind
+        captured = table in target.schemas
+        rereads: list[TableId] = []
+        if captured and kind is TableChangeKind.ALTER:
+            rereads += self._alter(change, statement, target, applied, exact)
+        elif captured and kind is TableChangeKind.TRUNCATE:
+            if exact:
+                truncate_current(table_uri(self.base_uri, table), target.seq)
+            else:
+                _log.warning("%s: TRUNCATE at %s recorded in the changelog, but its current table keeps its rows "
+                             "(schema_change_behavior %s)", table, statement.offset, self.behavior.value)
+            self._record(applied, target.schemas[table], ChangeKind.TRUNCATE, statement)
+        elif captured and kind in (TableChangeKind.DROP, TableChangeKind.RENAME):
+            self._record(applied, target.schemas[table], ChangeKind.SCHEMA_CHANGE, statement)
+            self._stop(table, statement, target, applied)
+        elif captured and kind is TableChangeKind.UNKNOWN:
+            if exact:
+                raise SchemaChangeError(
+                    f"{statement.ddl.statement!r} at {statement.offset} changes {table} in a way the stream cannot "
+                    f"read, so it cannot keep the replica exact; nothing past it is committed. Re-snapshot {table}, "
+                    f"or set schema_change_behavior to 'lenient' to go on with the columns the binlog shows")
+            _log.warning("%s: %r at %s not understood; the stream goes on with the columns the binlog shows "
+                         "(schema_change_behavior %s)", table, statement.ddl.statement, statement.offset,
+                         self.behavior.value)
+        new = change.renamed_to if kind is TableChangeKind.RENAME else table if kind is TableChangeKind.CREATE \
+            else None
+        if new is not None and new in self.wanted and new not in target.schemas:
+            rereads += self._capture(new, statement, target, applied, exact, refill=kind is TableChangeKind.RENAME)
+        return rereads
+
+    def _alter(self, change: TableChange, statement: SchemaStatement, target: Checkpoint,
+               applied: AppliedStatement, exact: bool) -> list[TableId]:
+        table = change.table
+        old = target.schemas[table]
+        new = self._schema_after(old, change, statement, strict=exact)
+        renamed = {c.name: c.new_name for c in change.columns if c.new_name}
+        converted = [name for c in change.columns if c.kind is ColumnChangeKind.MODIFY
+                     if (name := c.name_after) in new.column_names and c.name in old.column_names
+                     and not keeps_values(old.column(c.name), new.column(name))]
+        filled = [c.name for c in change.columns if c.kind is ColumnChangeKind.ADD and c.fills_rows]
+        target.schemas[table] = new
+        applied.captured.append(new)
+        self._record(applied, new, ChangeKind.SCHEMA_CHANGE, statement)
+        if not exact:
+            if renamed or converted or filled:
+                _log.warning("%s: %r at %s applied leniently (schema_change_behavior %s): renamed columns start "
+                             "empty under their new name, and rows unchanged since keep their old values or NULL in "
+                             "%s", table, statement.ddl.statement, statement.offset, self.behavior.value,
+                             sorted({*renamed.values(), *converted, *filled}))
+            return []
+        reread = bool(converted or filled)
+        reshape_current(table_uri(self.base_uri, table), new, renamed, converted, target.seq, reread)
+        if reread:
+            _log.info("%s: %r at %s gave existing rows values the binlog does not carry (%s): its rows are read "
+                      "again", table, statement.ddl.statement, statement.offset, ", ".join([*converted, *filled]))
+            return [table]
+        return []
+
+    def _schema_after(self, old: TableSchema, change: TableChange, statement: SchemaStatement,
+                      strict: bool) -> TableSchema:
+        """The table's schema right after the DDL: ``old`` with the DDL's changes, the definitions of the
+        columns it adds or redefines taken from the server. The server may be further on (more DDL since,
+        which the stream applies when it gets there): columns the DDL leaves alone keep their definitions,
+        and only a column the DDL defines that the server no longer has makes the schema in between
+        unknowable (an error, when ``strict``)."""
+        current = self.reload_schema(change.table)
+        now = {c.name: c for c in current.columns}
+        columns = {c.name: c for c in old.columns}
+        missing: list[str] = []
+        for column in change.columns:
+            kind, name = column.kind, column.name_after
+            if kind is ColumnChangeKind.DROP:
+                columns.pop(column.name, None)
+            elif kind is ColumnChangeKind.RENAME and column.name in columns:
+                columns[name] = replace(columns.pop(column.name), name=name)
+            elif kind in (ColumnChangeKind.ADD, ColumnChangeKind.MODIFY):
+                columns.pop(column.name, None)
+                if name in now:
+                    columns[name] = now[name]
+                else:
+                    missing.append(name)
+        if missing and strict:
+            raise SchemaChangeError(
+                f"{statement.ddl.statement!r} at {statement.offset} defines the column(s) {missing} of {change.table}, "
+                f"which it no longer has (it changed again since): the stream cannot know their definition in "
+                f"between to keep the replica exact. Nothing past it is committed: re-snapshot {change.table} (or "
+                f"set schema_change_behavior to 'try_evolve' or 'lenient')")
+        if missing:  # lenient: the server's columns from here on
+            return replace(current, chunk_key=old.chunk_key if old.chunk_key in current.column_names else "")
+        position = {name: i for i, name in enumerate(current.column_names)}
+        ordered = sorted(columns.values(), key=lambda c: position.get(c.name, len(position)))
+        renamed = {c.name: c.name_after for c in change.columns if c.new_name}
+        key = tuple(renamed.get(k, k) for k in old.primary_key)  # a key change is no column change (cdc.ddl)
+        key = key if set(key) <= set(columns) else current.primary_key
+        chunk_key = renamed.get(old.chunk_key, old.chunk_key)
+        return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "")
+
+    def _stop(self, table: TableId, statement: SchemaStatement, target: Checkpoint, applied: AppliedStatement) -> None:
+        chunks = floored(target.chunks.pop(table, []), statement.offset)
+        target.stopped[table] = StoppedTable(target.schemas.pop(table), statement.offset, chunks,
+                                             statement.ddl.statement)
+        applied.released.append(table)
+        _log.warning("%s: %r at %s: its capture stops; its replica stays as of there", table,
+                     statement.ddl.statement, statement.offset)
+
+    def _capture(self, table: TableId, statement: SchemaStatement, target: Checkpoint,
+                 applied: AppliedStatement, exact: bool, refill: bool) -> list[TableId]:
+        """Capture ``table`` again from the DDL on: created (empty) or renamed to its name (its rows read)."""
+        if not exact:
+            _log.warning("%s: %r at %s brings it back, but schema_change_behavior %s does not capture it again: "
+                         "its replica stays as it was", table, statement.ddl.statement, statement.offset,
+                         self.behavior.value)
+            return []
+        schema = self.reload_schema(table)
+        old = target.stopped.pop(table, None)
+        target.schemas[table] = schema
+        target.chunks.pop(table, None)
+        applied.captured.append(schema)
+        uri = table_uri(self.base_uri, table)
+        # created: empty from here on, every row before is gone; renamed in: its rows are read again
+        self._record(applied, schema, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
+        _log.warning("%s: %r at %s: captured again from here on", table, statement.ddl.statement, statement.offset)
+        if not refill or old is None:
+            reshape_current(uri, schema, {}, [], target.seq, empty=True)
+            return []
+        converted = [c.name for c in schema.columns if c.name in old.schema.column_names
+                     and not keeps_values(old.schema.column(c.name), c)]
+        reshape_current(uri, schema, {}, converted, target.seq, reread=True)
+        return [table]
+
+    def _reread(self, table: TableId, statement: SchemaStatement) -> None:
+        if SnapshotStore(self.base_uri).read_plan(table) is None:
+            raise SchemaChangeError(
+                f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {table} values the binlog does "
+                f"not carry, and {table} has no snapshot plan in {self.base_uri} to read them again by (it was "
+                f"captured without a snapshot). Nothing past it is committed: snapshot {table} (its split and "
+                f"snapshot tasks), or set schema_change_behavior to 'lenient'")
+        resnapshot(self.config, self.base_uri, ResnapshotRequest(table, whole=True), self.reread_server_id(), log=_log)
+
+    @staticmethod
+    def _record(applied: AppliedStatement, schema: TableSchema, kind: ChangeKind, statement: SchemaStatement) -> None:
+        record = table_event_record(schema, kind, statement.ddl.statement, statement.offset, statement.ts_ms)
+        applied.records.setdefault(schema.id, []).append(record)

@@ -1,0 +1,191 @@
+"""The replica follows DDL at its binlog offset, with a writer running: column renames, drops, adds with
+a DEFAULT or a generated value, conversions, TRUNCATE, DROP TABLE and the online-schema-change swap
+(``engine.schema_changes``). After each stream the current Delta table read with ``deltalake`` alone
+equals the source column for column, and the changelog holds the ``!T``/``!S`` records.
+
+The snapshot is made with the engine's own steps without Spark (``tests.replica``), the stream by the
+stream runner the operator uses.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.read import read_changes
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from tests.integration.test_snapshot_dag import current_rows
+from tests.integration.test_stream_dag import table_rows
+from tests.replica import snapshot
+
+SERVER_IDS = "5950-5959"
+ROWS = 2000
+
+
+@pytest.fixture()
+def config(mariadb_server: Any) -> ConnectionConfig:
+    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                            mariadb_server.port, server_id=ServerIdRange.parse(SERVER_IDS))
+
+
+def stream(config: ConnectionConfig, base_uri: str, tables: list[TableId],
+           behavior: SchemaChangeBehavior = SchemaChangeBehavior.EVOLVE) -> None:
+    """Stream until caught up, then MERGE, as a stopping stream task does."""
+    options = StreamOptions(base_uri, tuple(tables), writer="tests.schema_changes", stop_after_idle_seconds=0,
+                            schema_change_behavior=behavior)
+    runner, control = StreamRunner(options, config), config.connect()
+    try:
+        checkpoint = runner.open(control)
+        runner.run(control, checkpoint, StreamProgress.start(), may_wait=False)
+    finally:
+        control.close()
+
+
+class Writer(threading.Thread):
+    """Updates, deletes and inserts of the columns no DDL here touches (``id``, ``v``), until stopped."""
+
+    def __init__(self, server: Any, database: str, table: str) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.table, self.stopping, self.count = server.admin_connect(database), table, threading.Event(), 0
+
+    def run(self) -> None:
+        rnd = random.Random(7)
+        with self.conn.cursor() as cur:
+            while not self.stopping.wait(0.003):
+                key = rnd.randint(1, ROWS + 300)
+                cur.execute("BEGIN")
+                cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
+                cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 3,))
+                cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 5, key))
+                cur.execute("COMMIT")
+                self.count += 1
+
+
+def assert_replica_equal(admin: Any, base_uri: str, table: TableId) -> None:
+    """The current Delta table alone (no changelog on top) equals the source, column for column."""
+    schema = load_table_schema(admin, table)
+    lake = DeltaTable(table_uri(base_uri, table))
+    own = [f.name for f in lake.schema().fields if not f.name.startswith("_")]
+    assert own == list(schema.column_names)
+    assert sorted(current_rows(base_uri, schema)) == sorted(table_rows(admin, schema))
+
+
+def ddl_records(base_uri: str, table: TableId) -> list[tuple[str, str]]:
+    changes = read_changes(base_uri, str(table))
+    records = changes.filter(changes.column("_ddl").is_valid())
+    return list(zip(records.column("_op").to_pylist(), records.column("_ddl").to_pylist(), strict=True))
+
+
+def test_column_changes_several_in_a_row_under_a_writer(admin: Any, config: ConnectionConfig, database: str,
+                                                        mariadb_server: Any, tmp_path: Any) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE sc (id INT PRIMARY KEY, s VARCHAR(20), x INT, d DECIMAL(10,4), v INT)")
+        cur.execute(f"INSERT INTO sc SELECT seq, CONCAT('s', seq), seq * 3, seq / 7, seq FROM seq_1_to_{ROWS}")
+    table, base_uri = TableId(database, "sc"), str(tmp_path / "lake")
+    snapshot(config, base_uri, str(table), chunk_size=300, chunks_per_batch=3)
+    stream(config, base_uri, [table])
+    assert_replica_equal(admin, base_uri, table)
+
+    statements = [
+        "ALTER TABLE sc RENAME COLUMN s TO s2",
+        "ALTER TABLE sc DROP COLUMN x",
+        "ALTER TABLE sc ADD COLUMN c VARCHAR(10) NOT NULL DEFAULT 'x'",
+        "ALTER TABLE sc ADD COLUMN g INT AS (v * 2) STORED",
+        "ALTER TABLE sc MODIFY d DECIMAL(10,2)",  # scale down: the values the source rounded
+        "ALTER TABLE sc MODIFY v BIGINT",  # wider: kept without reading the rows again
+    ]
+    writer = Writer(mariadb_server, database, "sc")
+    writer.start()
+    try:
+        with admin.cursor() as cur:
+            cur.execute(statements[0])
+            stream(config, base_uri, [table])  # one DDL at a time...
+            for statement in statements[1:]:  # ... and several in a row before the stream reads them
+                cur.execute(statement)
+    finally:
+        writer.stopping.set()
+        writer.join()
+    assert writer.count > 20
+    stream(config, base_uri, [table])
+    assert_replica_equal(admin, base_uri, table)
+    assert [ddl for _, ddl in ddl_records(base_uri, table)] == statements
+    assert {op for op, _ in ddl_records(base_uri, table)} == {"!S"}
+
+
+def test_truncate_drop_and_the_online_schema_change_swap(admin: Any, config: ConnectionConfig, database: str,
+                                                          mariadb_server: Any, tmp_path: Any) -> None:
+    with admin.cursor() as cur:
+        for name in ("tr", "sw"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
+            cur.execute(f"INSERT INTO {name} SELECT seq, seq FROM seq_1_to_{ROWS}")
+    tr, sw, base_uri = TableId(database, "tr"), TableId(database, "sw"), str(tmp_path / "lake")
+    for table in (tr, sw):
+        snapshot(config, base_uri, str(table), chunk_size=500, chunks_per_batch=2)
+    stream(config, base_uri, [tr, sw])
+
+    writer = Writer(mariadb_server, database, "tr")
+    writer.start()
+    try:
+        with admin.cursor() as cur:
+            cur.execute("TRUNCATE TABLE tr")  # then the writer inserts keys again
+            # gh-ost's swap: a copy with a new column takes the table's name
+            cur.execute("CREATE TABLE _sw_gho (id INT PRIMARY KEY, v INT, extra VARCHAR(5) DEFAULT 'e')")
+            cur.execute("INSERT INTO _sw_gho (id, v) SELECT id, v * 10 FROM sw WHERE id % 2 = 0")
+            cur.execute("RENAME TABLE sw TO _sw_del, _sw_gho TO sw")
+            cur.execute("INSERT INTO sw (id, v) VALUES (100000, 1)")
+    finally:
+        writer.stopping.set()
+        writer.join()
+    stream(config, base_uri, [tr, sw])
+    assert_replica_equal(admin, base_uri, tr)
+    assert 0 < len(table_rows(admin, load_table_schema(admin, tr))) < ROWS  # truncated, then written again
+    assert ("!T", "TRUNCATE TABLE tr") in ddl_records(base_uri, tr)
+    assert_replica_equal(admin, base_uri, sw)
+    assert any(ddl.startswith("RENAME TABLE") for _, ddl in ddl_records(base_uri, sw))
+
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE sw")
+    stream(config, base_uri, [tr, sw])
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    assert checkpoint is not None and sw not in checkpoint.schemas
+    assert checkpoint.stopped[sw].ddl.startswith("DROP TABLE")
+    assert DeltaTable(table_uri(base_uri, sw)).count() > 0  # the replica is kept, marked dropped
+
+    with admin.cursor() as cur:  # created again under the captured name: captured from empty
+        cur.execute("CREATE TABLE sw (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO sw VALUES (1, 1), (2, 2)")
+    stream(config, base_uri, [tr, sw])
+    assert_replica_equal(admin, base_uri, sw)
+
+
+def test_exception_stops_before_the_ddl(admin: Any, config: ConnectionConfig, database: str, tmp_path: Any) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE ex (id INT PRIMARY KEY, s VARCHAR(10))")
+        cur.execute("INSERT INTO ex SELECT seq, 'a' FROM seq_1_to_50")
+    table, base_uri = TableId(database, "ex"), str(tmp_path / "lake")
+    snapshot(config, base_uri, str(table), chunk_size=100, chunks_per_batch=1)
+    stream(config, base_uri, [table])
+    with admin.cursor() as cur:
+        cur.execute("UPDATE ex SET s = 'b' WHERE id = 1")
+        cur.execute("ALTER TABLE ex RENAME COLUMN s TO s2")
+        cur.execute("UPDATE ex SET s2 = 'c' WHERE id = 2")
+    with pytest.raises(SchemaChangeError, match=r"(?s)RENAME COLUMN s TO s2.*schema_change_behavior"):
+        stream(config, base_uri, [table], SchemaChangeBehavior.EXCEPTION)
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    assert checkpoint is not None
+    changes = read_changes(base_uri, str(table))
+    assert changes.column("s").to_pylist() == ["a", "b"]  # the update before the DDL, and nothing past it
+    stream(config, base_uri, [table])  # evolve goes on from there
+    assert_replica_equal(admin, base_uri, table)
