@@ -44,6 +44,13 @@ class SchemaChangeError(MySqlCdcError):
     """A captured table changed in a way the binlog reader cannot follow at this offset."""
 
 
+class SourceSchemaDivergedError(SchemaChangeError):
+    """The idle stream's self-check found a captured table whose columns in
+    information_schema differ from those the stream's checkpoint holds, although the stream has read
+    the whole binlog: a change the binlog never showed (a DDL run with ``sql_log_bin=0``, a table
+    replaced or dropped that way). Continuing would decode rows with the wrong columns."""
+
+
 class RowDecodeError(MySqlCdcError):
     """A binlog rows event could not be decoded with its table map (a bug to report, not a setting)."""
 

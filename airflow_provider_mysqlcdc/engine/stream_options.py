@@ -56,6 +56,9 @@ class StreamOptions:
     """Who holds the lake's lease: a name that stays the same across retries of one task."""
     lease_seconds: float = 120.0
     """How long the lease outlives a writer that stops renewing it (a crash): then another may take over."""
+    schema_check_seconds: float = 60.0
+    """How often at most the idle stream compares its tables' columns with information_schema
+    (``engine.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
 
     def __post_init__(self) -> None:
         if not self.base_uri:
@@ -68,13 +71,16 @@ class StreamOptions:
             raise InvalidOptionError(f"poll_interval must be > 0, not {self.poll_interval!r}")
         if not self.merge_interval_seconds > 0:
             raise InvalidOptionError(f"merge_interval_seconds must be > 0, not {self.merge_interval_seconds!r}")
+        if not self.schema_check_seconds > 0:
+            raise InvalidOptionError(f"schema_check_seconds must be > 0 (the self-check cannot be turned off; "
+                                     f"a large value makes it rare), not {self.schema_check_seconds!r}")
 
     @classmethod
     def from_values(
         cls, *, base_uri: Any, tables: Any, startup_mode: Any, startup_offset: Any, startup_timestamp: Any,
         stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
-        merge_interval_seconds: Any, writer: str,
+        merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
@@ -94,6 +100,7 @@ class StreamOptions:
             defer_after_idle_seconds=0.0 if defer_after is None else defer_after,
             merge_interval_seconds=rendered.number("merge_interval_seconds", merge_interval_seconds, float),
             writer=writer,
+            schema_check_seconds=rendered.number("schema_check_seconds", schema_check_seconds, float),
         )
 
 

@@ -21,6 +21,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.schema_self_check import SchemaSelfCheck
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
 from airflow_provider_mysqlcdc.engine.stream_observer import (
@@ -61,6 +62,7 @@ class StreamRunner:
         self.server_id = config.server_id.stream_id
         self.upkeep = TableUpkeep(options.base_uri)
         self._stop_at: BinlogOffset | None = None
+        self.schema_check = SchemaSelfCheck(options.schema_check_seconds)
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
@@ -116,7 +118,7 @@ class StreamRunner:
                         self._merge(merger, checkpoint)
                         merged = time.monotonic()
                 else:
-                    self._caught_up()
+                    self._caught_up(control, checkpoint, progress)
                     if time.monotonic() - lease_checked >= self.options.poll_interval:
                         self.lease.check()  # renews the lease while idle
                         lease_checked = time.monotonic()
@@ -141,7 +143,7 @@ class StreamRunner:
             if isinstance(item, BatchReport):
                 self._account(item, progress)
             else:
-                self._caught_up()
+                self._caught_up(control, checkpoint, progress)
 
     def _batches(
         self, control: Any, checkpoint: Checkpoint, follow: bool
@@ -166,12 +168,14 @@ class StreamRunner:
         self._wrote_since_caught_up = self._wrote_since_caught_up or bool(written)
         self.observer.batch_committed(BatchObservation(report.seq, dict(report.rows), report.events_read, lag_seconds))
 
-    def _caught_up(self) -> None:
+    def _caught_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
         """A ``CaughtUp``: the lag is 0 only if nothing was written since the previous one. A busy server
-        also yields ``CaughtUp`` right after a batch cut for latency, and that batch's lag stands."""
+        also yields ``CaughtUp`` right after a batch cut for latency, and that batch's lag stands. Idle,
+        the stream checks its tables' columns against the server's (fails on a difference)."""
         if not self._wrote_since_caught_up:
             self.observer.caught_up()
         self._wrote_since_caught_up = False
+        self.schema_check.at_idle(control, checkpoint, progress.idle_since)
 
     def _merge(self, merger: StateMerger, checkpoint: Checkpoint) -> None:
         started = time.monotonic()

@@ -64,6 +64,10 @@ class MySqlBinlogStreamOperator(BaseOperator):
     :param merge_interval_seconds: how often the current-state Delta tables are brought up to date by
         MERGE while streaming (also on every stop and deferral); the changelog is always current.
         Default: ``300.0`` (templated)
+    :param schema_check_seconds: how often at most an idle stream compares each captured table's columns
+        in information_schema with those it follows, and fails with ``SourceSchemaDivergedError`` on a
+        difference the binlog never showed (once per idle spell; there is no off). Default: ``60.0``
+        (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer
@@ -74,7 +78,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
-        "merge_interval_seconds",
+        "merge_interval_seconds", "schema_check_seconds",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -95,6 +99,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         poll_interval: float = StreamOptions.poll_interval,
         defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
         merge_interval_seconds: float = StreamOptions.merge_interval_seconds,
+        schema_check_seconds: float = StreamOptions.schema_check_seconds,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
@@ -114,6 +119,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.defer_after_idle_seconds = defer_after_idle_seconds
         self.merge_interval_seconds = merge_interval_seconds
+        self.schema_check_seconds = schema_check_seconds
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -156,7 +162,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
             stop_at_offset=self.stop_at_offset, max_batch_events=self.max_batch_events,
             max_batch_seconds=self.max_batch_seconds, max_batch_bytes=self.max_batch_bytes,
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
-            merge_interval_seconds=self.merge_interval_seconds, writer=self._writer(context),
+            merge_interval_seconds=self.merge_interval_seconds, schema_check_seconds=self.schema_check_seconds,
+            writer=self._writer(context),
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:

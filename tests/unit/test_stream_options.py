@@ -47,6 +47,8 @@ def test_rendered_text_becomes_typed_values() -> None:
     ({"poll_interval": 0}, "poll_interval must be > 0"),
     ({"merge_interval_seconds": 0}, "merge_interval_seconds must be > 0"),
     ({"merge_interval_seconds": "hourly"}, "merge_interval_seconds must be a number"),
+    ({"schema_check_seconds": 0}, "schema_check_seconds must be > 0 .the self-check cannot be turned off"),
+    ({"schema_check_seconds": "often"}, "schema_check_seconds must be a number"),
     ({"stop_at_offset": "later"}, "stop_at_offset must be 'binlog-file:position'"),
 ])
 def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None:
