@@ -5,6 +5,7 @@ Hand-checked canonical values guard against both sides being wrong the same way.
 by three decoders: mysql-replication's with ``RowConverter.from_binlog``, ``row_decoder``'s records,
 and the columnar stream's (``row_decoder`` places read into Arrow by ``row_columns``, many values at
 once where it can, else with the row decoder's readers), whose lake rows must equal the records'.
+All of it runs twice: with the binlog as is, and compressed (MariaDB's ``log_bin_compress``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, arrow_type, select_expression
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, rows_table
 from tests.arrow_rows import canonical_rows
+from tests.compressed_binlog import PLAIN_ROWS_EVENTS, compressed_binlog, event_types_since
 
 MAX_DEC = "9" * 35 + "." + "9" * 30
 POLYGON = "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))')"
@@ -131,26 +133,34 @@ MATRIX: dict[str, tuple[str, list[str], dict[int, Any]]] = {
 ROWS = max(len(v[1]) for v in MATRIX.values()) + 1  # the last row is NULL everywhere it can be
 
 
-@pytest.fixture(scope="module")
-def captured(mariadb_server, database) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["plain", "compressed"])
+def captured(request, mariadb_server, database) -> dict[str, Any]:
+    """The matrix written once as is and once with the binlog compressed (MariaDB's log_bin_compress)."""
+    compress = request.param == "compressed"
+    table = "matrix_compressed" if compress else "matrix"
     admin = mariadb_server.admin_connect(database)
     columns = ", ".join(f"`{name}` {ddl}" for name, (ddl, _, _) in MATRIX.items())
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE TABLE matrix (id INT PRIMARY KEY, {columns})")
+    with admin.cursor() as cur, compressed_binlog(mariadb_server, compress):
+        cur.execute(f"DROP TABLE IF EXISTS {table}")  # pytest may set a parametrized module fixture up again
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, {columns})")
         cur.execute("SHOW MASTER STATUS")
         file, position = cur.fetchone()[:2]
         cur.execute("SET SESSION sql_mode = ''")  # zero dates and bad enum values, as legacy apps write them
         for row in range(1, ROWS + 1):
             names = [n for n, (_, values, _) in MATRIX.items() if row <= len(values)]
             literals = [MATRIX[n][1][row - 1] for n in names]
-            cur.execute(f"INSERT INTO matrix (id{''.join(', `' + n + '`' for n in names)}) "
+            cur.execute(f"INSERT INTO {table} (id{''.join(', `' + n + '`' for n in names)}) "
                         f"VALUES ({row}{''.join(', ' + v for v in literals)})")
-        cur.execute("UPDATE matrix SET bu = 1, fl = 0.5, st = 'y', ts = '2000-01-01 00:00:00', bn = X'02' WHERE id = 1")
+        cur.execute(f"UPDATE {table} SET bu = 1, fl = 0.5, st = 'y', ts = '2000-01-01 00:00:00', bn = X'02' "
+                    f"WHERE id = 1")
     admin.close()
+    if compress:  # else the second run would only repeat the first
+        types = set(event_types_since(mariadb_server, file, position))
+        assert {"Write_rows_compressed_v1", "Update_rows_compressed_v1"} <= types and not PLAIN_ROWS_EVENTS & types
 
     conn = mariadb_server.cdc_connect(database, init_command="SET time_zone = '+00:00'")
-    schema = load_table_schema(conn, TableId(database, "matrix"))
-    select = f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM matrix ORDER BY id"
+    schema = load_table_schema(conn, TableId(database, table))
+    select = f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {table} ORDER BY id"
     with conn.cursor() as cur:
         cur.execute(select)
         selected = cur.fetchall()
@@ -266,10 +276,12 @@ def test_row_decoder_reads_every_type_itself(captured) -> None:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import WriteRowsEvent
 
+    from airflow_provider_mysqlcdc.cdc.compressed_events import CompressedWriteRowsEvent
+
     start: BinlogOffset = captured["start"]
     stream = BinLogStreamReader(connection_settings=captured["settings"], server_id=5409, log_file=start.file,
                                 log_pos=start.position, resume_stream=True, blocking=False,
-                                only_events=[WriteRowsEvent])
+                                only_events=[WriteRowsEvent, CompressedWriteRowsEvent])
     try:
         event = next(iter(stream))
         assert RowDecoder.for_table(captured["schema"], event.columns) is not None
