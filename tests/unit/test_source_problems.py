@@ -51,6 +51,19 @@ def test_every_problem_is_reported_at_once() -> None:
     ]
 
 
+def test_mysql_settings_that_write_events_the_reader_cannot_decode() -> None:
+    grants = ["GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost`"]
+    assert find_problems(facts(MYSQL84, grants, binlog_transaction_compression="ON",
+                               binlog_row_value_options="PARTIAL_JSON")) == [
+        "binlog_transaction_compression is ON: the binlog reader cannot decode MySQL's compressed transactions; "
+        "SET GLOBAL binlog_transaction_compression = OFF (and in the server config)",
+        "binlog_row_value_options is PARTIAL_JSON: the binlog reader cannot apply partial JSON updates; "
+        "SET GLOBAL binlog_row_value_options = '' (and in the server config)",
+    ]
+    ready = facts(MYSQL84, grants, binlog_transaction_compression="OFF", binlog_row_value_options="")
+    assert find_problems(ready) == []
+
+
 def test_old_mysql_without_row_metadata_and_per_database_select() -> None:
     variables = {k: v for k, v in GOOD.items() if k != "binlog_row_metadata"}
     grants = ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'",
