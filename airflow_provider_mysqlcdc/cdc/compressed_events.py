@@ -16,7 +16,7 @@ Each compressed type gets a subclass of mysql-replication's class for its uncomp
 subclass lets the parent read the uncompressed head, inflates the tail, and puts the event's
 packet back together as the uncompressed event it stands for (type code, size and checksum
 rewritten), before any row is read. Everything that reads rows events therefore works on it
-unchanged and at full speed: mysql-replication's own decoding, ``row_decoder`` and ``row_columns``
+unchanged, the fast paths included: mysql-replication's own decoding, ``row_decoder`` and ``row_columns``
 (which read values straight from the packet, by position), ``isinstance`` on the parent classes,
 and the DDL handling of query events (``.query`` is the statement). ``event_type`` is the
 uncompressed twin's code, and ``wire_type`` what the binlog said. The alternatives cost more: a
