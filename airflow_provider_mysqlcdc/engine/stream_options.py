@@ -12,12 +12,44 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
 from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+
+class SchemaChangeBehavior(StrEnum):
+    """What the stream does with a DDL of a captured table, as Flink CDC 3's ``schema.change.behavior``
+    names it (README, "Schema changes", has the table of every statement under each)."""
+
+    EVOLVE = "evolve"
+    """Apply every change to the lake at its offset, exactly; what cannot be is an error."""
+    TRY_EVOLVE = "try_evolve"
+    """Like ``evolve``, but a change that cannot be applied exactly is applied as ``lenient`` applies it,
+    with a warning, instead of stopping."""
+    LENIENT = "lenient"
+    """Keep the lake readable without rewriting it: columns added (NULL in rows before), dropped columns
+    kept (NULL after), a renamed column a new one, TRUNCATE only recorded; each logged at WARNING."""
+    IGNORE = "ignore"
+    """Not supported yet: refused with an error naming the others."""
+    EXCEPTION = "exception"
+    """Stop at the first DDL that changes a captured table's columns or rows, before committing past it."""
+
+    @classmethod
+    def parse(cls, value: Any) -> SchemaChangeBehavior:
+        text = str(value).strip().lower()
+        choices = ", ".join(repr(b.value) for b in cls)
+        if text not in {b.value for b in cls}:
+            raise InvalidOptionError(f"schema_change_behavior must be one of {choices}, not {value!r}")
+        if text == cls.IGNORE:
+            raise InvalidOptionError(
+                "schema_change_behavior 'ignore' (keep the lake's columns as they were and drop new ones from "
+                "the changes) is not supported yet: choose 'evolve' (the default: follow every change exactly), "
+                "'lenient' or 'exception'")
+        return cls(text)
 
 
 @dataclass(frozen=True)
@@ -56,6 +88,7 @@ class StreamOptions:
     """Who holds the lake's lease: a name that stays the same across retries of one task."""
     lease_seconds: float = 120.0
     """How long the lease outlives a writer that stops renewing it (a crash): then another may take over."""
+    schema_change_behavior: SchemaChangeBehavior = SchemaChangeBehavior.EVOLVE
     schema_check_seconds: float = 60.0
     """How often at most the idle stream compares its tables' columns with information_schema
     (``engine.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
@@ -81,6 +114,7 @@ class StreamOptions:
         stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
         merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
+        schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
@@ -101,6 +135,7 @@ class StreamOptions:
             merge_interval_seconds=rendered.number("merge_interval_seconds", merge_interval_seconds, float),
             writer=writer,
             schema_check_seconds=rendered.number("schema_check_seconds", schema_check_seconds, float),
+            schema_change_behavior=SchemaChangeBehavior.parse(schema_change_behavior),
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Generator
+from functools import partial
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
@@ -21,6 +22,8 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.resnapshot import resnapshot_server_id
+from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.schema_self_check import SchemaSelfCheck
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
@@ -149,9 +152,14 @@ class StreamRunner:
         self, control: Any, checkpoint: Checkpoint, follow: bool
     ) -> Generator[BatchReport | CaughtUp, None, None]:
         check_offset_available(control, checkpoint.offset)
-        return stream_batches(self.config, self.server_id, self.store, checkpoint, control,
-                              lambda table: load_table_schema(control, table), self.options.limits,
-                              follow=self.options.poll_interval if follow else None)
+        reload = partial(load_table_schema, control)
+        merger = StateMerger(self.options.base_uri, control)
+        schema_changes = SchemaChanges(self.options.schema_change_behavior, self.options.base_uri, self.config,
+                                       lambda at: self._merge(merger, at), reload, self.options.tables,
+                                       lambda: resnapshot_server_id(self.config, "mysql_cdc_conn_id"))
+        return stream_batches(self.config, self.server_id, self.store, checkpoint, control, reload,
+                              self.options.limits, follow=self.options.poll_interval if follow else None,
+                              schema_changes=schema_changes)
 
     def _account(self, report: BatchReport, progress: StreamProgress) -> None:
         self.upkeep.changelogs_committed(TableId.parse(t) for t, rows in report.rows.items() if rows)

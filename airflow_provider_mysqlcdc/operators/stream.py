@@ -68,6 +68,13 @@ class MySqlBinlogStreamOperator(BaseOperator):
         in information_schema with those it follows, and fails with ``SourceSchemaDivergedError`` on a
         difference the binlog never showed (once per idle spell; there is no off). Default: ``60.0``
         (templated)
+    :param schema_change_behavior: what a DDL of a captured table does to the lake, as Flink CDC 3 names
+        it: ``evolve`` follows every change exactly at its offset (columns renamed, dropped, added with
+        their values, converted; TRUNCATE; tables dropped, renamed, created) and stops with a
+        ``SchemaChangeError`` before anything past a change it cannot keep exactly; ``try_evolve`` applies
+        such a change as ``lenient`` does, with a warning; ``lenient`` adds columns and records the DDL
+        without rewriting the lake; ``exception`` stops at the first DDL that changes a captured table
+        (README, "Schema changes"). Default: ``evolve`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer
@@ -78,7 +85,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
-        "merge_interval_seconds", "schema_check_seconds",
+        "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -100,6 +107,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
         merge_interval_seconds: float = StreamOptions.merge_interval_seconds,
         schema_check_seconds: float = StreamOptions.schema_check_seconds,
+        schema_change_behavior: str = StreamOptions.schema_change_behavior.value,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
@@ -120,6 +128,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.defer_after_idle_seconds = defer_after_idle_seconds
         self.merge_interval_seconds = merge_interval_seconds
         self.schema_check_seconds = schema_check_seconds
+        self.schema_change_behavior = schema_change_behavior
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -163,7 +172,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             max_batch_seconds=self.max_batch_seconds, max_batch_bytes=self.max_batch_bytes,
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
             merge_interval_seconds=self.merge_interval_seconds, schema_check_seconds=self.schema_check_seconds,
-            writer=self._writer(context),
+            writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:

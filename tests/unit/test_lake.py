@@ -22,7 +22,7 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
-from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, changes_table, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
@@ -209,7 +209,7 @@ def test_an_empty_current_table_reads_as_an_empty_table(lake: Lakes) -> None:
     table = read_table(lake.base_uri, "shop.orders")
     assert table.num_rows == 0 and table.column_names == ["id", "name", "qty"]
     changes = read_changes(lake.base_uri, "shop.orders")
-    assert changes.num_rows == 0 and changes.column_names == ["id", "name", "qty", *META, STREAM_SEQ_COLUMN]
+    assert changes.num_rows == 0 and changes.column_names == ["id", "name", "qty", *META, DDL_COLUMN, STREAM_SEQ_COLUMN]
 
 
 def test_a_stream_without_snapshot_reads_from_its_changelog_alone(lake: Lakes) -> None:
@@ -322,7 +322,7 @@ def test_read_changes_puts_current_columns_then_dropped_columns_then_metadata(la
                        (altered, records), schema=altered)
 
     changes = read_changes(lake.base_uri, "shop.orders")
-    assert changes.column_names == ["id", "note", "name", "qty", *META, STREAM_SEQ_COLUMN]
+    assert changes.column_names == ["id", "note", "name", "qty", *META, DDL_COLUMN, STREAM_SEQ_COLUMN]
     assert rows_of(changes.select(["id", "note", "name", "qty", "_op"])) == [
         (1, None, "a", 1, ChangeKind.UPDATE_BEFORE), (1, None, "a", 2, ChangeKind.UPDATE_AFTER),
         (2, "new", "b", None, ChangeKind.INSERT),
