@@ -227,7 +227,7 @@ def checkpoint_seq(base_uri: str) -> int:
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
     checkpoint = StreamStore(base_uri).read_checkpoint()
-    return checkpoint.seq if checkpoint is not None else -1
+    return checkpoint.visible[0] if checkpoint is not None else -1
 
 
 def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[int, dict[str, Any] | None]:
@@ -240,10 +240,11 @@ def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[i
     checkpoint = StreamStore(base_uri).read_checkpoint()
     if checkpoint is None:
         return -1, None
-    if checkpoint.seq <= after_seq:
-        return checkpoint.seq, None
-    rows = stream_rows(base_uri, table, after_seq, checkpoint.seq)
+    seq, offset = checkpoint.visible  # whole transactions only
+    if seq <= after_seq:
+        return seq, None
+    rows = stream_rows(base_uri, table, after_seq, seq)
     if not rows:
-        return checkpoint.seq, None
-    return checkpoint.seq, {"source": "stream", "table": str(table), "seq": checkpoint.seq, "first_seq": after_seq + 1,
-                            **offset_extra(checkpoint.offset), "rows": rows}
+        return seq, None
+    return seq, {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,
+                 **offset_extra(offset), "rows": rows}

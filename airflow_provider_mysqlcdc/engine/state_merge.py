@@ -36,12 +36,14 @@ class StateMerger:
         self._ranges: dict[TableId, tuple[str, KeyRanges] | None] = {}
 
     def merge(self, checkpoint: Checkpoint) -> dict[TableId, int]:
-        """Merge every table's changelog rows up to ``checkpoint``; returns the tables that had some, with
-        how many (those an interrupted earlier run left unmerged included)."""
+        """Merge every table's changelog rows up to ``checkpoint``'s last whole transaction (its ``visible``
+        batch: a transaction committed in parts is merged once complete); returns the tables that had
+        some, with how many (those an interrupted earlier run left unmerged included)."""
         merged = {}
+        through = checkpoint.visible[0]
         for table in [*checkpoint.schemas, *checkpoint.stopped]:
             schema = checkpoint.schema_of(table)
-            rows = self._merge_table(table, schema, checkpoint.seq) if schema is not None else 0
+            rows = self._merge_table(table, schema, through) if schema is not None else 0
             if rows:
                 merged[table] = rows
         return merged

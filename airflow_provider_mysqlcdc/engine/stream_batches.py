@@ -224,8 +224,9 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
         raise SchemaChangeError(f"{statement.ddl.statement!r} at {statement.offset} changes "
                                 f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader cannot "
                                 f"follow DDL")
-    target = replace(checkpoint, seq=checkpoint.seq + 1, offset=end.offset, schemas=dict(checkpoint.schemas),
-                     chunks=dict(checkpoint.chunks), stopped=dict(checkpoint.stopped))
+    target = replace(checkpoint, schemas=dict(checkpoint.schemas), chunks=dict(checkpoint.chunks),
+                     stopped=dict(checkpoint.stopped))
+    target.advance(checkpoint.seq + 1, end.offset)
     applied = schema_changes.apply(statement, checkpoint, target)
     store.commit(target, applied.records)
     for table in applied.released:
@@ -236,6 +237,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
         schemas[schema.id] = schema
     checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
     checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
+    checkpoint.visible_seq, checkpoint.visible_offset = target.visible
     rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
     _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
               ", ".join(sorted(rows)) or "no table")
@@ -261,10 +263,11 @@ class _Committer:
         """Start committing ``pending`` up to ``boundary``, after yielding the report of the commit before."""
         yield from self.finish()
         current = self._checkpoint
-        target = replace(current, seq=current.seq + 1, offset=boundary, schemas=dict(schemas), chunks={
+        target = replace(current, schemas=dict(schemas), chunks={
             # a table past its highest HW needs no chunk lookups any more
             t: chunks for t, chunks in current.chunks.items() if not max(c.high_watermark for c in chunks) < boundary
         })
+        target.advance(current.seq + 1, boundary)
         rows = {str(t): sum(e.taken for _, part in parts for e in part) for t, parts in pending.parts.items()}
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="stream-commit")
@@ -284,6 +287,7 @@ class _Committer:
         checkpoint = self._checkpoint
         checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
         checkpoint.chunks, checkpoint.updated_at = target.chunks, target.updated_at
+        checkpoint.visible_seq, checkpoint.visible_offset = target.visible
         yield report
 
     def close(self) -> None:

@@ -287,7 +287,7 @@ def wait_for_checkpoint(base_uri: str, table: TableId, offset: BinlogOffset, wai
     deadline = time.monotonic() + wait_seconds
     while True:
         checkpoint = store.read_checkpoint()
-        if checkpoint is not None and table in checkpoint.schemas and checkpoint.offset >= offset:
+        if checkpoint is not None and table in checkpoint.schemas and checkpoint.visible[1] >= offset:
             return
         if time.monotonic() >= deadline:
             where = (f"its checkpoint is at {checkpoint.offset} (updated {checkpoint.updated_at})"

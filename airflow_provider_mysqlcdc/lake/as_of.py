@@ -186,7 +186,7 @@ def coverage(base_uri: str, table: TableId) -> Coverage:
     if checkpoint is not None and table in checkpoint.stopped:
         high = checkpoint.stopped[table].offset
     elif checkpoint is not None and table in checkpoint.schemas:
-        high = checkpoint.offset
+        high = checkpoint.visible[1]
     else:
         raise AsOfError(
             f"the stream has not captured {table} yet: the lake holds only its snapshot, each chunk as of its own "

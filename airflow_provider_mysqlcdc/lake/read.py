@@ -65,7 +65,7 @@ def committed_table(base_uri: str, table: TableId) -> CommittedTable:
     stream and the MERGE commit."""
     checkpoint = StreamStore(base_uri).read_checkpoint()
     current, changelog = open_delta(table_uri(base_uri, table)), open_delta(changelog_uri(base_uri, table))
-    through = checkpoint.seq if checkpoint is not None else 0
+    through = checkpoint.visible[0] if checkpoint is not None else 0  # whole transactions only
     merged = merged_through(current) if current is not None else -1
     schema = checkpoint.schema_of(table) if checkpoint is not None else None
     if schema is None and current is not None:  # a table the stream does not know of yet: its snapshot's

@@ -108,6 +108,28 @@ class Checkpoint:
     chunks: dict[TableId, list[FinishedChunkInfo]] = field(default_factory=dict)
     updated_at: str = ""
     stopped: dict[TableId, StoppedTable] = field(default_factory=dict)
+    visible_seq: int | None = None
+    """The last batch that ends at a transaction boundary (None: ``seq``). A transaction larger than a batch
+    is committed in parts, each checkpointed (memory stays bounded and a restart resumes inside it); the
+    MERGE and the readers take the changelog up to this batch only, so nobody sees part of a transaction."""
+    visible_offset: BinlogOffset | None = None
+    """Where ``visible_seq`` ends (None: ``offset``)."""
+
+    def __post_init__(self) -> None:
+        if self.visible_seq is None or self.visible_offset is None:
+            self.visible_seq, self.visible_offset = self.seq, self.offset
+
+    @property
+    def visible(self) -> tuple[int, BinlogOffset]:
+        """``visible_seq`` and ``visible_offset``: what readers may take of the changelog, and up to where."""
+        assert self.visible_seq is not None and self.visible_offset is not None  # set in __post_init__
+        return self.visible_seq, self.visible_offset
+
+    def advance(self, seq: int, offset: BinlogOffset) -> None:
+        """Batch ``seq`` committed up to ``offset``: visible too if ``offset`` is a transaction boundary."""
+        self.seq, self.offset = seq, offset
+        if offset.events_to_skip == 0 and offset.rows_to_skip == 0:
+            self.visible_seq, self.visible_offset = seq, offset
 
     def schema_of(self, table: TableId) -> TableSchema | None:
         """The table's latest schema known to the stream, captured or stopped."""
@@ -124,6 +146,8 @@ class Checkpoint:
             "chunks": {str(t): [c.to_dict() for c in chunks] for t, chunks in self.chunks.items()},
             "updated_at": self.updated_at,
             "stopped": {str(t): s.to_dict() for t, s in self.stopped.items()},
+            "visible_seq": self.visible[0],
+            "visible_offset": self.visible[1].to_dict(),
         }
 
     @classmethod
@@ -137,6 +161,9 @@ class Checkpoint:
                     for t, chunks in d["chunks"].items()},
             updated_at=d.get("updated_at", ""),
             stopped={TableId.parse(t): StoppedTable.from_dict(s, t) for t, s in d.get("stopped", {}).items()},
+            # checkpoints written before these fields were visible up to their own batch
+            visible_seq=d.get("visible_seq"),
+            visible_offset=BinlogOffset.from_dict(d["visible_offset"]) if "visible_offset" in d else None,
         )
 
 
