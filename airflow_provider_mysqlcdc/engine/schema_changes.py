@@ -37,6 +37,7 @@ from airflow_provider_mysqlcdc.cdc.binlog_reader import SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.captured_tables import floored
 from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot
@@ -104,7 +105,7 @@ class SchemaChanges:
                 _log.warning("%s; schema_change_behavior 'try_evolve' applies it leniently instead", exc)
                 rereads.extend(self._apply(change, statement, target, applied, exact=False))
         for table in dict.fromkeys(rereads):
-            self._reread(table, statement)
+            target.history_from[table] = self._reread(table, statement)
         return applied
 
     def _apply(self, change: TableChange, statement: SchemaStatement, target: Checkpoint,
@@ -118,6 +119,7 @@ class SchemaChanges:
         elif captured and kind is TableChangeKind.TRUNCATE:
             if exact:
                 truncate_current(table_uri(self.base_uri, table), target.seq)
+                target.history_from[table] = target.offset
             else:
                 _log.warning("%s: TRUNCATE at %s recorded in the changelog, but its current table keeps its rows "
                              "(schema_change_behavior %s)", table, statement.offset, self.behavior.value)
@@ -131,9 +133,13 @@ class SchemaChanges:
                     f"{statement.ddl.statement!r} at {statement.offset} changes {table} in a way the stream cannot "
                     f"read, so it cannot keep the replica exact; nothing past it is committed. Re-snapshot {table}, "
                     f"or set schema_change_behavior to 'lenient' to go on with the columns the binlog shows")
-            _log.warning("%s: %r at %s not understood; the stream goes on with the columns the binlog shows "
-                         "(schema_change_behavior %s)", table, statement.ddl.statement, statement.offset,
-                         self.behavior.value)
+            _log.warning("%s: %r at %s not understood; the stream goes on with the server's columns, the rows "
+                         "in the lake as they were (schema_change_behavior %s)", table, statement.ddl.statement,
+                         statement.offset, self.behavior.value)
+            schema = self._server_schema(target.schemas[table])
+            target.schemas[table] = schema
+            applied.captured.append(schema)
+            self._record(applied, schema, ChangeKind.SCHEMA_CHANGE, statement)
         new = change.renamed_to if kind is TableChangeKind.RENAME else table if kind is TableChangeKind.CREATE \
             else None
         if new is not None and new in self.wanted and new not in target.schemas:
@@ -198,7 +204,7 @@ class SchemaChanges:
                 f"between to keep the replica exact. Nothing past it is committed: re-snapshot {change.table} (or "
                 f"set schema_change_behavior to 'try_evolve' or 'lenient')")
         if missing:  # lenient: the server's columns from here on
-            return replace(current, chunk_key=old.chunk_key if old.chunk_key in current.column_names else "")
+            return self._server_schema(old, current)
         position = {name: i for i, name in enumerate(current.column_names)}
         ordered = sorted(columns.values(), key=lambda c: position.get(c.name, len(position)))
         renamed = {c.name: c.name_after for c in change.columns if c.new_name}
@@ -206,6 +212,11 @@ class SchemaChanges:
         key = key if set(key) <= set(columns) else current.primary_key
         chunk_key = renamed.get(old.chunk_key, old.chunk_key)
         return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "")
+
+    def _server_schema(self, old: TableSchema, current: TableSchema | None = None) -> TableSchema:
+        """The server's schema of ``old``'s table now, split on ``old``'s chunk key while it has it."""
+        current = current or self.reload_schema(old.id)
+        return replace(current, chunk_key=old.chunk_key if old.chunk_key in current.column_names else "")
 
     def _stop(self, table: TableId, statement: SchemaStatement, target: Checkpoint, applied: AppliedStatement) -> None:
         chunks = floored(target.chunks.pop(table, []), statement.offset)
@@ -234,20 +245,24 @@ class SchemaChanges:
         _log.warning("%s: %r at %s: captured again from here on", table, statement.ddl.statement, statement.offset)
         if not refill or old is None:
             reshape_current(uri, schema, {}, [], target.seq, empty=True)
+            target.history_from[table] = target.offset
             return []
         converted = [c.name for c in schema.columns if c.name in old.schema.column_names
                      and not keeps_values(old.schema.column(c.name), c)]
         reshape_current(uri, schema, {}, converted, target.seq, reread=True)
         return [table]
 
-    def _reread(self, table: TableId, statement: SchemaStatement) -> None:
+    def _reread(self, table: TableId, statement: SchemaStatement) -> BinlogOffset:
+        """Read every row of ``table`` again; returns the highest high watermark of its chunks."""
         if SnapshotStore(self.base_uri).read_plan(table) is None:
             raise SchemaChangeError(
                 f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {table} values the binlog does "
                 f"not carry, and {table} has no snapshot plan in {self.base_uri} to read them again by (it was "
                 f"captured without a snapshot). Nothing past it is committed: snapshot {table} (its split and "
                 f"snapshot tasks), or set schema_change_behavior to 'lenient'")
-        resnapshot(self.config, self.base_uri, ResnapshotRequest(table, whole=True), self.reread_server_id(), log=_log)
+        report = resnapshot(self.config, self.base_uri, ResnapshotRequest(table, whole=True), self.reread_server_id(),
+                            log=_log)
+        return max(c.high_watermark for c in report.chunks)
 
     @staticmethod
     def _record(applied: AppliedStatement, schema: TableSchema, kind: ChangeKind, statement: SchemaStatement) -> None:

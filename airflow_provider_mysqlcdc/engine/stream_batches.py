@@ -225,7 +225,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
                                 f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader cannot "
                                 f"follow DDL")
     target = replace(checkpoint, schemas=dict(checkpoint.schemas), chunks=dict(checkpoint.chunks),
-                     stopped=dict(checkpoint.stopped))
+                     stopped=dict(checkpoint.stopped), history_from=dict(checkpoint.history_from))
     target.advance(checkpoint.seq + 1, end.offset)
     applied = schema_changes.apply(statement, checkpoint, target)
     store.commit(target, applied.records)
@@ -238,6 +238,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
     checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
     checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
     checkpoint.visible_seq, checkpoint.visible_offset = target.visible
+    checkpoint.history_from = target.history_from
     rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
     _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
               ", ".join(sorted(rows)) or "no table")

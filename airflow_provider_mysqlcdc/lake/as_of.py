@@ -153,11 +153,16 @@ class Coverage:
     snapshot_committed_ms: int
     """When the batch holding the highest HW was committed (the Delta commit's time): a lower bound in
     time for reads by commit time."""
+    replaced: bool = False
+    """Whether ``low`` is where a DDL replaced the table's rows (TRUNCATE, a re-read), not its snapshot's
+    highest HW: a read by time must then be anchored by a change after ``low``."""
 
     def check(self, offset: BinlogOffset) -> None:
         if offset < self.low or offset > self.high:
             raise AsOfError(
-                f"the lake covers {self.table} from {self.low} (its snapshot's highest high watermark) to "
+                f"the lake covers {self.table} from {self.low} ("
+                + ("where a DDL last replaced its rows without row events: TRUNCATE or a re-read"
+                   if self.replaced else "its snapshot's highest high watermark") + f") to "
                 f"{self.high} (the stream's checkpoint), not {offset}: "
                 + ("positions before the snapshot finished are not in the lake (each chunk's rows are as of "
                    "its own high watermark)" if offset < self.low
@@ -192,10 +197,14 @@ def coverage(base_uri: str, table: TableId) -> Coverage:
             f"the stream has not captured {table} yet: the lake holds only its snapshot, each chunk as of its own "
             f"high watermark, so no single position; run the stream task, then read as of a position"
         )
+    low = last.high_watermark
+    replaced = checkpoint.history_from.get(table)
+    if replaced is not None and low < replaced:  # a DDL replaced its rows there (TRUNCATE, a re-read)
+        low = replaced
     if high < last.high_watermark:
         raise AsOfError(f"the stream's checkpoint ({high}) has not yet passed the highest high watermark of "
                         f"{table}'s snapshot ({last.high_watermark}): run the stream, then read as of a position")
-    return Coverage(table, last.high_watermark, high, _commit_ms(base_uri, table, last.delta_version))
+    return Coverage(table, low, high, _commit_ms(base_uri, table, last.delta_version), replaced=low is replaced)
 
 
 def _commit_ms(base_uri: str, table: TableId, version: int) -> int:
@@ -283,6 +292,12 @@ class History:
             )
         after_snapshot = pc.invert(at_or_before(changes, self.coverage.low))
         anchored = pc.any(pc.and_(after_snapshot, pc.less_equal(times, millis))).as_py()
+        if not anchored and self.coverage.replaced:
+            raise AsOfError(
+                f"as of time {millis} ms: {self.coverage.table}'s rows were replaced by a DDL at {self.coverage.low} "
+                f"(TRUNCATE or a re-read), and no change after that is at or before the time: read as of a binlog "
+                f"offset from {self.coverage.low} on"
+            )
         if not anchored and millis < self.coverage.snapshot_committed_ms:
             raise AsOfError(
                 f"as of time {millis} ms is before {self.coverage.table}'s snapshot finished (its last batch "

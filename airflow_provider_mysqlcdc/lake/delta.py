@@ -70,6 +70,20 @@ def open_delta(uri: str) -> DeltaTable | None:
     return DeltaTable(uri)
 
 
+def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
+    """Enable the table features ``schema``'s types need on an existing ``table`` before they are written
+    to it: a DATETIME column (timestamp without time zone) added by a DDL needs ``timestampNtz``, which
+    delta-rs turns on when it creates a table but not when a write or MERGE adds such a column."""
+    from deltalake import TableFeatures
+
+    if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
+        return
+    protocol = table.protocol()
+    if "timestampNtz" in (protocol.writer_features or []):
+        return
+    table.alter.add_feature(TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True)
+
+
 STREAM_SEQ_COLUMN = "_stream_seq"
 """The changelog's column naming the stream batch (checkpoint sequence number) that committed the row."""
 STREAM_APP_ID = "airflow-provider-mysqlcdc-stream"

@@ -42,6 +42,7 @@ from airflow_provider_mysqlcdc.lake.delta import (
     BATCH_COLUMN,
     MERGE_APP_ID,
     STREAM_SEQ_COLUMN,
+    allow_types_of,
     cast_to,
     open_delta,
     wider,
@@ -210,6 +211,7 @@ def _merge(
     batches = pc.unique(source.column(BATCH_COLUMN)).to_pylist()
     assignments = {quote(c): f"s.{quote(c)}" for c in source.column_names}
     newer = _newer("s", "t")
+    allow_types_of(table, source.schema)  # a column the MERGE adds (merge_schema) may need a table feature
     op = f"s.{quote(OP_COLUMN)}"
     merger = table.merge(
         source,

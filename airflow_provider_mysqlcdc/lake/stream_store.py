@@ -39,6 +39,7 @@ from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_APP_ID,
     STREAM_SEQ_COLUMN,
+    allow_types_of,
     cast_to,
     changelog_uri,
     for_delta,
@@ -114,6 +115,10 @@ class Checkpoint:
     MERGE and the readers take the changelog up to this batch only, so nobody sees part of a transaction."""
     visible_offset: BinlogOffset | None = None
     """Where ``visible_seq`` ends (None: ``offset``)."""
+    history_from: dict[TableId, BinlogOffset] = field(default_factory=dict)
+    """Per table whose rows a DDL replaced without row events (TRUNCATE; a re-read after a DDL that gave
+    rows values): the position from which its changelog and current table tell its whole history. As-of
+    reads before it are refused (``lake.as_of``): the rows it replaced have no before images."""
 
     def __post_init__(self) -> None:
         if self.visible_seq is None or self.visible_offset is None:
@@ -148,6 +153,7 @@ class Checkpoint:
             "stopped": {str(t): s.to_dict() for t, s in self.stopped.items()},
             "visible_seq": self.visible[0],
             "visible_offset": self.visible[1].to_dict(),
+            "history_from": {str(t): o.to_dict() for t, o in self.history_from.items()},
         }
 
     @classmethod
@@ -164,6 +170,7 @@ class Checkpoint:
             # checkpoints written before these fields were visible up to their own batch
             visible_seq=d.get("visible_seq"),
             visible_offset=BinlogOffset.from_dict(d["visible_offset"]) if "visible_offset" in d else None,
+            history_from={TableId.parse(t): BinlogOffset.from_dict(o) for t, o in d.get("history_from", {}).items()},
         )
 
 
@@ -261,6 +268,8 @@ def _append(uri: str, changelog: DeltaTable | None, parts: list[pa.Table], check
     rows = pa.concat_tables(parts, promote_options="default")
     rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
                               pa.repeat(pa.scalar(checkpoint.seq, pa.int64()), rows.num_rows))
+    if changelog is not None:
+        allow_types_of(changelog, rows.schema)
     write_deltalake(uri, rows, mode="append", schema_mode="merge", writer_properties=_writer_properties(),
                     commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset))
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, open_delta, stored_type
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, open_delta, stored_type
 from airflow_provider_mysqlcdc.lake.merge import merged_through
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], c
                   for f, a in zip(fields, arrays, strict=True)]
     reshaped = pa.Table.from_arrays([*arrays, rows.column(BATCH_COLUMN)],
                                     schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
+    allow_types_of(table, reshaped.schema)
     write_deltalake(uri, reshaped, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
                     commit_properties=_at(seq))
     return True
