@@ -234,7 +234,9 @@ def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[i
     """The stream's commits of ``table`` since the batch ``after_seq``: the checkpoint's ``seq`` now (-1
     before the stream's first), and the asset event extra for them, None when they wrote no row of the
     table. The extra: ``seq`` and ``first_seq``, the batches it covers; ``offset``/``gtid``, the
-    checkpoint's (the table's changes up to there are in the lake); ``rows``, changelog rows written."""
+    checkpoint's (the table's changes up to there are in the lake); ``rows``, changelog rows written;
+    ``stopped_by``, for a table a DDL stopped (``DROP TABLE``, ``RENAME TABLE`` away), the statement: its
+    replica is kept as of ``stopped_at`` and no longer follows the source."""
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
     checkpoint = StreamStore(base_uri).read_checkpoint()
@@ -246,5 +248,9 @@ def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[i
     rows = stream_rows(base_uri, table, after_seq, seq)
     if not rows:
         return seq, None
-    return seq, {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,
-                 **offset_extra(offset), "rows": rows}
+    extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,
+             **offset_extra(offset), "rows": rows}
+    stopped = checkpoint.stopped.get(table if isinstance(table, TableId) else TableId.parse(table))
+    if stopped is not None and stopped.ddl:
+        extra.update(stopped_by=stopped.ddl, stopped_at=str(stopped.offset))
+    return seq, extra

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from airflow_provider_mysqlcdc.assets import stream_extra
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
@@ -162,6 +163,8 @@ def test_truncate_drop_and_the_online_schema_change_swap(admin: Any, config: Con
     assert checkpoint is not None and sw not in checkpoint.schemas
     assert checkpoint.stopped[sw].ddl.startswith("DROP TABLE")
     assert DeltaTable(table_uri(base_uri, sw)).count() > 0  # the replica is kept, marked dropped
+    _, extra = stream_extra(base_uri, sw, checkpoint.seq - 1)  # the asset event of the batch that dropped it
+    assert extra is not None and extra["stopped_by"].startswith("DROP TABLE")
 
     with admin.cursor() as cur:  # created again under the captured name: captured from empty
         cur.execute("CREATE TABLE sw (id INT PRIMARY KEY, v INT)")
