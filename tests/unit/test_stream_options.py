@@ -59,3 +59,13 @@ def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None
 def test_progress_travels_through_an_event() -> None:
     progress = StreamProgress(started=1.0, idle_since=2.0, batches=3, rows=4, deferrals=5)
     assert StreamProgress.from_dict({**progress.to_dict(), "reason": "moved"}) == progress
+
+
+def test_schema_change_behavior_is_one_of_flinks_names() -> None:
+    from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
+
+    assert SchemaChangeBehavior.parse(" Try_Evolve ") is SchemaChangeBehavior.TRY_EVOLVE
+    with pytest.raises(InvalidOptionError, match="must be one of 'evolve', 'try_evolve'"):
+        SchemaChangeBehavior.parse("evolv")
+    with pytest.raises(InvalidOptionError, match="'ignore'.*not supported yet"):
+        SchemaChangeBehavior.parse("ignore")
