@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -30,8 +30,9 @@ from tests.stream_worker import ROOT
 
 
 def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: int, chunks_per_batch: int,
-             parts: int = 2) -> Plan:
-    """Plan ``table`` and commit every batch of the plan, each read in ``parts`` contiguous parts."""
+             parts: int = 2, after_batch: Callable[[int], None] | None = None) -> Plan:
+    """Plan ``table`` and commit every batch of the plan, each read in ``parts`` contiguous parts;
+    ``after_batch(number)`` runs after each batch is committed (a change between two batches)."""
     control = config.connect()
     try:
         schema = load_table_schema(control, TableId.parse(table))
@@ -49,6 +50,8 @@ def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: in
                                          mine[len(mine) * part // parts: len(mine) * (part + 1) // parts],
                                          config.server_id.allocate(part))]
         commit_batch(store, batch, attempt, schema, results, 1.0)
+        if after_batch is not None:
+            after_batch(batch.number)
     return plan
 
 

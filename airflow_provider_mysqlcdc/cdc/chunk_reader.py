@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, SchemaChanged
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, SchemaChanged, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, check_chunk_key, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -177,6 +177,11 @@ class ChunkReader:
         for item in reader:
             if isinstance(item, SchemaChanged):
                 raise self._changed(item.schema, f"at {item.offset}, between the watermarks of its chunks")
+            if isinstance(item, SchemaStatement) and any(c.changes_columns for c in item.ddl.changes):
+                # TRUNCATE or a DDL that changes rows without row events: the fix-up cannot replay it
+                raise self._changed(load_table_schema(self._control, self.schema.id),
+                                    f"by {item.ddl.statement!r} at {item.offset}, between the watermarks of its "
+                                    f"chunks")
             if isinstance(item, ChangeRecord) and low < item.offset <= high:
                 changes.append(item)
         return changes

@@ -118,7 +118,7 @@ class SchemaChanges:
             rereads += self._alter(change, statement, target, applied, exact)
         elif captured and kind is TableChangeKind.TRUNCATE:
             if exact:
-                truncate_current(table_uri(self.base_uri, table), target.seq)
+                truncate_current(table_uri(self.base_uri, table), target.seq, statement.offset)
                 target.history_from[table] = target.offset
             else:
                 _log.warning("%s: TRUNCATE at %s recorded in the changelog, but its current table keeps its rows "

@@ -19,11 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, open_delta, stored_type
-from airflow_provider_mysqlcdc.lake.merge import merged_through
+from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_through, quote
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable
@@ -41,12 +43,18 @@ def _pending(uri: str, seq: int) -> DeltaTable | None:
     return table if table is not None and merged_through(table) < seq else None
 
 
-def truncate_current(uri: str, seq: int) -> bool:
-    """Empty the current table (``TRUNCATE TABLE`` at batch ``seq``); False when there was nothing to do."""
+def truncate_current(uri: str, seq: int, at: BinlogOffset) -> bool:
+    """Empty the current table as of ``at`` (``TRUNCATE TABLE`` there, at batch ``seq``): every row ordered
+    at or before it goes. A snapshot chunk read after the TRUNCATE (the stream meets it while the table is
+    still in its snapshot phase) holds rows ordered at its later high watermark: they stay, and so do the
+    changes after it that the stream merges later. False when there was nothing to do."""
     table = _pending(uri, seq)
     if table is None:
         return False
-    table.delete(commit_properties=_at(seq))
+    file, position, row_seq = (quote(c) for c in ORDER_COLUMNS)
+    index, pos, seq_at = file_index(at.file), at.position, at.events_to_skip << 32
+    table.delete(f"{file} < {index} OR ({file} = {index} AND ({position} < {pos} OR ({position} = {pos} AND "
+                 f"{row_seq} <= {seq_at})))", commit_properties=_at(seq))
     return True
 
 
@@ -68,6 +76,13 @@ def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], c
         return False
     rows = table.to_pyarrow_table()
     rows = rows.slice(0, 0) if empty else rows
+    for old, new in renamed.items():
+        if old in rows.column_names and new in rows.column_names:
+            # both: rows of snapshot chunks read after the DDL (the stream meets it in the table's snapshot
+            # phase) have the new name, older rows the old one; each row has a value under one of them
+            merged = pc.coalesce(rows.column(new), rows.column(old).cast(rows.schema.field(new).type))
+            rows = rows.drop_columns([old])
+            rows = rows.set_column(rows.schema.get_field_index(new), new, merged)
     rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
     fields = [f.with_type(stored_type(f.type)) for f in lake_schema(schema)]
     # a kept column retyped by the DDL was widened (cdc.ddl.keeps_values): the cast is exact

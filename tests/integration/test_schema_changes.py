@@ -286,3 +286,26 @@ def test_what_each_behavior_does_with_what_it_cannot_keep(admin: Any, config: Co
         assert "s" not in current.column_names and current.column("s2").null_count == 0
     else:  # lenient: the new name starts empty, the old one stays
         assert {"s", "s2"} <= set(current.column_names) and current.column("s2").null_count == 19
+
+
+def test_truncate_met_while_the_table_is_in_its_snapshot_phase(admin: Any, config: ConnectionConfig, database: str,
+                                                               tmp_path: Any) -> None:
+    """The first batch is read before the TRUNCATE, the second after it: the stream, starting at the first
+    batch's high watermarks, meets the TRUNCATE and must empty only the rows read before it."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE tp (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO tp SELECT seq, seq FROM seq_1_to_{ROWS}")
+    table, base_uri = TableId(database, "tp"), str(tmp_path / "lake")
+
+    def truncate_after_first(number: int) -> None:
+        if number == 0:
+            with admin.cursor() as cur:
+                cur.execute("UPDATE tp SET v = -v WHERE id <= 10")
+                cur.execute("TRUNCATE TABLE tp")
+                cur.execute(f"INSERT INTO tp SELECT seq, seq * 2 FROM seq_1_to_{ROWS} WHERE seq % 3 = 0")
+
+    plan = snapshot(config, base_uri, str(table), chunk_size=250, chunks_per_batch=4,
+                    after_batch=truncate_after_first)
+    assert len(plan.batches) >= 2
+    stream(config, base_uri, [table])
+    assert_replica_equal(admin, base_uri, table)
