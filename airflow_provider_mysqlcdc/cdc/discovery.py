@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, row_identity
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -56,7 +56,15 @@ def discover_tables(
     unknown = sorted(set(overrides) - {str(t) for t in found})
     if unknown:
         raise InvalidOptionError(f"chunk_key_columns names tables that are not captured: {unknown}")
-    return [load_table_schema(conn, table, overrides.get(str(table))) for table in found]
+    schemas, refused = [], []
+    for table in found:  # one error naming every table that cannot be captured, not only the first
+        try:
+            schemas.append(load_table_schema(conn, table, overrides.get(str(table))))
+        except TableNotSupportedError as error:
+            refused.append(str(error))
+    if refused:
+        raise TableNotSupportedError("\n".join(refused))
+    return schemas
 
 
 # what a Column is read from (``_column``), in this order
@@ -77,13 +85,16 @@ def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = 
         if not rows:
             raise TableNotSupportedError(f"table {table} does not exist or the CDC user cannot see it (GRANT SELECT)")
         cur.execute(
-            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-            "AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_NAME = %s AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX",
             (table.database, table.table),
         )
-        primary_key = tuple(r[0] for r in cur.fetchall())
+        unique_indexes: dict[str, list[str | None]] = {}
+        for index, column in cur.fetchall():
+            unique_indexes.setdefault(index, []).append(column)
     columns = tuple(_column(row) for row in rows)
-    return TableSchema(table, columns, primary_key, chunk_key_column or "")
+    key_index, key = row_identity(columns, unique_indexes)  # without either, TableSchema refuses the table
+    return TableSchema(table, columns, key, chunk_key_column or "", key_index)
 
 
 def load_table_columns(conn: Any, tables: Iterable[TableId]) -> dict[TableId, tuple[Column, ...]]:

@@ -6,6 +6,7 @@ round-trips through plain JSON (``to_dict`` / ``from_dict``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -72,28 +73,86 @@ class Column:
         return cls(**{**{k: v for k, v in d.items() if k in known}, "members": tuple(d.get("members", ()))})
 
 
+PRIMARY = "PRIMARY"
+"""The name information_schema gives every primary key (``STATISTICS.INDEX_NAME``)."""
+
+
+def row_identity(
+    columns: Sequence[Column], unique_indexes: Mapping[str, Sequence[str | None]]
+) -> tuple[str, tuple[str, ...]]:
+    """The index whose columns identify a table's rows, as ``(index name, its columns)``, or ``("", ())``.
+
+    ``unique_indexes`` maps each unique index's name to its columns in index order (``None`` for a
+    key part that is an expression, MySQL 8's functional indexes). The primary key wins. Else a
+    UNIQUE index qualifies when every part is a column and every column is NOT NULL (a UNIQUE index
+    admits any number of NULLs); a column prefix (``UNIQUE (name(10))``) qualifies, as prefixes that
+    are unique make whole values unique. Of those, the one with the fewest columns: the narrowest key
+    is the cheapest to compare in the fix-up, the MERGE and reads. Ties go to the smallest name, so
+    the choice does not depend on the order information_schema lists indexes in: the split, the Spark
+    job, the stream and verification each read the schema anew and must pick the same index.
+    """
+    if PRIMARY in unique_indexes:
+        return PRIMARY, tuple(str(c) for c in unique_indexes[PRIMARY])
+    not_null = {c.name for c in columns if not c.nullable}
+    usable = sorted(
+        (len(parts), name, tuple(str(c) for c in parts))
+        for name, parts in unique_indexes.items()
+        if parts and all(c is not None and c in not_null for c in parts)
+    )
+    return (usable[0][1], usable[0][2]) if usable else ("", ())
+
+
+def no_row_identity(table: TableId, chunk_key: str = "") -> TableNotSupportedError:
+    """The refusal of a table whose rows nothing identifies (DESIGN invariant 7, first part).
+
+    The chunk fix-up, the MERGE into the current state, ``read_table`` and verification all keep one
+    row per key. Keyed by a column that is not unique (or unique but nullable: a UNIQUE index allows
+    any number of NULLs), rows with equal values would silently collapse into one, so such a table is
+    refused until rows can be identified by their whole image with duplicates counted."""
+    if chunk_key:
+        what = (f"chunk_key_columns={{'{table}': '{chunk_key}'}} only decides how {table} is split: "
+                f"{chunk_key!r} is not a row identity, so rows with equal {chunk_key!r} would be merged into "
+                f"one in the snapshot's fix-up, the MERGE and read_table")
+    else:
+        what = (f"setting chunk_key_columns={{'{table}': '<column>'}} would only decide how it is split, "
+                f"not which rows are the same")
+    return TableNotSupportedError(
+        f"table {table} has no primary key and no UNIQUE index whose columns are all NOT NULL, so nothing "
+        f"identifies its rows; {what}. Tables whose rows are identified by "
+        f"their whole image (duplicates counted) are planned but not supported yet. For now add a primary key "
+        f"to {table} (or a UNIQUE index on NOT NULL columns, which is then used as its key), or leave it out "
+        f"of the capture (exclude_tables)"
+    )
+
+
 @dataclass(frozen=True)
 class TableSchema:
-    """A captured table: columns in ordinal order, primary key, and the column chunks split on.
+    """A captured table: columns in ordinal order, the key that identifies its rows, and the column
+    chunks are split on.
 
-    ``chunk_key`` is the configured ``chunk_key_column`` or else the first primary-key column; a
-    table with neither cannot be split and is refused when the schema is built.
+    ``primary_key`` holds the columns that identify a row: the PRIMARY KEY's, or for a table without
+    one those of a UNIQUE index whose columns are all NOT NULL, which says the same (at most one row
+    per value, never NULL); ``key_index`` names the index (``PRIMARY`` for a primary key), so that a
+    plan or checkpoint says which one it was. Discovery chooses the index (``cdc.discovery``). A table
+    without either is refused (``no_row_identity``), also when read from an older plan or checkpoint.
+
+    ``chunk_key`` is the configured ``chunk_key_column`` or else the first key column. It only decides
+    how the table is split: rows are matched by ``primary_key`` (fix-up, reads, verification; the MERGE
+    adds the chunk key, see ``state_key``), so a chunk key outside the key, even one with duplicates,
+    is sound.
     """
 
     id: TableId
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     chunk_key: str = field(default="")
+    key_index: str = PRIMARY
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
+        if not self.primary_key:
+            raise no_row_identity(self.id, self.chunk_key)
         if not self.chunk_key:
-            if not self.primary_key:
-                raise TableNotSupportedError(
-                    f"table {self.id} has no primary key, so it cannot be split into chunks: set "
-                    f"chunk_key_column for it (e.g. chunk_key_columns={{'{self.id}': '<column>'}}) "
-                    f"to a column that is unique and not null, or add a primary key"
-                )
             object.__setattr__(self, "chunk_key", self.primary_key[0])
         if self.chunk_key not in names:
             raise TableNotSupportedError(
@@ -102,7 +161,7 @@ class TableSchema:
             )
         for key in self.primary_key:
             if key not in names:
-                raise TableNotSupportedError(f"primary key column {key!r} is not a column of {self.id}")
+                raise TableNotSupportedError(f"key column {key!r} ({self.key_index}) is not a column of {self.id}")
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -120,8 +179,30 @@ class TableSchema:
 
     @property
     def row_key(self) -> tuple[str, ...]:
-        """Columns that identify a row for upserts: the primary key, else the chunk key."""
-        return self.primary_key or (self.chunk_key,)
+        """Columns that identify a row for upserts: the primary key, or the UNIQUE NOT NULL index that
+        stands in for it (never the chunk key alone, which may have duplicates)."""
+        return self.primary_key
+
+    @property
+    def state_key(self) -> tuple[str, ...]:
+        """Columns a row of the current-state table is matched on by the MERGE: the row key, plus the chunk
+        key when it is not part of it.
+
+        Each chunk's snapshot is its rows as of its own high watermark. A row whose chunk key moves it
+        from a chunk read earlier to one read later is in both snapshots, once with each chunk key, and
+        the stream emits the retraction of the earlier image only (the later chunk's snapshot already
+        holds the new one). Matched on the row key alone, that retraction and a later change of the row
+        would be collapsed into one change applied to both rows; matched with the chunk key, the
+        retraction removes exactly the image it names. Outside the snapshot the row key is unique, so
+        the two keys are unique alike."""
+        return self.row_key if self.chunk_key in self.row_key else (*self.row_key, self.chunk_key)
+
+    @property
+    def key_description(self) -> str:
+        """Which index identifies the rows, for logs and errors: ``primary key (id)``, ``UNIQUE index
+        u_code (code)``."""
+        where = "primary key" if self.key_index == PRIMARY else f"UNIQUE index {self.key_index}"
+        return f"{where} ({', '.join(self.primary_key)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,13 +211,26 @@ class TableSchema:
             "columns": [c.to_dict() for c in self.columns],
             "primary_key": list(self.primary_key),
             "chunk_key": self.chunk_key,
+            "key_index": self.key_index,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TableSchema:
+        """Documents written before ``key_index`` existed hold a primary key (``PRIMARY``), or, for a
+        table without one, only its chunk key: such a table was keyed by a column that need not be
+        unique, and is refused as it would be now, with what to do about the lake."""
+        table = TableId(d["database"], d["table"])
+        if not d["primary_key"]:
+            stored = no_row_identity(table, d.get("chunk_key", ""))
+            raise TableNotSupportedError(
+                f"{stored}. A snapshot plan or stream checkpoint in the lake was written for it by an earlier "
+                f"version, which keyed its rows by the chunk key alone: once it has a key, delete the table's "
+                f"folder in the lake (its plan and Delta tables) and run the DAG again to snapshot it anew"
+            )
         return cls(
-            id=TableId(d["database"], d["table"]),
+            id=table,
             columns=tuple(Column.from_dict(c) for c in d["columns"]),
             primary_key=tuple(d["primary_key"]),
             chunk_key=d.get("chunk_key", ""),
+            key_index=d.get("key_index", PRIMARY),
         )

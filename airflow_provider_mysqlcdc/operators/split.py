@@ -52,9 +52,10 @@ class MySqlChunkSplitOperator(BaseOperator):
         CDC's ``table-name``. Default: ``None`` (all tables of the databases) (templated)
     :param exclude_tables: regular expressions of ``database.table`` names to leave out.
         Default: ``()`` (templated)
-    :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the first
-        primary-key column (needed for a table without primary key), like Flink CDC's
-        ``scan.incremental.snapshot.chunk.key-column``. Default: ``None`` (templated)
+    :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the key's
+        first column, like Flink CDC's ``scan.incremental.snapshot.chunk.key-column``. It only decides
+        the split: rows are identified by the primary key, or without one by a UNIQUE index whose
+        columns are all NOT NULL; a table with neither is refused. Default: ``None`` (templated)
     :param chunk_size: rows per chunk, like Flink CDC's ``scan.incremental.snapshot.chunk.size``.
         Default: ``8096``
     :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split, like

@@ -27,6 +27,7 @@ def tables(mariadb_server, database):
         cur.execute("CREATE TABLE orders (id INT PRIMARY KEY)")
         cur.execute("CREATE TABLE orders_archive (id INT PRIMARY KEY)")
         cur.execute("CREATE TABLE logs (line TEXT)")
+        cur.execute("CREATE TABLE more_logs (line VARCHAR(10), UNIQUE KEY (line))")
         cur.execute("CREATE VIEW order_view AS SELECT id FROM orders")
     yield
     with conn.cursor() as cur:
@@ -35,7 +36,7 @@ def tables(mariadb_server, database):
 
 
 def test_regex_selection_and_exclusions(cdc_conn, database) -> None:
-    found = discover_tables(cdc_conn, database, exclude_tables=[f"{database}.logs"])
+    found = discover_tables(cdc_conn, database, exclude_tables=[f"{database}.logs", ".*more_logs"])
     assert [t.id.table for t in found] == ["orders", "orders_archive"]  # the view is not a base table
     found = discover_tables(cdc_conn, database, include_tables=rf"{database}\.orders")
     assert [t.id.table for t in found] == ["orders"]  # must match the whole name
@@ -50,11 +51,17 @@ def test_no_match_and_bad_options_are_clear(cdc_conn, database) -> None:
         discover_tables(cdc_conn, "(")
     with pytest.raises(InvalidOptionError, match="not captured"):
         discover_tables(cdc_conn, database, exclude_tables=[".*logs"], chunk_key_columns={"other.t": "id"})
-    with pytest.raises(TableNotSupportedError, match="has no primary key.*chunk_key_column"):
+    with pytest.raises(TableNotSupportedError, match=rf"{database}.logs has no primary key.*chunk_key_columns="):
         discover_tables(cdc_conn, database)  # logs has no key
-    overrides = {f"{database}.logs": "line"}
-    logs = discover_tables(cdc_conn, database, include_tables=r".*\.logs", chunk_key_columns=overrides)
-    assert logs[0].chunk_key == "line"
+    overrides = {f"{database}.logs": "line", f"{database}.orders": "id"}
+    with pytest.raises(TableNotSupportedError) as error:  # a chunk key is no row identity: still refused
+        discover_tables(cdc_conn, database, exclude_tables=[r".*archive"], chunk_key_columns=overrides)
+    assert f"chunk_key_columns={{'{database}.logs': 'line'}} only decides how" in str(error.value)
+    assert "orders" not in str(error.value)
+    with pytest.raises(TableNotSupportedError) as error:  # every refused table in one error
+        discover_tables(cdc_conn, f"{database}|dïsc.*", include_tables=r".*\.(logs|more_logs)")
+    assert [line.split(" has no")[0] for line in str(error.value).splitlines()] == [
+        f"table {database}.logs", f"table {database}.more_logs"]
     with pytest.raises(TableNotSupportedError, match="not a column"):
         load_table_schema(cdc_conn, TableId(database, "orders"), "nope")
 

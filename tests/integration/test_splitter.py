@@ -137,9 +137,10 @@ def test_chunk_size_one_gives_one_row_per_chunk(admin, cdc_conn, database) -> No
 
 
 def test_nullable_chunk_key_puts_nulls_in_the_first_chunk(admin, cdc_conn, database) -> None:
-    make_table(admin, "(v INT NULL, note VARCHAR(5))", values=[(None, "n")] * 3 + [(i, "x") for i in range(50)])
+    make_table(admin, "(id INT PRIMARY KEY, v INT NULL, note VARCHAR(5))",
+               values=[(i, None, "n") for i in range(3)] + [(3 + i, i, "x") for i in range(50)])
     schema, chunks = split(cdc_conn, database, 10, chunk_key="v")
-    assert schema.primary_key == () and schema.row_key == ("v",)
+    assert schema.chunk_key == "v" and schema.row_key == ("id",)
     with cdc_conn.cursor() as cur:
         where, params = chunk_where(chunks[0], schema.chunk_key_column)
         cur.execute(f"SELECT COUNT(*) FROM t WHERE {where} AND v IS NULL", params)
@@ -152,10 +153,27 @@ def test_nullable_chunk_key_puts_nulls_in_the_first_chunk(admin, cdc_conn, datab
     assert total == 53
 
 
-def test_table_without_primary_key_names_the_option(admin, cdc_conn, database) -> None:
-    make_table(admin, "(v INT)")
-    with pytest.raises(TableNotSupportedError, match="chunk_key_column"):
+@pytest.mark.parametrize("ddl", ["(v INT)", "(v INT, UNIQUE KEY (v))", "(v INT NOT NULL, w INT, UNIQUE KEY (v, w))"])
+def test_table_without_row_identity_is_refused_naming_the_option(admin, cdc_conn, database, ddl: str) -> None:
+    """No primary key and no UNIQUE index on NOT NULL columns only (a UNIQUE index repeats NULLs): refused,
+    also with a chunk key, which would collapse rows with equal keys."""
+    make_table(admin, ddl)
+    with pytest.raises(TableNotSupportedError, match=rf"{database}.t has no primary key .*chunk_key_columns="):
         load_table_schema(cdc_conn, TableId(database, "t"))
+    with pytest.raises(TableNotSupportedError, match="only decides how .* is split.*add a primary key"):
+        load_table_schema(cdc_conn, TableId(database, "t"), "v")
+
+
+def test_unique_not_null_index_keys_a_table_without_primary_key(admin, cdc_conn, database) -> None:
+    """The narrowest UNIQUE index whose columns are all NOT NULL (ties by name) is the key, and the table is
+    split on its first column; nullable and wider unique indexes are passed over."""
+    make_table(admin, "(a INT NOT NULL, b VARCHAR(8) NOT NULL, c INT NOT NULL, email VARCHAR(20) NULL, "
+                      "UNIQUE KEY `a email` (email), UNIQUE KEY wide (a, b, c), UNIQUE KEY pair (b, a), "
+                      "UNIQUE KEY pair2 (c, a), KEY single (c))",
+               "INSERT INTO t SELECT seq MOD 7, CONCAT('b', seq), seq, NULL FROM seq_1_to_500")
+    schema, chunks = split(cdc_conn, database, 50)
+    assert (schema.key_index, schema.row_key, schema.chunk_key) == ("pair", ("b", "a"), "b")
+    assert assert_exact_cover(cdc_conn, schema, chunks) and len(chunks) > 5
 
 
 def test_unsplittable_key_type_names_the_option(admin, cdc_conn, database) -> None:
