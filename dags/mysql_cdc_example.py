@@ -8,6 +8,7 @@ Copy this file and change the defaults of ``params`` (or pass them per run with 
 - ``tables``: the tables to capture, as ``database.table``
 - ``base_uri``: where the lake lives (a local path, ``s3a://bucket/prefix``, ``hdfs://...``)
 - ``rows_per_batch``: about how many rows one Spark job (one mapped task) reads
+- ``chunk_key_columns``: ``{"db.table": "column"}``, the column a table is split on (default: its key's first)
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
 - ``defer_after_idle_seconds``: how long the caught-up stream polls in the worker before it hands the
   wait to the triggerer (low latency while changes keep coming; no worker slot held while idle)
@@ -45,6 +46,7 @@ with DAG(
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(DEFAULT_LAKE, type="string"),
         "rows_per_batch": Param(10_000_000, type="integer", minimum=1),
+        "chunk_key_columns": Param({}, type="object"),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
         "defer_after_idle_seconds": Param(60, type="number", minimum=0),
     },
@@ -56,6 +58,7 @@ with DAG(
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         rows_per_batch="{{ params.rows_per_batch }}",
+        chunk_key_columns="{{ params.chunk_key_columns }}",
     )
     snapshot = MySqlSnapshotSparkOperator.partial(
         task_id="snapshot",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +35,10 @@ from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_p
 def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) -> TableSchema:
     """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
     after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
-    same; a column added since is added to the Delta table when the batch commits."""
+    same; a column added since is added to the Delta table when the batch commits.
+
+    The chunk key is the plan's: information_schema knows only the default one (the key's first
+    column), not a configured ``chunk_key_column``, so the schema read here keeps everything but that."""
     control = config.connect()
     try:
         current = load_table_schema(control, planned.id)
@@ -51,7 +55,7 @@ def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) 
         )
     print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
           f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
-    return TableSchema(current.id, current.columns, current.primary_key, key)
+    return replace(current, chunk_key=key)
 
 
 PARQUET_OPTIONS: dict[str, Any] = {"compression": "snappy", "dictionary_pagesize_limit": 4 * 1024}

@@ -58,7 +58,7 @@ class StateMerger:
             return 0
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
-        report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.row_key), through_seq)
+        report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.state_key), through_seq)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
                   "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
                   through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
