@@ -132,7 +132,8 @@ class SchemaChanges:
                 raise SchemaChangeError(
                     f"{statement.ddl.statement!r} at {statement.offset} changes {table} in a way the stream cannot "
                     f"read, so it cannot keep the replica exact; nothing past it is committed. Re-snapshot {table}, "
-                    f"or set schema_change_behavior to 'lenient' to go on with the columns the binlog shows")
+                    f"or set schema_change_behavior to 'try_evolve' to go on with the server's columns, leaving the "
+                    f"rows in the lake as they are")
             _log.warning("%s: %r at %s not understood; the stream goes on with the server's columns, the rows "
                          "in the lake as they were (schema_change_behavior %s)", table, statement.ddl.statement,
                          statement.offset, self.behavior.value)

@@ -19,13 +19,15 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.assets import stream_extra
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import AsOfError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
-from airflow_provider_mysqlcdc.lake.read import read_changes
+from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.integration.test_snapshot_dag import current_rows
 from tests.integration.test_stream_dag import table_rows
@@ -237,11 +239,6 @@ def test_tables_renamed_away_and_back_and_columns_converted(admin: Any, config: 
 
 def test_as_of_reads_stop_where_a_ddl_replaced_rows(admin: Any, config: ConnectionConfig, database: str,
                                                     tmp_path: Any) -> None:
-    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-    from airflow_provider_mysqlcdc.exceptions import AsOfError
-    from airflow_provider_mysqlcdc.lake.read import read_table
-
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE ao (id INT PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO ao SELECT seq, seq FROM seq_1_to_100")

@@ -157,8 +157,7 @@ def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None
     stream(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         cur.execute("INSERT INTO grows VALUES (1, 10), (2, 20)")
-        # without a DEFAULT: the server fills existing rows with a default without logging a row event,
-        # so a non-NULL default would be unknown to the lake for rows unchanged since (see README)
+        # without a DEFAULT (NULL in existing rows); one with a DEFAULT is tests/integration/test_schema_changes.py's
         cur.execute("ALTER TABLE grows ADD COLUMN note VARCHAR(10)")
         cur.execute("INSERT INTO grows VALUES (3, 30, 'three')")
         cur.execute("UPDATE grows SET note = 'one' WHERE id = 1")
