@@ -16,6 +16,17 @@ before LW, is not replayed either. It is lost from the chunk.
 
 HW is read after the SELECT ends: every row the SELECT saw was committed, so its binlog events lie
 at or before HW, and replaying (LW, HW] over the SELECT gives the chunk as of HW.
+
+Keyless tables (rows identified by their whole image, duplicates kept: DESIGN invariant 7) cannot be
+fixed up that way. Replaying a change of a keyed row that the SELECT already saw is harmless, the last
+image per key wins; replaying an insert of a duplicated image that the SELECT already saw would count
+it twice, and a delete already seen would remove a second copy. Which changes of (LW, HW] the SELECT
+saw is unknowable, so a keyless chunk is read with an empty window instead: on MariaDB its SELECT runs
+inside the ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` whose ``binlog_snapshot_file/position`` is
+LW, so the rows are exactly the table as of LW, and HW = LW (nothing to replay). The SELECT then goes
+through the control connection (pymysql, unbuffered): connectorx's own connection could not share the
+transaction. MySQL has no binlog position of a consistent snapshot, so keyless tables are refused
+there (``check_keyless_source``), and so are storage engines without consistent snapshots (MyISAM).
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -38,10 +50,39 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, select_expression
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, TableNotSupportedError
 
 DEFAULT_FETCH_SIZE = 4096
 DEFAULT_GROUP_SIZE = 16
+SNAPSHOT_ENGINES = frozenset({"innodb", "xtradb", "rocksdb"})
+"""Storage engines whose ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` sees one consistent state of a table."""
+
+
+def check_keyless_source(conn: Any, server: ServerInfo, schema: TableSchema) -> None:
+    """Refuse a keyless table where its chunks cannot be read at an exact binlog position (see the module
+    docstring): a MySQL server, or a table in a storage engine without consistent snapshots."""
+    if not schema.keyless:
+        return
+    if not server.is_mariadb:
+        raise TableNotSupportedError(
+            f"table {schema.id} has no primary key and no UNIQUE NOT NULL index, so its rows are a multiset of "
+            f"whole images, and a snapshot chunk of such a table must be read at an exact binlog position (a "
+            f"change replayed over rows that already hold it would count a duplicate twice); MySQL has no binlog "
+            f"position of a consistent snapshot (MariaDB's binlog_snapshot_position), so such tables can only be "
+            f"captured from MariaDB: add a primary key (or a UNIQUE index on NOT NULL columns) to {schema.id}, or "
+            f"leave it out (exclude_tables)"
+        )
+    with conn.cursor() as cur:
+        cur.execute("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                    (schema.id.database, schema.id.table))
+        row = cur.fetchone()
+    engine = str(row[0]) if row and row[0] else "unknown"
+    if engine.lower() not in SNAPSHOT_ENGINES:
+        raise TableNotSupportedError(
+            f"table {schema.id} has no key, so its chunks are read inside a consistent snapshot at an exact binlog "
+            f"position, but its storage engine {engine} has no consistent snapshots: convert it to InnoDB, or add "
+            f"a primary key, or leave it out (exclude_tables)"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +124,7 @@ class ChunkReader:
         self.group_size = group_size
         self._key_column = check_chunk_key(schema)
         native = not config.ssl if use_connectorx is None else use_connectorx
+        native = native and not schema.keyless  # a keyless chunk is selected in the control connection's snapshot
         self._arrow = ArrowSelect(config, schema) if native else None
         self._convert = RowConverter(schema, config.server_time_zone)
         self._arrow_schema = arrow_schema(schema)
@@ -92,8 +134,10 @@ class ChunkReader:
         self._reader = None
         self._control = config.connect()
         try:  # a failure from here on must not leak the connections
-            self._reader = None if native else config.connect(cursorclass=pymysql.cursors.SSCursor)
+            keyless = schema.keyless
+            self._reader = None if native or keyless else config.connect(cursorclass=pymysql.cursors.SSCursor)
             self.server = ServerInfo.read(self._control)
+            check_keyless_source(self._control, self.server, schema)
             self._check_schema("before its first chunk")
             self._key_order = KeyOrder.for_column(self._control, self._key_column)
         except BaseException:
@@ -121,6 +165,10 @@ class ChunkReader:
             yield from self._read_group(chunks[first : first + self.group_size])
 
     def _read_group(self, chunks: Sequence[Chunk]) -> Iterator[ChunkSnapshot]:
+        if self.schema.keyless:
+            for chunk in chunks:
+                yield self._read_at_snapshot(chunk)
+            return
         selected = []
         for chunk in chunks:
             low = self._low_watermark()
@@ -151,12 +199,37 @@ class ChunkReader:
             finally:
                 cur.execute("COMMIT")
 
-    def _select_rows(self, chunk: Chunk) -> pa.Table:
-        assert self._reader is not None
+    def _read_at_snapshot(self, chunk: Chunk) -> ChunkSnapshot:
+        """A keyless chunk: its rows exactly as of the binlog position of one consistent snapshot, selected
+        inside it (LW = HW, no fix-up; see the module docstring). REPEATABLE READ is set for this
+        transaction: under READ COMMITTED the SELECT would not read the snapshot's state."""
+        import pymysql.cursors
+
+        with self._control.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            at = read_snapshot_offset(self._control, with_gtid=False)
+            try:
+                table = self._select_rows(chunk, self._control.cursor(pymysql.cursors.SSCursor))
+            except Exception:
+                self._control.rollback()
+                self._check_schema(f"while chunk {chunk.index} was selected")
+                raise
+        finally:
+            with self._control.cursor() as cur:
+                cur.execute("COMMIT")
+        return ChunkSnapshot(chunk, at, at, table, 0)
+
+    def _select_rows(self, chunk: Chunk, cursor: Any = None) -> pa.Table:
+        """The chunk's rows through pymysql: the reader connection's unbuffered cursor, or ``cursor``."""
+        if cursor is None:
+            assert self._reader is not None
+            cursor = self._reader.cursor()
         where, params = chunk_where(chunk, self._key_column)
         convert, names = self._convert.from_select, self.schema.column_names
         rows: list[dict[str, object]] = []
-        with self._reader.cursor() as cur:
+        with cursor as cur:
             cur.execute(self._select + where, params)
             while batch := cur.fetchmany(self.fetch_size):
                 rows.extend(dict(zip(names, convert(r), strict=True)) for r in batch)

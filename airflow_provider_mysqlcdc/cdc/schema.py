@@ -102,26 +102,23 @@ def row_identity(
     return (usable[0][1], usable[0][2]) if usable else ("", ())
 
 
-def no_row_identity(table: TableId, chunk_key: str = "") -> TableNotSupportedError:
-    """The refusal of a table whose rows nothing identifies (DESIGN invariant 7, first part).
+WHOLE_ROW = ""
+"""``key_index`` of a table whose rows nothing but their whole image identifies (DESIGN invariant 7): no
+primary key, no UNIQUE NOT NULL index, and a configured chunk key. Its rows are a multiset
+(``lake.multiset``)."""
 
-    The chunk fix-up, the MERGE into the current state, ``read_table`` and verification all keep one
-    row per key. Keyed by a column that is not unique (or unique but nullable: a UNIQUE index allows
-    any number of NULLs), rows with equal values would silently collapse into one, so such a table is
-    refused until rows can be identified by their whole image with duplicates counted."""
-    if chunk_key:
-        what = (f"chunk_key_columns={{'{table}': '{chunk_key}'}} only decides how {table} is split: "
-                f"{chunk_key!r} is not a row identity, so rows with equal {chunk_key!r} would be merged into "
-                f"one in the snapshot's fix-up, the MERGE and read_table")
-    else:
-        what = (f"setting chunk_key_columns={{'{table}': '<column>'}} would only decide how it is split, "
-                f"not which rows are the same")
+
+def no_row_identity(table: TableId) -> TableNotSupportedError:
+    """The refusal of a table whose rows nothing identifies and that has no column to split on.
+
+    Such a table is captured as a multiset of whole row images (duplicates kept), but its chunks must be
+    cut on some column, and there is no key column to default to: ``chunk_key_columns`` names one."""
     return TableNotSupportedError(
-        f"table {table} has no primary key and no UNIQUE index whose columns are all NOT NULL, so nothing "
-        f"identifies its rows; {what}. Tables whose rows are identified by "
-        f"their whole image (duplicates counted) are planned but not supported yet. For now add a primary key "
-        f"to {table} (or a UNIQUE index on NOT NULL columns, which is then used as its key), or leave it out "
-        f"of the capture (exclude_tables)"
+        f"table {table} has no primary key and no UNIQUE index whose columns are all NOT NULL, so it is "
+        f"captured as a multiset of whole rows (duplicates kept), which must be split on a column you "
+        f"choose: set chunk_key_columns={{'{table}': '<column>'}} (an indexed column with many distinct "
+        f"values splits best; it needs not be unique), or add a primary key to {table}, or leave it out of "
+        f"the capture (exclude_tables). Only MariaDB sources can snapshot such a table"
     )
 
 
@@ -134,7 +131,9 @@ class TableSchema:
     one those of a UNIQUE index whose columns are all NOT NULL, which says the same (at most one row
     per value, never NULL); ``key_index`` names the index (``PRIMARY`` for a primary key), so that a
     plan or checkpoint says which one it was. Discovery chooses the index (``cdc.discovery``). A table
-    without either is refused (``no_row_identity``), also when read from an older plan or checkpoint.
+    without either is *keyless* (``key_index`` ``WHOLE_ROW``, ``primary_key`` empty): its rows are
+    identified by their whole image, duplicates kept as a multiset (``lake.multiset``); it needs a
+    configured chunk key (``no_row_identity`` refuses it without one).
 
     ``chunk_key`` is the configured ``chunk_key_column`` or else the first key column. It only decides
     how the table is split: rows are matched by ``primary_key`` (fix-up, reads, verification; the MERGE
@@ -151,7 +150,9 @@ class TableSchema:
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
         if not self.primary_key:
-            raise no_row_identity(self.id, self.chunk_key)
+            if not self.chunk_key:
+                raise no_row_identity(self.id)
+            object.__setattr__(self, "key_index", WHOLE_ROW)
         if not self.chunk_key:
             object.__setattr__(self, "chunk_key", self.primary_key[0])
         if self.chunk_key not in names:
@@ -178,9 +179,19 @@ class TableSchema:
         return self.column(self.chunk_key)
 
     @property
+    def keyless(self) -> bool:
+        """Whether rows are identified by their whole image, duplicates counted (no key of any kind)."""
+        return not self.primary_key
+
+    @property
     def row_key(self) -> tuple[str, ...]:
         """Columns that identify a row for upserts: the primary key, or the UNIQUE NOT NULL index that
-        stands in for it (never the chunk key alone, which may have duplicates)."""
+        stands in for it (never the chunk key alone, which may have duplicates). A keyless table has
+        none: every upsert path must take its multiset path instead, so this refuses to answer."""
+        if not self.primary_key:
+            raise TableNotSupportedError(
+                f"{self.id} has no key: its rows are a multiset of whole images, which this operation does not "
+                f"handle (an internal error: it should have taken the multiset path)")
         return self.primary_key
 
     @property
@@ -201,6 +212,8 @@ class TableSchema:
     def key_description(self) -> str:
         """Which index identifies the rows, for logs and errors: ``primary key (id)``, ``UNIQUE index
         u_code (code)``."""
+        if self.keyless:
+            return "whole row (no key; duplicates kept)"
         where = "primary key" if self.key_index == PRIMARY else f"UNIQUE index {self.key_index}"
         return f"{where} ({', '.join(self.primary_key)})"
 
@@ -218,14 +231,16 @@ class TableSchema:
     def from_dict(cls, d: dict[str, Any]) -> TableSchema:
         """Documents written before ``key_index`` existed hold a primary key (``PRIMARY``), or, for a
         table without one, only its chunk key: such a table was keyed by a column that need not be
-        unique, and is refused as it would be now, with what to do about the lake."""
+        unique, so rows with equal chunk keys may have been merged into one in its lake; it is refused
+        with what to do about the lake. A keyless table's document has ``key_index`` ``WHOLE_ROW``."""
         table = TableId(d["database"], d["table"])
-        if not d["primary_key"]:
-            stored = no_row_identity(table, d.get("chunk_key", ""))
+        if not d["primary_key"] and "key_index" not in d:
             raise TableNotSupportedError(
-                f"{stored}. A snapshot plan or stream checkpoint in the lake was written for it by an earlier "
-                f"version, which keyed its rows by the chunk key alone: once it has a key, delete the table's "
-                f"folder in the lake (its plan and Delta tables) and run the DAG again to snapshot it anew"
+                f"table {table} has no primary key, and a snapshot plan or stream checkpoint in the lake was "
+                f"written for it by an earlier version, which keyed its rows by the chunk key "
+                f"{d.get('chunk_key', '')!r} alone, so rows with equal values of it may have been merged into one: "
+                f"delete the table's folder in the lake (its plan and Delta tables) and run the DAG again to "
+                f"snapshot it anew (as a multiset of whole rows, or by the key you add)"
             )
         return cls(
             id=table,

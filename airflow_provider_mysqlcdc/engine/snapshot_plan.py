@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc import binlog_retention
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
+from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY
@@ -25,6 +26,7 @@ from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
 
 _log = logging.getLogger(__name__)
@@ -46,9 +48,16 @@ def plan_snapshot(
         schemas = discover_tables(conn, include_databases, include_tables, options.exclude_tables,
                                   options.chunk_key_columns)
         check_source(conn, databases=sorted({s.id.database for s in schemas}))
+        refused = []
         for schema in schemas:
             if schema.key_index != PRIMARY:
                 log.info("%s has no primary key: its rows are keyed by its %s", schema.id, schema.key_description)
+            try:
+                check_keyless_source(conn, server, schema)
+            except TableNotSupportedError as error:
+                refused.append(str(error))
+        if refused:  # one error naming every such table, as discovery does
+            raise TableNotSupportedError("\n".join(refused))
         store = SnapshotStore(options.base_uri)
         plans = {s.id: store.read_plan(s.id) for s in schemas}
         new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
