@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, row_identity
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, no_row_identity, row_identity
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -59,7 +59,10 @@ def discover_tables(
     schemas, refused = [], []
     for table in found:  # one error naming every table that cannot be captured, not only the first
         try:
-            schemas.append(load_table_schema(conn, table, overrides.get(str(table))))
+            schema = load_table_schema(conn, table, overrides.get(str(table)))
+            if schema.keyless and not schema.chunk_key:  # nothing to split it on
+                raise no_row_identity(table)
+            schemas.append(schema)
         except TableNotSupportedError as error:
             refused.append(str(error))
     if refused:
@@ -93,7 +96,7 @@ def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = 
         for index, column in cur.fetchall():
             unique_indexes.setdefault(index, []).append(column)
     columns = tuple(_column(row) for row in rows)
-    key_index, key = row_identity(columns, unique_indexes)  # without either, TableSchema refuses the table
+    key_index, key = row_identity(columns, unique_indexes)  # without either, a keyless table (a multiset)
     return TableSchema(table, columns, key, chunk_key_column or "", key_index)
 
 

@@ -132,8 +132,9 @@ class TableSchema:
     per value, never NULL); ``key_index`` names the index (``PRIMARY`` for a primary key), so that a
     plan or checkpoint says which one it was. Discovery chooses the index (``cdc.discovery``). A table
     without either is *keyless* (``key_index`` ``WHOLE_ROW``, ``primary_key`` empty): its rows are
-    identified by their whole image, duplicates kept as a multiset (``lake.multiset``); it needs a
-    configured chunk key (``no_row_identity`` refuses it without one).
+    identified by their whole image, duplicates kept as a multiset (``lake.multiset``). It has no chunk
+    key by default: the split refuses it without a configured one (``no_row_identity``), while a schema
+    read anew only to decode rows (the stream's reloads) needs none.
 
     ``chunk_key`` is the configured ``chunk_key_column`` or else the first key column. It only decides
     how the table is split: rows are matched by ``primary_key`` (fix-up, reads, verification; the MERGE
@@ -150,12 +151,10 @@ class TableSchema:
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
         if not self.primary_key:
-            if not self.chunk_key:
-                raise no_row_identity(self.id)
             object.__setattr__(self, "key_index", WHOLE_ROW)
-        if not self.chunk_key:
+        elif not self.chunk_key:
             object.__setattr__(self, "chunk_key", self.primary_key[0])
-        if self.chunk_key not in names:
+        if self.chunk_key and self.chunk_key not in names:
             raise TableNotSupportedError(
                 f"chunk key column {self.chunk_key!r} is not a column of {self.id}; "
                 f"its columns are {names}"
@@ -176,6 +175,10 @@ class TableSchema:
 
     @property
     def chunk_key_column(self) -> Column:
+        """The column chunks are cut on. A keyless table read from the server without its configured chunk
+        key (the stream's schema reloads, which only decode rows) has none, and cannot be split."""
+        if not self.chunk_key:
+            raise no_row_identity(self.id)
         return self.column(self.chunk_key)
 
     @property

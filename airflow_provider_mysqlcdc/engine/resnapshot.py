@@ -42,6 +42,7 @@ from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_r
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
 from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes
+from airflow_provider_mysqlcdc.lake.multiset import check_not_keyless
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore
 
 _log = logging.getLogger(__name__)
@@ -194,6 +195,8 @@ def resnapshot(
             f"{request.table} has no snapshot in {base_uri} to repair: snapshot it first (the split and snapshot "
             f"tasks of the pipeline), then re-snapshot ranges of it"
         )
+    # re-read rows are merged by key, newer than the row they replace; a multiset has neither
+    check_not_keyless(plan.schema, "the repair re-snapshot (resnapshot_tables)")
     schema = batch_schema(plan.schema, config, base_uri)
     control = config.connect()
     try:

@@ -168,6 +168,8 @@ class SchemaChanges:
                              sorted({*renamed.values(), *converted, *filled}))
             return []
         reread = bool(converted or filled)
+        if reread:
+            _refuse_keyless_reread(new, statement)
         reshape_current(table_uri(self.base_uri, table), new, renamed, converted, target.seq, reread)
         if reread:
             _log.info("%s: %r at %s gave existing rows values the binlog does not carry (%s): its rows are read "
@@ -250,6 +252,7 @@ class SchemaChanges:
             return []
         converted = [c.name for c in schema.columns if c.name in old.schema.column_names
                      and not keeps_values(old.schema.column(c.name), c)]
+        _refuse_keyless_reread(schema, statement)
         reshape_current(uri, schema, {}, converted, target.seq, reread=True)
         return [table]
 
@@ -269,3 +272,17 @@ class SchemaChanges:
     def _record(applied: AppliedStatement, schema: TableSchema, kind: ChangeKind, statement: SchemaStatement) -> None:
         record = table_event_record(schema, kind, statement.ddl.statement, statement.offset, statement.ts_ms)
         applied.records.setdefault(schema.id, []).append(record)
+
+
+def _refuse_keyless_reread(schema: TableSchema, statement: SchemaStatement) -> None:
+    """A DDL that gives rows values without row events is followed by reading the rows again at new high
+    watermarks and merging them by key (``engine.resnapshot``); a keyless table's rows, a multiset, cannot
+    be merged that way (``lake.multiset``), so the stream stops before anything past the DDL is committed."""
+    if schema.keyless:
+        raise SchemaChangeError(
+            f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {schema.id} values the binlog does "
+            f"not carry, which the stream follows by reading the rows again and merging them by key; {schema.id} "
+            f"has no key (its rows are a multiset of whole images), so they cannot be. Nothing past it is committed: "
+            f"re-snapshot {schema.id} (delete its folder in the lake and run the DAG again), or set "
+            f"schema_change_behavior='lenient' to keep the rows as they are"
+        )

@@ -25,11 +25,13 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import for_delta, table_uri
+from airflow_provider_mysqlcdc.lake.multiset import with_dup
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
 from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 
 def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) -> TableSchema:
@@ -69,14 +71,19 @@ status column in it; no dictionaries at all is faster still, but larger where a 
 
 def file_schema(schema: TableSchema) -> pa.Schema:
     """The columns of a batch's Parquet files: the table's and the metadata columns (``lake_schema``) in
-    the types the Delta tables store (``for_delta``: no unsigned integers, durations or wide decimals).
-    No ``_batch`` column: the partition value is in the Delta log."""
-    return for_delta(lake_schema(schema).empty_table()).schema
+    the types the Delta tables store (``for_delta``: no unsigned integers, durations or wide decimals),
+    and for a keyless table the copy ordinal ``_dup`` (``lake.multiset``). No ``_batch`` column: the
+    partition value is in the Delta log."""
+    return file_rows(lake_schema(schema).empty_table().select(list(schema.column_names)), schema,
+                     BinlogOffset("mysql-bin.000001", 4)).schema
 
 
 def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:
-    """A chunk's rows as its file holds them: with a snapshot row's metadata columns, in stored types."""
-    return for_delta(with_snapshot_metadata(rows, schema, high_watermark))
+    """A chunk's rows as its file holds them: with a snapshot row's metadata columns, in stored types; a
+    keyless table's with ``_dup`` numbering equal rows (all of them are in the chunk: the chunk key is
+    one of their columns, so the chunk's ordinals are its partition's)."""
+    stored = for_delta(with_snapshot_metadata(rows, schema, high_watermark))
+    return with_dup(stored, schema.column_names) if schema.keyless else stored
 
 
 def write_chunks(
@@ -108,6 +115,24 @@ def write_chunks(
                               snapshot.high_watermark, relative, round(time.perf_counter() - started, 4))
 
 
+def refuse_keyless_rerun(store: SnapshotStore, batch: Batch) -> None:
+    """A keyless table's committed batch is not replaced once the stream has captured its table: the new rows
+    would be as of a later binlog position than the old ones, and the changelog's changes between the two
+    would count twice in the multiset (``lake.multiset`` says why only a whole re-snapshot is exact)."""
+    if store.read_manifest(batch) is None:
+        return
+    checkpoint = StreamStore(store.base_uri).read_checkpoint()
+    if checkpoint is None or checkpoint.schema_of(batch.table) is None:
+        return
+    raise SnapshotStateError(
+        f"{batch.label} of {batch.table}, a table without any key (a multiset of whole rows), was committed "
+        f"before and the stream has captured changes of it since: replacing the batch's rows with rows read at a "
+        f"later binlog position would count the changes between the two twice. Nothing was committed. To read "
+        f"the table again, re-snapshot all of it: delete its folder "
+        f"{store.base_uri.rstrip('/')}/{batch.table.database}/{batch.table.table} in the lake and run the DAG again"
+    )
+
+
 def commit_batch(
     store: SnapshotStore, batch: Batch, attempt: str, schema: TableSchema, results: list[ChunkResult],
     seconds: float,
@@ -119,6 +144,8 @@ def commit_batch(
     if [r.chunk.index for r in results] != expected:
         raise SnapshotJobError(f"{batch.label}: the attempt {attempt} wrote chunks "
                                f"{[r.chunk.index for r in results]}, not each of {expected} once; not committing")
+    if schema.keyless:
+        refuse_keyless_rerun(store, batch)
     files = sorted({r.file for r in results})
     current = store.current_dir(batch.table)
     adds = [add_action(store.lake.fs, current, f, batch.number) for f in files]

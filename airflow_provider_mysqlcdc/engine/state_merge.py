@@ -20,6 +20,7 @@ from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta, open_delta, table_uri
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
+from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
@@ -58,7 +59,11 @@ class StateMerger:
             return 0
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
-        report = merge_changes(table_uri(self.base_uri, table), changes, list(schema.state_key), through_seq)
+        uri = table_uri(self.base_uri, table)
+        if schema.keyless:  # a multiset: every change counts once (lake.multiset says why)
+            report = merge_multiset(uri, changes, schema.column_names, schema.chunk_key, through_seq)
+        else:
+            report = merge_changes(uri, changes, list(schema.state_key), through_seq)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
                   "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
                   through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ from airflow_provider_mysqlcdc.exceptions import (
     VerifyError,
 )
 from airflow_provider_mysqlcdc.lake.as_of import History
+from airflow_provider_mysqlcdc.lake.multiset import images
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -251,12 +253,15 @@ def compare(schema: TableSchema, source: pa.Table, replica: pa.Table,
 
     Both sides in key order: when they hold the same keys (the usual case) the columns are compared as
     they stand, without a Python object per row; otherwise keys are matched one by one."""
-    columns, row_key = list(schema.column_names), list(schema.row_key)
+    columns = list(schema.column_names)
     if set(replica.column_names) != set(columns) or set(source.column_names) != set(columns):
         raise SchemaChangeError(
             f"{schema.id}: the source has columns {source.column_names}, the replica {replica.column_names}: the "
             f"stream has not followed a schema change yet (it does at the table's next change), verify again later"
         )
+    if schema.keyless:
+        return compare_multisets(columns, source, replica, max_keys)
+    row_key = list(schema.row_key)
     source = _by_key(source.select(columns), row_key)
     replica = _by_key(replica.select(columns).cast(source.schema), row_key)
     if source.num_rows == replica.num_rows and not pc.any(_differing_rows(source.select(row_key),
@@ -275,6 +280,19 @@ def compare(schema: TableSchema, source: pa.Table, replica: pa.Table,
         differs = _differing_rows(source.take(left), replica.take(right))
         different = [source_keys[both[i][0]] for i in pc.indices_nonzero(differs).to_pylist()]
     return KeyList.of(missing, max_keys), KeyList.of(extra, max_keys), KeyList.of(different, max_keys)
+
+
+def compare_multisets(columns: Sequence[str], source: pa.Table, replica: pa.Table,
+                      max_keys: int = DEFAULT_MAX_KEYS) -> tuple[KeyList, KeyList, KeyList]:
+    """A keyless table's chunk compared as multisets of whole rows: an image with more copies in the
+    source is listed as missing once per copy the replica lacks, one with more in the replica as extra once
+    per copy too many (the listed "keys" are whole images); nothing is "different", as a changed row is
+    another image."""
+    replica = replica.select(list(columns)).cast(source.select(list(columns)).schema)
+    have, want = Counter(images(replica, columns)), Counter(images(source, columns))
+    missing = sorted((want - have).elements(), key=repr)
+    extra = sorted((have - want).elements(), key=repr)
+    return KeyList.of(missing, max_keys), KeyList.of(extra, max_keys), KeyList()
 
 
 # -- one Spark task's share of a batch ---------------------------------------------------------------
@@ -323,7 +341,7 @@ def verify_chunks(
     # a key's rows share its chunk when the chunk key is part of the row key: then each chunk's history
     # alone gives its state, and the current table's rows are all in the batch's partition; otherwise a
     # key can move between chunks and batches, and the whole table's state is rolled for each chunk
-    by_key = schema.chunk_key in schema.row_key
+    by_key = schema.keyless or schema.chunk_key in schema.row_key  # a keyless row's image holds its chunk key
     column = schema.chunk_key_column
     if by_key and column.data_type in INTEGER_TYPES:  # the chunks' keys from every partition: a misplaced row shows
         ordered = sorted(chunks, key=lambda c: c.index)

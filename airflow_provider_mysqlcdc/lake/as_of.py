@@ -54,6 +54,7 @@ from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
+from airflow_provider_mysqlcdc.lake.multiset import CURRENT_ROW, multiset_at
 from airflow_provider_mysqlcdc.lake.read import METADATA, ORDER, CommittedTable, _changes, _conform, committed_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -277,6 +278,8 @@ class History:
         # merged changes up to the point are in the current table's rows already: they are not consulted,
         # so the current table is what is read there (as read_table does), damaged or not
         keep = pc.invert(pc.and_(rows.column(MERGED), before))
+        if self.schema.keyless:
+            return multiset_at(rows.filter(keep), pc.filter(before, keep), self.schema.column_names, MERGED)
         return state_at(self.schema, rows.filter(keep), pc.filter(before, keep))
 
     def _check_time(self, millis: int) -> None:
@@ -309,7 +312,7 @@ def _key_filter(schema: TableSchema, key_range: tuple[Any, Any]) -> pc.Expressio
     """``start <= key < end`` on the chunk key's stored column (an integer key: Arrow orders it as SQL)."""
     column = schema.chunk_key_column
     arrow_type = arrow_schema(schema).field(column.name).type
-    if not pa.types.is_integer(arrow_type) or column.name not in schema.row_key:
+    if not pa.types.is_integer(arrow_type) or not (schema.keyless or column.name in schema.row_key):
         raise InvalidOptionError(f"a key range reads an integer chunk key of the row key, not {column.name} of "
                                  f"{schema.id} ({column.column_type})")
     stored, key = stored_type(arrow_type), pc.field(column.name)
@@ -333,9 +336,11 @@ def _history_rows(committed: CommittedTable, batch: int | None, where: pc.Expres
                         False))
     sources.append((_changes(committed, -1, committed.merged, dropped=False, where=where), True))
     sources.append((_changes(committed, committed.merged, committed.through, dropped=False, where=where), False))
+    first_change = len(sources) - 2  # the current table's rows come before, when there are any
     rows = pa.concat_tables([
         s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
         .append_column(MERGED, pa.repeat(pa.scalar(merged), s.num_rows))
+        .append_column(CURRENT_ROW, pa.repeat(pa.scalar(i < first_change), s.num_rows))
         for i, (s, merged) in enumerate(sources)])
     return rows.sort_by([*ORDER, (_SOURCE, "ascending")]).drop_columns([_SOURCE])
 

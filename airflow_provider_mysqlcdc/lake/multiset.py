@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,6 +67,7 @@ ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq
 _ADDS = frozenset(kind.value for kind in ChangeKind.accumulations())
 _REMOVES = frozenset(kind.value for kind in ChangeKind if kind.is_row and kind.is_retraction)
 Image = tuple[Any, ...]
+K = TypeVar("K", bound=Hashable)
 
 
 def images(rows: pa.Table, columns: Sequence[str]) -> list[Image]:
@@ -92,10 +93,10 @@ def with_dup(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
     return rows.append_column(pa.field(DUP_COLUMN, pa.int32()), dup_ordinals(rows, columns))
 
 
-def apply_counts(counts: Counter[Hashable], changes: Iterable[tuple[str, Hashable]]) -> set[Hashable]:
+def apply_counts(counts: Counter[K], changes: Iterable[tuple[str, K]]) -> set[K]:
     """Apply ``(op, image)`` changes in order to ``counts``: ``+I``/``+U`` add a copy, ``-D``/``-U`` remove
     one (none below zero). Returns the images touched. The one rule of the fix-up, the MERGE and reads."""
-    touched: set[Hashable] = set()
+    touched: set[K] = set()
     for op, image in changes:
         touched.add(image)
         if op in _ADDS:
@@ -108,16 +109,41 @@ def apply_counts(counts: Counter[Hashable], changes: Iterable[tuple[str, Hashabl
 def current_rows(current: pa.Table, changes: pa.Table, columns: Sequence[str]) -> pa.Table:
     """The rows of the current table ``current`` with ``changes`` (changelog rows not merged yet) applied,
     as the columns ``columns``, one row per copy, sorted: ``read_table`` of a keyless table."""
-    counts: Counter[Hashable] = Counter(images(current, columns))
+    counts: Counter[Image] = Counter(images(current, columns))
     ordered = changes.sort_by(ORDER)
     apply_counts(counts, zip(ordered.column("_op").to_pylist(), images(ordered, columns), strict=True))
+    return _expanded(counts, current.select(list(columns)).schema)
+
+
+CURRENT_ROW = "__current_row"
+"""``lake.as_of``'s history column: the row is the current table's (a copy), not a changelog row."""
+_INVERSE = {op: "-D" for op in _ADDS} | {op: "+I" for op in _REMOVES}
+
+
+def multiset_at(rows: pa.Table, before: pa.Array | pa.ChunkedArray, columns: Sequence[str], merged_column: str,
+                ) -> pa.Table:
+    """The copies of a keyless table at the point ``before`` splits ``rows`` (``lake.as_of``'s history, in
+    changelog order, without the merged changes at or before the point): the current table's copies, plus
+    the unmerged changes at or before the point, minus the merged changes after it (undone newest first)."""
+    before_list = pc.fill_null(before, False).to_pylist()
+    current = rows.column(CURRENT_ROW).to_pylist()
+    merged = rows.column(merged_column).to_pylist()
+    all_images = images(rows, columns)
+    counts: Counter[Image] = Counter(i for i, c in zip(all_images, current, strict=True) if c)
+    ops = rows.column("_op").to_pylist()
+    changes = list(zip(ops, all_images, current, merged, before_list, strict=True))
+    apply_counts(counts, ((op, image) for op, image, cur, mer, bef in changes if not cur and not mer and bef))
+    apply_counts(counts, ((_INVERSE[op], image) for op, image, cur, mer, bef in reversed(changes)
+                          if not cur and mer and not bef and op in _INVERSE))
+    return _expanded(counts, rows.select(list(columns)).schema)
+
+
+def _expanded(counts: Counter[Image], schema: pa.Schema) -> pa.Table:
+    """One row per copy counted in ``counts`` (images in ``schema``'s columns), sorted by every column."""
     expanded = [image for image, n in counts.items() for _ in range(n)]
-    types = {name: (current if name in current.column_names else changes).schema.field(name).type
-             for name in columns}
     table = pa.Table.from_arrays(
-        [pa.array([image[i] for image in expanded], types[name]) for i, name in enumerate(columns)],
-        names=list(columns))
-    return table.sort_by([(c, "ascending") for c in columns]) if columns else table
+        [pa.array([image[i] for image in expanded], f.type) for i, f in enumerate(schema)], schema=schema)
+    return table.sort_by([(c, "ascending") for c in schema.names]) if schema.names else table
 
 
 def merge_multiset(
@@ -183,23 +209,26 @@ def _copies(table: DeltaTable, changes: pa.Table, chunk_key: str) -> pa.Table:
     """The current table's rows that may be copies of the changes' images: those of the changes'
     partitions with one of their chunk-key values (partition pruning and file statistics skip the rest)."""
     batches = pc.unique(changes.column(BATCH_COLUMN))
+    in_batches = pc.field(BATCH_COLUMN).isin(batches)
+    if not chunk_key:  # a table captured without snapshot, split on nothing: its partition 0 as a whole
+        return table.to_pyarrow_dataset().to_table(filter=in_batches)
     keys = changes.column(chunk_key)
     values = pc.unique(keys.drop_null())
     condition = pc.field(chunk_key).isin(values)
     if keys.null_count:
         condition = condition | pc.field(chunk_key).is_null()
-    return table.to_pyarrow_dataset().to_table(filter=pc.field(BATCH_COLUMN).isin(batches) & condition)
+    return table.to_pyarrow_dataset().to_table(filter=in_batches & condition)
 
 
 def _merge_source(copies: pa.Table, changes: pa.Table, columns: Sequence[str]) -> pa.Table:
     """The MERGE's source: per (partition, image) the changes touch, the copies to insert (their new
     ordinals, the metadata of the image's last change) and the copies to delete (the highest ordinals,
     ``_op`` ``-D``), as rows of the changes' columns and ``_dup``."""
-    existing: dict[Hashable, list[int]] = {}
+    existing: dict[tuple[Any, Image], list[int]] = {}
     for image, batch, ordinal in zip(images(copies, columns), copies.column(BATCH_COLUMN).to_pylist(),
                                      copies.column(DUP_COLUMN).to_pylist(), strict=True):
         existing.setdefault((batch, image), []).append(ordinal)
-    counts: Counter[Hashable] = Counter({k: len(v) for k, v in existing.items()})
+    counts: Counter[tuple[Any, Image]] = Counter({k: len(v) for k, v in existing.items()})
     keyed = list(zip(changes.column(BATCH_COLUMN).to_pylist(), images(changes, columns), strict=True))
     ops = changes.column("_op").to_pylist()
     last = {key: index for index, key in enumerate(keyed)}  # each (partition, image)'s last change

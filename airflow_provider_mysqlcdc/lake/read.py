@@ -9,7 +9,9 @@ left out.
 at intervals) with the changelog rows not merged yet applied on top: those past the current table's
 MERGE transaction version, up to the checkpoint. The last row per key in changelog order wins, so a
 change older than the current table's row for its key (a snapshot batch re-run after it) does not
-override it; keys whose last row is a delete are dropped.
+override it; keys whose last row is a delete are dropped. A keyless table's rows are a multiset: every
+change not merged yet adds or removes one copy of its image (``lake.multiset``), and the result has
+one row per copy.
 
 Rows written before a column changed type are read as the current type (a value that cannot be is
 a ``SchemaChangeError`` naming the column); Delta-stored forms (``delta.stored_type``) are cast
@@ -37,6 +39,7 @@ from airflow_provider_mysqlcdc.lake.delta import (
     table_uri,
 )
 from airflow_provider_mysqlcdc.lake.merge import merged_through
+from airflow_provider_mysqlcdc.lake.multiset import current_rows
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -170,6 +173,10 @@ def read_table(base_uri: str, table: str, as_of: Any = None) -> pa.Table:
     committed = committed_table(base_uri, TableId.parse(table))
     schema = committed.schema
     changes = _changes(committed, committed.merged, committed.through, dropped=False)
+    if schema.keyless:
+        current = (_conform(committed.current.to_pyarrow_table(), lake_schema(schema), schema)
+                   if committed.current is not None else changes.slice(0, 0))
+        return current_rows(current, changes, schema.column_names)
     if committed.current is None:
         return _latest(schema, [changes])
     current = _conform(committed.current.to_pyarrow_table(), lake_schema(schema), schema)

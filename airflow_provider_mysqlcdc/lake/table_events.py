@@ -26,6 +26,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, open_delta, stored_type
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_through, quote
+from airflow_provider_mysqlcdc.lake.multiset import with_dup
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable
@@ -94,6 +95,8 @@ def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], c
                   for f, a in zip(fields, arrays, strict=True)]
     reshaped = pa.Table.from_arrays([*arrays, rows.column(BATCH_COLUMN)],
                                     schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
+    if schema.keyless:  # a dropped column can make distinct rows equal: their copies are numbered anew
+        reshaped = with_dup(reshaped, [*schema.column_names, BATCH_COLUMN])
     allow_types_of(table, reshaped.schema)
     write_deltalake(uri, reshaped, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
                     commit_properties=_at(seq))
