@@ -30,12 +30,13 @@ from tests.stream_worker import ROOT
 
 
 def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: int, chunks_per_batch: int,
-             parts: int = 2, after_batch: Callable[[int], None] | None = None) -> Plan:
+             parts: int = 2, after_batch: Callable[[int], None] | None = None, chunk_key: str | None = None) -> Plan:
     """Plan ``table`` and commit every batch of the plan, each read in ``parts`` contiguous parts;
-    ``after_batch(number)`` runs after each batch is committed (a change between two batches)."""
+    ``after_batch(number)`` runs after each batch is committed (a change between two batches);
+    ``chunk_key``: split on that column (the split's ``chunk_key_columns``)."""
     control = config.connect()
     try:
-        schema = load_table_schema(control, TableId.parse(table))
+        schema = load_table_schema(control, TableId.parse(table), chunk_key)
         chunks = split_table(control, schema, chunk_size)
     finally:
         control.close()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import discover_tables, load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
@@ -155,13 +155,19 @@ def test_nullable_chunk_key_puts_nulls_in_the_first_chunk(admin, cdc_conn, datab
 
 @pytest.mark.parametrize("ddl", ["(v INT)", "(v INT, UNIQUE KEY (v))", "(v INT NOT NULL, w INT, UNIQUE KEY (v, w))"])
 def test_table_without_row_identity_is_refused_naming_the_option(admin, cdc_conn, database, ddl: str) -> None:
-    """No primary key and no UNIQUE index on NOT NULL columns only (a UNIQUE index repeats NULLs): refused,
-    also with a chunk key, which would collapse rows with equal keys."""
+    """No primary key and no UNIQUE index on NOT NULL columns only (a UNIQUE index repeats NULLs): a keyless
+    table (a multiset of whole rows), refused by the split without chunk_key_columns, split on the column
+    it names (not unique: the splitter does not care)."""
     make_table(admin, ddl)
     with pytest.raises(TableNotSupportedError, match=rf"{database}.t has no primary key .*chunk_key_columns="):
-        load_table_schema(cdc_conn, TableId(database, "t"))
-    with pytest.raises(TableNotSupportedError, match="only decides how .* is split.*add a primary key"):
-        load_table_schema(cdc_conn, TableId(database, "t"), "v")
+        discover_tables(cdc_conn, database, include_tables=rf"{database}\.t")
+    schema = load_table_schema(cdc_conn, TableId(database, "t"))
+    assert schema.keyless and schema.chunk_key == ""
+    with pytest.raises(TableNotSupportedError, match="set chunk_key_columns"):
+        split_table(cdc_conn, schema, 10)
+    (schema,) = discover_tables(cdc_conn, database, include_tables=rf"{database}\.t",
+                                chunk_key_columns={f"{database}.t": "v"})
+    assert schema.keyless and schema.chunk_key == "v" and split_table(cdc_conn, schema, 10)
 
 
 def test_unique_not_null_index_keys_a_table_without_primary_key(admin, cdc_conn, database) -> None:

@@ -63,21 +63,23 @@ def test_documents_without_key_index_are_primary_keys() -> None:
     assert TableSchema.from_dict(old).key_index == "PRIMARY"
 
 
-def test_a_table_without_key_is_refused_naming_the_table_and_the_option() -> None:
+def test_a_table_without_key_is_keyless_and_refused_only_where_it_is_split() -> None:
+    keyless = TableSchema(T, COLUMNS, ())
+    assert keyless.keyless and keyless.key_index == "" and keyless.chunk_key == ""
     with pytest.raises(TableNotSupportedError) as error:
-        TableSchema(T, COLUMNS, ())
+        keyless.chunk_key_column  # noqa: B018 (the property refuses)
     message = str(error.value)
     assert "shop.lines has no primary key and no UNIQUE index whose columns are all NOT NULL" in message
     assert "chunk_key_columns={'shop.lines': '<column>'}" in message and "add a primary key" in message
+    with pytest.raises(TableNotSupportedError, match="multiset"):
+        keyless.row_key  # noqa: B018 (no upsert path may take a keyless table)
 
 
-def test_a_chunk_key_is_no_row_identity() -> None:
-    with pytest.raises(TableNotSupportedError) as error:
-        TableSchema(T, COLUMNS, (), "v")
-    message = str(error.value)
-    assert "chunk_key_columns={'shop.lines': 'v'} only decides how shop.lines is split" in message
-    assert "rows with equal 'v' would be merged into one" in message
-    assert "not supported yet" in message and "add a primary key" in message
+def test_a_keyless_table_split_on_a_column_round_trips_as_keyless() -> None:
+    schema = TableSchema(T, COLUMNS, (), "v")
+    again = TableSchema.from_dict(schema.to_dict())
+    assert again == schema and again.keyless and again.chunk_key == "v"
+    assert again.key_description == "whole row (no key; duplicates kept)"
 
 
 def test_an_older_plan_or_checkpoint_keyed_by_the_chunk_key_alone_is_refused_at_stream_start() -> None:
@@ -86,8 +88,8 @@ def test_an_older_plan_or_checkpoint_keyed_by_the_chunk_key_alone_is_refused_at_
     checkpoint) refuses it and says what to do with the lake."""
     keyless = {"database": "shop", "table": "lines", "columns": [c.to_dict() for c in COLUMNS],
                "primary_key": [], "chunk_key": "v"}
-    with pytest.raises(TableNotSupportedError, match=r"only decides how shop.lines is split.*delete the table's "
-                                                     r"folder in the lake"):
+    with pytest.raises(TableNotSupportedError, match=r"keyed its rows by the chunk key 'v' alone.*delete the "
+                                                     r"table's folder in the lake"):
         TableSchema.from_dict(keyless)
     checkpoint = Checkpoint(3, BinlogOffset("mysql-bin.000001", 4), {T: TableSchema(T, COLUMNS, ("code",))})
     document = checkpoint.to_dict()
