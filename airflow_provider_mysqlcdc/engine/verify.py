@@ -8,7 +8,9 @@ and the changelog, rolled to the HW) and restricted to the chunk's key range, by
 sort keys the stream's emit filter uses. Both sides are then compared by key, column by column, in the
 same Arrow types: the type-matrix test already holds that a value read by SELECT and the same value
 from the binlog convert to the same value, so an equal table shows no difference. A chunk's verdict is
-equal, or its keys missing from the replica, extra in it, and different.
+equal, or its keys missing from the replica, extra in it, and different. A table without any key is
+compared as multisets of whole rows (``compare_multisets``): its chunks are read at one binlog position
+each (LW = HW, ``cdc.chunk_reader``), and the replica's copies rolled to it (``lake.multiset``).
 
 Why read the source again rather than checksum on the server: a server-side checksum (``CRC32`` of a
 concatenation) would have to reproduce in SQL exactly the canonical conversions of every type (zero dates

@@ -15,6 +15,10 @@ What the MERGE applies, per key:
   snapshot batch re-run after the stream wrote these changes holds newer rows (its high watermark is
   later) and must not be overwritten by them. So merging the same changes twice changes nothing.
 
+A table without any key is a multiset and takes ``lake.multiset.merge_multiset`` instead: counts of
+copies are not idempotent as last images are, so there every change counts once and none is compared
+with the target's order key (that module says why this is exact, and which re-run it refuses).
+
 The commit carries the application transaction ``(MERGE_APP_ID, through_seq)``: a reader that wants the
 table as of the latest stream batch applies only changelog rows with ``_stream_seq > through_seq``, and
 :func:`merge_changes` skips a merge whose ``through_seq`` the table already has (a retried task).

@@ -31,8 +31,9 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type, table_uri
 from airflow_provider_mysqlcdc.lake.read import CommittedTable, committed_table
 
 if TYPE_CHECKING:
@@ -189,6 +190,11 @@ def register_views(spark: Any, base_uri: str, tables: Sequence[str], as_of: Any 
     for table in tables:
         table_id = TableId.parse(table)
         committed = committed_table(base_uri, table_id)
+        if committed.schema.keyless:  # the views pick the last row per key; a multiset has no key
+            raise TableNotSupportedError(
+                f"register_views has no view of {table_id}, a table without any key (a multiset of whole rows): read "
+                f"its current Delta table {table_uri(base_uri, table_id)} with Spark's Delta reader instead (exact "
+                f"once the stream has merged; one row per copy, leave out its _dup column), or use read_table")
         view = re.sub(r"\W", "_", f"{table_id.database}_{table_id.table}")  # a name Spark needs no quotes for
         changes_frame(spark, base_uri, committed, -1).createOrReplaceTempView(f"{view}_changes")
         if offset is None:
