@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,8 +29,11 @@ from airflow_provider_mysqlcdc.lake.delta import table_uri
 from airflow_provider_mysqlcdc.lake.multiset import DUP_COLUMN
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests import replica
+from tests.airflow_connections import set_airflow_connections
 from tests.integration.test_as_of import config_of
+from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_verify import Ticker, verify
 
 COLUMNS = ["g", "name", "amount", "note"]
@@ -49,14 +53,15 @@ def create_bag(admin: Any, rows: int = 1200) -> None:
 class BagWriter(threading.Thread):
     """Copies, one-copy deletes and one-copy updates (of the chunk key too), some in one transaction."""
 
-    def __init__(self, server: Any, database: str) -> None:
+    def __init__(self, server: Any, database: str, until: Callable[[], bool] = lambda: False) -> None:
         super().__init__(daemon=True)
         self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
+        self.until = until
 
     def run(self) -> None:
         rnd = random.Random(25)
         with self.conn.cursor() as cur:
-            while not self.stopping.wait(0.002):
+            while not self.stopping.wait(0.002) and not self.until():
                 g = rnd.randrange(GROUPS + 40)
                 kind = rnd.randrange(5)
                 if kind == 0:
@@ -157,3 +162,33 @@ def test_a_committed_keyless_batch_is_not_rerun_once_streamed(mariadb_server, ad
     with pytest.raises(SnapshotStateError, match=r"without any key .* re-snapshot all of it"):
         commit_batch(store, batch, attempt, plan.schema, results, 1.0)
     assert lake_rows(read_table(base_uri, str(TableId.parse(table)))) == source_rows(admin)
+
+
+def test_a_keyless_table_through_the_spark_snapshot_job_and_the_stream(airflow_db, monkeypatch, mariadb_server,
+                                                                       admin, database, tmp_path) -> None:
+    """The example DAG (split, real ``spark-submit`` on ``local[2]``, the stream) with the writer running into
+    the stream: the Spark job keeps the plan's chunk key of a keyless table and reads it at snapshot positions."""
+    set_airflow_connections(monkeypatch, mariadb_server, "5991-5999")
+    create_bag(admin, rows=3000)
+    base_uri, table = str(tmp_path / "lake"), f"{database}.bag"
+
+    def stream_started_a_while_ago() -> bool:
+        checkpoint = StreamStore(base_uri).read_checkpoint()
+        return checkpoint is not None and checkpoint.seq >= 3
+
+    writer = BagWriter(mariadb_server, database, until=stream_started_a_while_ago)
+    writer.start()
+    try:
+        run = example_dag().test(run_conf={"tables": [table], "base_uri": base_uri, "chunk_key_columns": {table: "g"},
+                                           "stop_after_idle_seconds": 3})
+    finally:
+        writer.stop()
+    assert run.state == "success" and writer.count > 20
+    plan = SnapshotStore(base_uri).read_plan(TableId.parse(table))
+    assert plan is not None and plan.schema.keyless and plan.schema.chunk_key == "g"
+    manifests = SnapshotStore(base_uri).manifests(plan)
+    assert all(m is not None and all(r.low_watermark == r.high_watermark for r in m.chunks) for m in manifests)
+    expected = source_rows(admin)  # the stream stopped once caught up and idle, and merged
+    assert max(Counter(expected).values()) > 1
+    assert lake_rows(read_table(base_uri, table)) == expected
+    assert lake_rows(DeltaTable(table_uri(base_uri, table)).to_pyarrow_table()) == expected
