@@ -55,7 +55,8 @@ class MySqlChunkSplitOperator(BaseOperator):
     :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the key's
         first column, like Flink CDC's ``scan.incremental.snapshot.chunk.key-column``. It only decides
         the split: rows are identified by the primary key, or without one by a UNIQUE index whose
-        columns are all NOT NULL; a table with neither is refused. Default: ``None`` (templated)
+        columns are all NOT NULL; a table with neither is a multiset of whole rows (MariaDB only), which
+        needs a column here and is refused without one. Default: ``None`` (templated)
     :param chunk_size: rows per chunk, like Flink CDC's ``scan.incremental.snapshot.chunk.size``.
         Default: ``8096``
     :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split, like
