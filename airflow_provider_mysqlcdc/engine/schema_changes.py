@@ -212,9 +212,9 @@ class SchemaChanges:
         ordered = sorted(columns.values(), key=lambda c: position.get(c.name, len(position)))
         renamed = {c.name: c.name_after for c in change.columns if c.new_name}
         key = tuple(renamed.get(k, k) for k in old.primary_key)  # a key change is no column change (cdc.ddl)
-        key = key if set(key) <= set(columns) else current.primary_key
+        key, index = (key, old.key_index) if set(key) <= set(columns) else (current.primary_key, current.key_index)
         chunk_key = renamed.get(old.chunk_key, old.chunk_key)
-        return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "")
+        return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "", index)
 
     def _server_schema(self, old: TableSchema, current: TableSchema | None = None) -> TableSchema:
         """The server's schema of ``old``'s table now, split on ``old``'s chunk key while it has it."""

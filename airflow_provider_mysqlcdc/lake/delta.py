@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -67,7 +67,16 @@ def open_delta(uri: str) -> DeltaTable | None:
 
     if not DeltaTable.is_deltatable(uri):
         return None
-    return DeltaTable(uri)
+    table = DeltaTable(uri)
+    mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+    if mode != "none":
+        # measured on delta-rs 1.6 (bench/RESULTS.md): its pyarrow readers return a renamed column of such a
+        # table as NULLs without an error, and it cannot add columns to it: the stream would write wrong rows
+        raise LakeFormatError(
+            f"the Delta table at {uri} has column mapping (delta.columnMapping.mode={mode}), which another writer "
+            f"turned on; this provider writes and reads plain Delta tables only: recreate the table without "
+            f"column mapping (or re-snapshot the replica into a new base_uri)")
+    return table
 
 
 def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:

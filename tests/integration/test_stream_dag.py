@@ -14,7 +14,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
@@ -45,10 +47,13 @@ class _Writing(threading.Thread):
 
     def run(self) -> None:
         rnd = random.Random(self.seed)
-        with self.conn.cursor() as cur:
-            while not self.until():
-                self.write(cur, rnd)
-                self.count += 1
+        try:
+            with self.conn.cursor() as cur:
+                while not self.until():
+                    self.write(cur, rnd)
+                    self.count += 1
+        finally:  # a failed statement leaves its transaction open: closing rolls it back and frees the tables
+            self.conn.close()
 
     def write(self, cur: Any, rnd: random.Random) -> None:
         raise NotImplementedError
@@ -196,3 +201,25 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
     assert changes == stream_changes.num_rows > 0
     assert min(stream_changes.column("_op_ts").to_pylist()) > 0  # the stream's only: snapshot rows are current
     assert ids == [row[0] for row in table_rows(cdc_conn, schemas[0])]
+
+    # a third run after DDL on the source: the example DAG's stream follows it (schema_change_behavior
+    # 'evolve', its default) and every Delta reader sees the source's new columns and values
+    with admin.cursor() as cur:
+        cur.execute("ALTER TABLE orders RENAME COLUMN note TO remark")
+        cur.execute("ALTER TABLE orders ADD COLUMN status VARCHAR(8) NOT NULL DEFAULT 'new'")
+        cur.execute("UPDATE orders SET status = 'paid', remark = 'r' WHERE id BETWEEN 100 AND 120")
+    renamed = load_table_schema(cdc_conn, TableId.parse(tables[0]))
+    third = example_dag().test(run_conf=conf)
+    assert third.state == "success"
+    orders = table_rows(cdc_conn, renamed)
+    assert canonical_rows(read_table(base_uri, tables[0])) == orders
+    for engine, rows in delta_reader_rows(base_uri, tables[0], list(renamed.column_names)).items():
+        assert rows == orders, f"{engine} reads another current state than the table's after its DDL"
+    # the current table's own columns are the source's: no column left under its old name
+    own = [f.name for f in DeltaTable(table_uri(base_uri, tables[0])).schema().fields if not f.name.startswith("_")]
+    assert own == list(renamed.column_names)
+    records = read_changes(base_uri, tables[0]).filter(pc.equal(pc.field("_op"), "!S"))
+    assert records.column("_ddl").to_pylist() == [
+        "ALTER TABLE orders RENAME COLUMN note TO remark",
+        "ALTER TABLE orders ADD COLUMN status VARCHAR(8) NOT NULL DEFAULT 'new'",
+    ]

@@ -46,12 +46,6 @@ def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
 class Writer(_Writing):
     """Inserts, updates (of keys too), deletes; rows move between chunks: ``pairs`` by region, ``codes`` by code."""
 
-    def run(self) -> None:
-        try:
-            super().run()
-        finally:  # a failed statement leaves its transaction open: closing rolls it back and frees the tables
-            self.conn.close()
-
     def write(self, cur: Any, rnd: random.Random) -> None:
         n, count = rnd.randint(1, ROWS + 2_000), self.count
 

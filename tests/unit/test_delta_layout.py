@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
 
-from airflow_provider_mysqlcdc.lake.delta import changelog_uri, for_delta, stored_type, table_uri
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError
+from airflow_provider_mysqlcdc.lake.delta import changelog_uri, for_delta, open_delta, stored_type, table_uri
 
 
 def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folder() -> None:
@@ -52,3 +56,13 @@ def test_spark_views_use_deltas_own_reader_only_in_a_session_set_up_for_delta() 
     assert has_delta_reader(_Session(**{"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}))
     assert not has_delta_reader(_Session())
     assert not has_delta_reader(_Session(**{"spark.sql.extensions": "org.example.Other"}))
+
+
+def test_a_table_with_column_mapping_is_refused(tmp_path: Any) -> None:
+    """delta-rs reads a renamed column of a column-mapped table as NULLs: never read or write one."""
+    uri = str(tmp_path / "mapped")
+    write_deltalake(uri, pa.table({"a": [1]}), configuration={"delta.columnMapping.mode": "name"})
+    with pytest.raises(LakeFormatError, match="column mapping.*recreate the table without"):
+        open_delta(uri)
+    write_deltalake(str(tmp_path / "plain"), pa.table({"a": [1]}))
+    assert open_delta(str(tmp_path / "plain")) is not None
