@@ -3,7 +3,8 @@
 A stream waiting in the triggerer should wake for a change of its tables, not for every write on a
 busy server: otherwise a source with other traffic never lets it stay deferred (each resume costs
 seconds of scheduling). So the trigger reads the binlog it has not seen yet, through the same
-reader as the stream, with the captured tables only, and stops at the first of their changes.
+reader as the stream, with the captured tables only, and stops at the first of their changes (a
+row change, or a DDL of one of them: a TRUNCATE must empty the replica without waiting for a row).
 Other transactions are skipped without decoding their rows; the scan remembers the last transaction
 boundary it passed, so the next poll continues there instead of reading the stretch again. The
 stream's checkpoint does not move while it waits; the trigger's deadline (``wake_at``) resumes it
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed
+from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -34,7 +35,7 @@ def first_captured_change(
                           reload_schema=lambda table: load_table_schema(control, table), stop=stop)
     reached = start
     for item in reader:
-        if isinstance(item, ChangeRecord):
+        if isinstance(item, ChangeRecord | SchemaStatement):
             return True, item.offset
         if isinstance(item, Committed):
             reached = item.offset

@@ -82,6 +82,13 @@ def test_other_traffic_does_not_wake_the_stream(mariadb_server, admin, cdc_conn,
         cur.execute("SELECT COUNT(*) FROM other")
         assert cur.fetchone()[0] > 100
 
+    # a DDL of the captured table wakes it too (a TRUNCATE writes no row event)
+    waiting = trigger(30)
+    with admin.cursor() as cur:
+        cur.execute("TRUNCATE TABLE captured")
+    payload, _ = first_event(waiting)
+    assert payload["reason"] == "moved"
+
     # a trigger serialized by an older version (no tables) wakes at any movement, as it did
     waiting = trigger(30, None)
     writes = busy(mariadb_server, database, 1.0)
