@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
@@ -208,19 +208,15 @@ def resnapshot(
         repaired: list[RepairedChunk] = []
         pending: list[pa.Table] = []
         totals = [0, 0, 0]
-        with ChunkReader(config, schema, server_id=server_id) as reader:
-            for snapshot in reader.read(chunks):
-                rows = file_rows(snapshot.table, schema, snapshot.high_watermark)
-                gone = lake_keys.missing_from(snapshot.chunk, rows, schema)
-                deletes = _deletes(gone, rows.schema, request.table, snapshot.high_watermark)
-                batch = plan.batch_of(snapshot.chunk)
-                for part in (rows, deletes):
-                    pending.append(part.append_column(BATCH_COLUMN, pa.array([batch] * part.num_rows, pa.int32())))
-                repaired.append(RepairedChunk(snapshot.chunk, rows.num_rows, gone.num_rows, snapshot.high_watermark))
-                if sum(p.num_rows for p in pending) >= MERGE_ROWS:
-                    _add(totals, _merge(uri, pending, schema))
-                    pending = []
-                    log.info("re-snapshot of %s: %d/%d chunks merged", request.table, len(repaired), len(chunks))
+        for snapshot, rows, batch in _chunk_rows(config, schema, plan, chunks, server_id):
+            gone = lake_keys.missing_from(snapshot.chunk, rows, schema)
+            deletes = _deletes(gone, rows.schema, request.table, snapshot.high_watermark)
+            pending.extend(_in_batch(part, batch) for part in (rows, deletes))
+            repaired.append(RepairedChunk(snapshot.chunk, rows.num_rows, gone.num_rows, snapshot.high_watermark))
+            if sum(p.num_rows for p in pending) >= MERGE_ROWS:
+                _add(totals, _merge(uri, pending, schema))
+                pending = []
+                log.info("re-snapshot of %s: %d/%d chunks merged", request.table, len(repaired), len(chunks))
         if pending:
             _add(totals, _merge(uri, pending, schema))
     finally:
@@ -231,6 +227,39 @@ def resnapshot(
              "inserted, %d updated, %d deleted in %.1f s", request.table, len(repaired),
              sum(c.rows for c in repaired), sum(c.deleted_keys for c in repaired), *totals, report.seconds)
     return report
+
+
+def _chunk_rows(config: ConnectionConfig, schema: TableSchema, plan: Plan, chunks: Sequence[Chunk],
+                server_id: int) -> Iterator[tuple[ChunkSnapshot, pa.Table, int]]:
+    """Each chunk read again as the snapshot reads it: its rows at its new high watermark, in the lake's
+    form (``file_rows``), and the plan's batch that holds it."""
+    with ChunkReader(config, schema, server_id=server_id) as reader:
+        for snapshot in reader.read(chunks):
+            yield snapshot, file_rows(snapshot.table, schema, snapshot.high_watermark), plan.batch_of(snapshot.chunk)
+
+
+def _in_batch(rows: pa.Table, batch: int) -> pa.Table:
+    return rows.append_column(BATCH_COLUMN, pa.array([batch] * rows.num_rows, pa.int32()))
+
+
+def read_whole_table(config: ConnectionConfig, base_uri: str, table: TableId, server_id: int,
+                     log: logging.Logger | Any = _log) -> tuple[pa.Table, BinlogOffset]:
+    """Every chunk of ``table``'s plan read again: the current state's rows (with ``_batch``), each as of
+    its chunk's new high watermark, and the highest of those watermarks. For a caller that replaces the
+    whole current table with them in one commit (a DDL that gave every row new values,
+    ``engine.schema_changes``): nothing of the table's old rows is kept, so no key is compared and no
+    delete is needed."""
+    plan = SnapshotStore(base_uri).read_plan(table)
+    if plan is None:
+        raise SnapshotStateError(f"{table} has no snapshot plan in {base_uri} to read its rows again by")
+    schema = batch_schema(plan.schema, config, base_uri)
+    log.info("reading all %d chunks of %s again, binlog server id %d", len(plan.chunks), table, server_id)
+    parts, highest = [], None
+    for snapshot, rows, batch in _chunk_rows(config, schema, plan, plan.chunks, server_id):
+        parts.append(_in_batch(rows, batch))
+        highest = snapshot.high_watermark if highest is None or highest < snapshot.high_watermark else highest
+    assert highest is not None  # a plan has at least one chunk
+    return pa.concat_tables(parts, promote_options="default"), highest
 
 
 class _LakeKeys:

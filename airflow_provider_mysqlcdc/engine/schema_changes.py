@@ -40,14 +40,14 @@ from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, Tab
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.captured_tables import floored
-from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot
+from airflow_provider_mysqlcdc.engine.resnapshot import read_whole_table
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
 from airflow_provider_mysqlcdc.lake.delta import table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
-from airflow_provider_mysqlcdc.lake.table_events import reshape_current, truncate_current
+from airflow_provider_mysqlcdc.lake.table_events import replace_current, reshape_current, truncate_current
 
 _log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class SchemaChanges:
                 _log.warning("%s; schema_change_behavior 'try_evolve' applies it leniently instead", exc)
                 rereads.extend(self._apply(change, statement, target, applied, exact=False))
         for table in dict.fromkeys(rereads):
-            target.history_from[table] = self._reread(table, statement)
+            target.history_from[table] = self._reread(table, statement, target.seq)
         return applied
 
     def _apply(self, change: TableChange, statement: SchemaStatement, target: Checkpoint,
@@ -167,14 +167,12 @@ class SchemaChanges:
                              "%s", table, statement.ddl.statement, statement.offset, self.behavior.value,
                              sorted({*renamed.values(), *converted, *filled}))
             return []
-        reread = bool(converted or filled)
-        if reread:
+        if converted or filled:  # replaced by its rows read again (_reread), in one commit: no reshape first
             _refuse_keyless_reread(new, statement)
-        reshape_current(table_uri(self.base_uri, table), new, renamed, converted, target.seq, reread)
-        if reread:
             _log.info("%s: %r at %s gave existing rows values the binlog does not carry (%s): its rows are read "
                       "again", table, statement.ddl.statement, statement.offset, ", ".join([*converted, *filled]))
             return [table]
+        reshape_current(table_uri(self.base_uri, table), new, renamed, target.seq)
         return []
 
     def _schema_after(self, old: TableSchema, change: TableChange, statement: SchemaStatement,
@@ -247,26 +245,23 @@ class SchemaChanges:
         self._record(applied, schema, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
         _log.warning("%s: %r at %s: captured again from here on", table, statement.ddl.statement, statement.offset)
         if not refill or old is None:
-            reshape_current(uri, schema, {}, [], target.seq, empty=True)
+            reshape_current(uri, schema, {}, target.seq, empty=True)
             target.history_from[table] = target.offset
             return []
-        converted = [c.name for c in schema.columns if c.name in old.schema.column_names
-                     and not keeps_values(old.schema.column(c.name), c)]
         _refuse_keyless_reread(schema, statement)
-        reshape_current(uri, schema, {}, converted, target.seq, reread=True)
         return [table]
 
-    def _reread(self, table: TableId, statement: SchemaStatement) -> BinlogOffset:
-        """Read every row of ``table`` again; returns the highest high watermark of its chunks."""
+    def _reread(self, table: TableId, statement: SchemaStatement, seq: int) -> BinlogOffset:
+        """Replace ``table``'s current table with every row read again, in one commit at batch ``seq``; returns
+        the highest high watermark of its chunks (from where its as-of history is whole again)."""
         if SnapshotStore(self.base_uri).read_plan(table) is None:
             raise SchemaChangeError(
                 f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {table} values the binlog does "
                 f"not carry, and {table} has no snapshot plan in {self.base_uri} to read them again by (it was "
                 f"captured without a snapshot). Nothing past it is committed: snapshot {table} (its split and "
                 f"snapshot tasks), or set schema_change_behavior to 'lenient'")
-        report = resnapshot(self.config, self.base_uri, ResnapshotRequest(table, whole=True), self.reread_server_id(),
-                            log=_log)
-        return max(c.high_watermark for c in report.chunks)
+        return replace_current(table_uri(self.base_uri, table), seq, lambda: read_whole_table(
+            self.config, self.base_uri, table, self.reread_server_id(), log=_log))
 
     @staticmethod
     def _record(applied: AppliedStatement, schema: TableSchema, kind: ChangeKind, statement: SchemaStatement) -> None:
@@ -276,13 +271,15 @@ class SchemaChanges:
 
 def _refuse_keyless_reread(schema: TableSchema, statement: SchemaStatement) -> None:
     """A DDL that gives rows values without row events is followed by reading the rows again at new high
-    watermarks and merging them by key (``engine.resnapshot``); a keyless table's rows, a multiset, cannot
-    be merged that way (``lake.multiset``), so the stream stops before anything past the DDL is committed."""
+    watermarks; the stream's changes between the DDL and those watermarks then lose to the re-read rows by
+    their order keys. A keyless table's changes count without order keys (``lake.multiset``): they would
+    count twice, so the stream stops before anything past the DDL is committed."""
     if schema.keyless:
         raise SchemaChangeError(
             f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {schema.id} values the binlog does "
-            f"not carry, which the stream follows by reading the rows again and merging them by key; {schema.id} "
-            f"has no key (its rows are a multiset of whole images), so they cannot be. Nothing past it is committed: "
+            f"not carry, which the stream follows by reading the rows again; {schema.id} has no key (its rows are "
+            f"a multiset of whole images, whose later changes cannot be told apart from the re-read rows). Nothing "
+            f"past it is committed: "
             f"re-snapshot {schema.id} (delete its folder in the lake and run the DAG again), or set "
             f"schema_change_behavior='lenient' to keep the rows as they are"
         )

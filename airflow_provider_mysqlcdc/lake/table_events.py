@@ -7,15 +7,19 @@ Delta commit recording ``(MERGE_APP_ID, seq)``, the DDL batch's sequence number,
 killed between it and the checkpoint comes back to the same DDL with the same number (the batch
 before ends at the DDL), finds the table at that number and does not apply it twice.
 
-Why a rewrite and not Delta column mapping: delta-rs 1.x writes no column-mapping tables it can rename
-or drop columns of, and the readers our users bring (DuckDB, Polars, older Spark) read column mapping
-unevenly. A rewrite keeps the table a plain Delta table; its cost is one read and write of the table
-(a column added or retyped without values costs the same, but is rare next to the changes).
+A DDL that gave rows values without row events (a DEFAULT, a conversion) replaces the whole table with
+its rows read again, in one commit (``replace_current``); the others reshape it (``reshape_current``).
+
+Why a rewrite and not Delta column mapping (measured, ``bench/ddl_rewrite_bench.py`` and RESULTS.md):
+delta-rs 1.6 has no API to rename or drop a column of a column-mapped table, cannot add a column to
+one, and its pyarrow readers (DuckDB and Polars through them) read a renamed column of one as NULLs. A
+rewrite keeps the table a plain Delta table; on 10M rows it costs about one to two writes of the table
+and twice its Arrow size in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -23,6 +27,7 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, open_delta, stored_type
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_through, quote
@@ -59,19 +64,13 @@ def truncate_current(uri: str, seq: int, at: BinlogOffset) -> bool:
     return True
 
 
-def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], cleared: Sequence[str],
-                    seq: int, reread: bool = False, empty: bool = False) -> bool:
+def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], seq: int,
+                    empty: bool = False) -> bool:
     """Give the current table the columns of ``schema`` (the table after the DDL) at batch ``seq``, in one
-    rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks or
-    that are ``cleared`` (retyped in a way that converts values) are NULL, and columns ``schema`` no
-    longer has are dropped. False when there was nothing to do.
-
-    ``reread``: the caller reads every row again right after (``engine.resnapshot``). A row is then no
-    longer the state as of its order key, so each is ordered before every change: the re-read row
-    replaces it even when its high watermark is the one an earlier re-read gave the row (nothing was
-    written to the binlog since). ``empty``: without rows (a table created anew under the name)."""
-    from deltalake import write_deltalake
-
+    rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks are
+    NULL, and columns ``schema`` no longer has are dropped. A column the DDL retyped was widened (the
+    caller replaces the table with its rows read again otherwise). False when there was nothing to do.
+    ``empty``: without rows (a table created anew under the name)."""
     table = _pending(uri, seq)
     if table is None:
         return False
@@ -87,17 +86,55 @@ def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], c
     rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
     fields = [f.with_type(stored_type(f.type)) for f in lake_schema(schema)]
     # a kept column retyped by the DDL was widened (cdc.ddl.keeps_values): the cast is exact
-    arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names and f.name not in cleared
-              else pa.nulls(rows.num_rows, f.type) for f in fields]
-    if reread:
-        first = {"_binlog_file", "_binlog_pos", "_row_seq"}
-        arrays = [pa.repeat(pa.scalar(0, f.type), rows.num_rows) if f.name in first else a
-                  for f, a in zip(fields, arrays, strict=True)]
+    arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+              for f in fields]
     reshaped = pa.Table.from_arrays([*arrays, rows.column(BATCH_COLUMN)],
                                     schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
     if schema.keyless:  # a dropped column can make distinct rows equal: their copies are numbered anew
         reshaped = with_dup(reshaped, [*schema.column_names, BATCH_COLUMN])
-    allow_types_of(table, reshaped.schema)
-    write_deltalake(uri, reshaped, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
-                    commit_properties=_at(seq))
+    _overwrite(table, uri, reshaped, _at(seq))
     return True
+
+
+_HIGH_WATERMARK = "mysqlcdc.high_watermark"
+"""The commit metadata key of ``replace_current``: the highest high watermark of the rows it wrote."""
+
+
+def replace_current(uri: str, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]]) -> BinlogOffset:
+    """Replace the whole current table at batch ``seq``, in one commit, with the rows ``read()`` gives
+    (every row read again after a DDL that gave rows values without row events, each as of its chunk's
+    high watermark, with ``_batch``) : a reader sees the table before the DDL or after it, never the new
+    columns empty. Returns the highest high watermark of the rows; when a killed run made that commit
+    already, nothing is read and it is read back from the commit."""
+    import json
+
+    from deltalake import CommitProperties, Transaction
+
+    table = _pending(uri, seq)
+    if table is None:
+        return _replaced_at(uri, seq)
+    rows, high_watermark = read()
+    properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)],
+                                  custom_metadata={_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())})
+    _overwrite(table, uri, rows, properties)
+    return high_watermark
+
+
+def _replaced_at(uri: str, seq: int) -> BinlogOffset:
+    import json
+
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(uri).history():  # newest first; the replace is at most a few commits back
+        if _HIGH_WATERMARK in commit:
+            return BinlogOffset.from_dict(json.loads(commit[_HIGH_WATERMARK]))
+    raise SnapshotStateError(f"the current table at {uri} records batch {seq} applied, but not the high watermark "
+                             f"of the rows that batch read again: re-snapshot the table")
+
+
+def _overwrite(table: DeltaTable, uri: str, rows: pa.Table, properties: CommitProperties) -> None:
+    from deltalake import write_deltalake
+
+    allow_types_of(table, rows.schema)
+    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
+                    commit_properties=properties)

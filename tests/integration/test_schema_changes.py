@@ -125,6 +125,15 @@ def test_column_changes_several_in_a_row_under_a_writer(admin: Any, config: Conn
     assert_replica_equal(admin, base_uri, table)
     assert [ddl for _, ddl in ddl_records(base_uri, table)] == statements
     assert {op for op, _ in ddl_records(base_uri, table)} == {"!S"}
+    # every version of the current table a reader could have seen: an added column with a DEFAULT was
+    # never empty (the rows read again replaced the table in the same commit that added the column)
+    current = DeltaTable(table_uri(base_uri, table))
+    for version in range(current.version() + 1):
+        current.load_as_version(version)
+        rows = current.to_pyarrow_table()
+        for column in ("c", "g"):
+            if column in rows.column_names:
+                assert rows.column(column).null_count == 0, (version, column)
 
 
 def test_truncate_drop_and_the_online_schema_change_swap(admin: Any, config: ConnectionConfig, database: str,
