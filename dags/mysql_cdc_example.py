@@ -66,11 +66,6 @@ with DAG(
         spark_conn_id="{{ params.spark_conn_id }}",
         base_uri="{{ params.base_uri }}",
         outlets=[replica_alias()],  # each batch's event goes to its table's asset; declared here for the UI
-        # a re-run replaces the batch's own output: retry it once. Airflow 3.3.2's API server can fail a batch
-        # that committed when two batches of one table finish in the same instant and both create the
-        # table's asset (UNIQUE constraint failed: asset.name, asset.uri)
-        retries=1,
-        retry_delay=timedelta(seconds=5),
     ).expand(batch=split.output)
 
     @task(trigger_rule="none_failed")

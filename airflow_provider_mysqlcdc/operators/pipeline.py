@@ -34,13 +34,12 @@ def mysql_cdc_pipeline(
 ) -> TaskGroup:
     """A task group ``group_id`` with the tasks ``split``, ``snapshot`` (mapped) and ``stream``.
 
-    The snapshot tasks have one retry 5 s apart (a re-run replaces the batch's own output). The stream
-    runs once no snapshot task failed, also when nothing was left to snapshot (a later run); it has 3
-    retries 10 s apart, which continue from the checkpoint (Airflow 3.3 can fail a task that defers
-    often). The arguments have the operators' names; ``*_kwargs`` go to the operators as they are, e.g.
-    ``snapshot_kwargs={"conf": {...}}`` for Spark settings or ``stream_kwargs={"max_batch_events": 20_000,
-    "deferrable": True}`` (the stream's ``deferrable`` defaults to ``[operators] default_deferrable``, as
-    on the operator).
+    The stream runs once no snapshot task failed, also when nothing was left to snapshot (a later
+    run); it has 3 retries 10 s apart, which continue from the checkpoint (Airflow 3.3 can fail a task that
+    defers often). The arguments have the operators' names; ``*_kwargs`` go to the operators as they
+    are, e.g. ``snapshot_kwargs={"conf": {...}}`` for Spark settings or ``stream_kwargs={"max_batch_events":
+    20_000, "deferrable": True}`` (the stream's ``deferrable`` defaults to ``[operators]
+    default_deferrable``, as on the operator).
 
     :param tables: the tables to capture, as ``database.table``, for the split and stream tasks; required
     :param base_uri: the lake of all three tasks; required
@@ -63,10 +62,7 @@ def mysql_cdc_pipeline(
         snapshot = MySqlSnapshotSparkOperator.partial(
             task_id="snapshot", base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             spark_conn_id=spark_conn_id,
-            # outlets here: the UI shows the assets. One retry: a re-run replaces the batch's own output, and
-            # Airflow 3.3.2 can fail a batch that committed when two batches of one table create its asset at once
-            **{"outlets": [replica_alias()], "retries": 1, "retry_delay": timedelta(seconds=5),
-               **(snapshot_kwargs or {})},
+            **{"outlets": [replica_alias()], **(snapshot_kwargs or {})},  # outlets here: the UI shows the assets
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(
             task_id="stream", tables=tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,

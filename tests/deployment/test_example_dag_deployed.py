@@ -47,10 +47,7 @@ def test_parallel_snapshot_batches_never_clash(shared_run: SharedRun) -> None:
     assert shared_run.writes > 50, "the writer committed throughout the snapshot"
     for ti in tis:
         if ti["task_id"] != "stream":
-            assert ti["state"] == "success", ti
-            if ti["try_number"] > 1:  # only Airflow's asset race may cost a batch its first try (the example DAG)
-                first = task_log(shared_run.deployment, {**ti, "try_number": 1})
-                assert ti["try_number"] == 2 and "committed attempt" in first, (ti, first[-2000:])
+            assert (ti["state"], ti["try_number"]) == ("success", 1), ti
     stream = next(ti for ti in tis if ti["task_id"] == "stream")
     assert stream["state"] == "deferred" and stream["try_number"] == 1, stream
     at_once = most_at_once(snapshots)
