@@ -137,8 +137,8 @@ def stream_batches(
 
     A DDL of a captured table (a ``SchemaStatement``) is a batch of its own: the changes before it are
     committed first, then ``schema_changes`` applies it to the lake and its records are committed with
-    the checkpoint past it. Without ``schema_changes`` a DDL is an error (the reader of a chunk's
-    (LW, HW] window has none: a DDL there is met by the snapshot's own schema check).
+    the checkpoint past it. Without ``schema_changes`` (a caller that drives batches alone: a test, a
+    benchmark) a DDL of a captured table is an error rather than passed over.
     """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)

@@ -136,8 +136,8 @@ def _changes(committed: CommittedTable, after: int, through: int, dropped: bool,
 def _holding(rows: pa.Table, field: pa.Field) -> pa.Field:
     """``field``, or the column's stored type where its values do not fit ``field``'s (a DDL converted them:
     DECIMAL scale down, VARCHAR to INT); the changelog keeps the values the source had then."""
-    if field.name not in rows.column_names:
-        return field
+    if field.name not in rows.column_names or rows.schema.field(field.name).type == field.type:
+        return field  # nothing to try: the common case casts nothing twice
     try:
         rows.column(field.name).cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
