@@ -123,9 +123,9 @@ class SchemaChanges:
             else:
                 _log.warning("%s: TRUNCATE at %s recorded in the changelog, but its current table keeps its rows "
                              "(schema_change_behavior %s)", table, statement.offset, self.behavior.value)
-            self._record(applied, target.schemas[table], ChangeKind.TRUNCATE, statement)
+            self._record(applied, target, table, ChangeKind.TRUNCATE, statement)
         elif captured and kind in (TableChangeKind.DROP, TableChangeKind.RENAME):
-            self._record(applied, target.schemas[table], ChangeKind.SCHEMA_CHANGE, statement)
+            self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE, statement)
             self._stop(table, statement, target, applied)
         elif captured and kind is TableChangeKind.UNKNOWN:
             if exact:
@@ -137,10 +137,7 @@ class SchemaChanges:
             _log.warning("%s: %r at %s not understood; the stream goes on with the server's columns, the rows "
                          "in the lake as they were (schema_change_behavior %s)", table, statement.ddl.statement,
                          statement.offset, self.behavior.value)
-            schema = self._server_schema(target.schemas[table])
-            target.schemas[table] = schema
-            applied.captured.append(schema)
-            self._record(applied, schema, ChangeKind.SCHEMA_CHANGE, statement)
+            self._decode_with(target, table, self._server_schema(target.schemas[table]), statement, applied)
         new = change.renamed_to if kind is TableChangeKind.RENAME else table if kind is TableChangeKind.CREATE \
             else None
         if new is not None and new in self.wanted and new not in target.schemas:
@@ -157,9 +154,12 @@ class SchemaChanges:
                      if (name := c.name_after) in new.column_names and c.name in old.column_names
                      and not keeps_values(old.column(c.name), new.column(name))]
         filled = [c.name for c in change.columns if c.kind is ColumnChangeKind.ADD and c.fills_rows]
-        target.schemas[table] = new
-        applied.captured.append(new)
-        self._record(applied, new, ChangeKind.SCHEMA_CHANGE, statement)
+        self._decode_with(target, table, new, statement, applied)
+        if self.behavior is SchemaChangeBehavior.IGNORE:
+            _log.warning("%s: %r at %s ignored (schema_change_behavior 'ignore'): its lake keeps the columns %s; "
+                         "its changes from here on are written as those (a column the source no longer has: NULL)",
+                         table, statement.ddl.statement, statement.offset, list(target.kept[table].column_names))
+            return []
         if not exact:
             if renamed or converted or filled:
                 _log.warning("%s: %r at %s applied leniently (schema_change_behavior %s): renamed columns start "
@@ -214,6 +214,26 @@ class SchemaChanges:
         chunk_key = renamed.get(old.chunk_key, old.chunk_key)
         return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "", index)
 
+    def _decode_with(self, target: Checkpoint, table: TableId, schema: TableSchema, statement: SchemaStatement,
+                     applied: AppliedStatement) -> None:
+        """From the DDL on, ``table``'s changes are decoded with ``schema``; under 'ignore' its lake keeps the
+        columns it had (``Checkpoint.kept``), as far as they still identify its rows."""
+        if self.behavior is SchemaChangeBehavior.IGNORE:
+            kept = target.kept.setdefault(table, target.schemas[table])
+            needed = kept.column_names if kept.keyless else kept.state_key
+            lost = [c for c in needed if c not in schema.column_names]
+            why = (f"it no longer has the columns {lost}, which its lake's rows are told apart by" if lost else
+                   f"its rows are now told apart by {list(schema.state_key)}, not {list(kept.state_key)}"
+                   if not kept.keyless and schema.state_key != kept.state_key else "")
+            if why:
+                raise SchemaChangeError(
+                    f"{statement.ddl.statement!r} at {statement.offset} changes {table}: {why}, so "
+                    f"schema_change_behavior 'ignore' cannot go on writing its changes as the columns its lake keeps. "
+                    f"Nothing past it is committed: set schema_change_behavior to 'evolve', or re-snapshot {table}")
+        target.schemas[table] = schema
+        applied.captured.append(schema)
+        self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE, statement)
+
     def _server_schema(self, old: TableSchema, current: TableSchema | None = None) -> TableSchema:
         """The server's schema of ``old``'s table now, split on ``old``'s chunk key while it has it."""
         current = current or self.reload_schema(old.id)
@@ -242,7 +262,7 @@ class SchemaChanges:
         applied.captured.append(schema)
         uri = table_uri(self.base_uri, table)
         # created: empty from here on, every row before is gone; renamed in: its rows are read again
-        self._record(applied, schema, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
+        self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
         _log.warning("%s: %r at %s: captured again from here on", table, statement.ddl.statement, statement.offset)
         if not refill or old is None:
             reshape_current(uri, schema, {}, target.seq, empty=True)
@@ -264,9 +284,13 @@ class SchemaChanges:
             self.config, self.base_uri, table, self.reread_server_id(), log=_log))
 
     @staticmethod
-    def _record(applied: AppliedStatement, schema: TableSchema, kind: ChangeKind, statement: SchemaStatement) -> None:
+    def _record(applied: AppliedStatement, target: Checkpoint, table: TableId, kind: ChangeKind,
+                statement: SchemaStatement) -> None:
+        """The DDL's changelog record of ``table``, with the columns of its lake tables."""
+        schema = target.schema_of(table)
+        assert schema is not None  # the table is captured or stopped in target
         record = table_event_record(schema, kind, statement.ddl.statement, statement.offset, statement.ts_ms)
-        applied.records.setdefault(schema.id, []).append(record)
+        applied.records.setdefault(table, []).append(record)
 
 
 def _refuse_keyless_reread(schema: TableSchema, statement: SchemaStatement) -> None:

@@ -44,7 +44,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-from airflow_provider_mysqlcdc.lake.changelog import rows_table
+from airflow_provider_mysqlcdc.lake.changelog import as_kept_columns, rows_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
@@ -225,7 +225,8 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
                                 f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader cannot "
                                 f"follow DDL")
     target = replace(checkpoint, schemas=dict(checkpoint.schemas), chunks=dict(checkpoint.chunks),
-                     stopped=dict(checkpoint.stopped), history_from=dict(checkpoint.history_from))
+                     stopped=dict(checkpoint.stopped), history_from=dict(checkpoint.history_from),
+                     kept=dict(checkpoint.kept))
     target.advance(checkpoint.seq + 1, end.offset)
     applied = schema_changes.apply(statement, checkpoint, target)
     store.commit(target, applied.records)
@@ -238,7 +239,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
     checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
     checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
     checkpoint.visible_seq, checkpoint.visible_offset = target.visible
-    checkpoint.history_from = target.history_from
+    checkpoint.history_from, checkpoint.kept = target.history_from, target.kept
     rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
     _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
               ", ".join(sorted(rows)) or "no table")
@@ -345,6 +346,11 @@ def _write(store: StreamStore, target: Checkpoint, pending: _Pending) -> None:
     """The batch's lake rows (per table, a part per schema: a batch may pass an ALTER), committed with
     ``target`` (the changelogs, then the checkpoint)."""
     changes: dict[TableId, list[pa.Table]] = {
-        table: [rows_table(events, schema) for schema, events in parts] for table, parts in pending.parts.items()
+        table: [_as_lake_rows(rows_table(events, schema), target.kept.get(table)) for schema, events in parts]
+        for table, parts in pending.parts.items()
     }
     store.commit(target, changes)
+
+
+def _as_lake_rows(rows: pa.Table, kept: TableSchema | None) -> pa.Table:
+    return rows if kept is None else as_kept_columns(rows, kept)

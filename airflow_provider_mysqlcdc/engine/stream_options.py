@@ -34,7 +34,10 @@ class SchemaChangeBehavior(StrEnum):
     """Keep the lake readable without rewriting it: columns added (NULL in rows before), dropped columns
     kept (NULL after), a renamed column a new one, TRUNCATE only recorded; each logged at WARNING."""
     IGNORE = "ignore"
-    """Not supported yet: refused with an error naming the others."""
+    """Keep the lake's columns as they were before the first DDL: a column the source adds is left out of
+    the changes, one it drops or renames is NULL in rows written after, TRUNCATE only recorded; each DDL
+    logged at WARNING and recorded in the changelog. A DDL that takes away the columns rows are told
+    apart by is an error."""
     EXCEPTION = "exception"
     """Stop at the first DDL that changes a captured table's columns or rows, before committing past it."""
 
@@ -44,11 +47,6 @@ class SchemaChangeBehavior(StrEnum):
         choices = ", ".join(repr(b.value) for b in cls)
         if text not in {b.value for b in cls}:
             raise InvalidOptionError(f"schema_change_behavior must be one of {choices}, not {value!r}")
-        if text == cls.IGNORE:
-            raise InvalidOptionError(
-                "schema_change_behavior 'ignore' (keep the lake's columns as they were and drop new ones from "
-                "the changes) is not supported yet: choose 'evolve' (the default: follow every change exactly), "
-                "'lenient' or 'exception'")
         return cls(text)
 
 

@@ -33,7 +33,12 @@ from airflow_provider_mysqlcdc.engine.stream_observer import (
     NoStreamObserver,
     StreamObserver,
 )
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress, StreamSummary
+from airflow_provider_mysqlcdc.engine.stream_options import (
+    SchemaChangeBehavior,
+    StreamOptions,
+    StreamProgress,
+    StreamSummary,
+)
 from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
@@ -82,12 +87,24 @@ class StreamRunner:
             moved, checkpoint.offset = anchored != checkpoint.offset, anchored
             notes = reconcile_tables(checkpoint, self.options.tables, self._snapshot_start,
                                      lambda table: load_table_schema(control, table))
+            self._refuse_kept_columns(checkpoint)
             if not notes and not moved:
                 return checkpoint
             for note in notes:
                 _log.warning("%s", note)
         self.store.commit(checkpoint, {})
         return checkpoint
+
+    def _refuse_kept_columns(self, checkpoint: Checkpoint) -> None:
+        """A lake that 'ignore' kept columns of is not the source's replica: only 'ignore' may go on with it."""
+        behavior = self.options.schema_change_behavior
+        if checkpoint.kept and behavior is not SchemaChangeBehavior.IGNORE:
+            tables = sorted(map(str, checkpoint.kept))
+            raise InvalidOptionError(
+                f"schema_change_behavior is {behavior.value!r}, but the lake of {tables} keeps the columns it had "
+                f"before DDL an earlier run passed over under 'ignore', so it cannot follow the source's columns "
+                f"from here. Set schema_change_behavior back to 'ignore', or take these tables anew (run the stream "
+                f"once without them in tables, delete their folders <db>/<table> in the lake, add them back)")
 
     def _anchor(self, control: Any, checkpoint: Checkpoint) -> BinlogOffset:
         """The checkpoint's offset on the server the connection reaches now (``startup.anchor``): with

@@ -21,6 +21,7 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.lake.delta import cast_to
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
@@ -56,6 +57,17 @@ def table_event_record(schema: TableSchema, kind: ChangeKind, statement: str, of
 
 def lake_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([*arrow_schema(schema), *METADATA_FIELDS])
+
+
+def as_kept_columns(rows: pa.Table, schema: TableSchema) -> pa.Table:
+    """Lake rows decoded with the server's columns as the columns ``schema`` keeps (``Checkpoint.kept``): a
+    column it lacks left out, a column the server no longer has NULL, each value in the kept type (one
+    that does not fit is a ``SchemaChangeError`` naming the column)."""
+    fields = lake_schema(schema)
+    arrays = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+              for f in fields]
+    return cast_to(pa.Table.from_arrays(arrays, names=fields.names), fields,
+                   f"{schema.id} (its lake keeps its columns as they were: schema_change_behavior 'ignore')")
 
 
 def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:

@@ -119,6 +119,10 @@ class Checkpoint:
     """Per table whose rows a DDL replaced without row events (TRUNCATE; a re-read after a DDL that gave
     rows values): the position from which its changelog and current table tell its whole history. As-of
     reads before it are refused (``lake.as_of``): the rows it replaced have no before images."""
+    kept: dict[TableId, TableSchema] = field(default_factory=dict)
+    """Per table whose DDL ``schema_change_behavior='ignore'`` passed over: the columns its lake tables keep
+    (its schema before the first DDL ignored). Its changes are decoded with ``schemas`` (the server's
+    columns) and written as these: a column the source added is left out, one it dropped is NULL."""
 
     def __post_init__(self) -> None:
         if self.visible_seq is None or self.visible_offset is None:
@@ -137,7 +141,10 @@ class Checkpoint:
             self.visible_seq, self.visible_offset = seq, offset
 
     def schema_of(self, table: TableId) -> TableSchema | None:
-        """The table's latest schema known to the stream, captured or stopped."""
+        """The columns of the table's lake tables, captured or stopped: its latest schema known to the
+        stream, or the one its lake keeps (``kept``)."""
+        if table in self.kept:
+            return self.kept[table]
         if table in self.schemas:
             return self.schemas[table]
         return self.stopped[table].schema if table in self.stopped else None
@@ -154,6 +161,7 @@ class Checkpoint:
             "visible_seq": self.visible[0],
             "visible_offset": self.visible[1].to_dict(),
             "history_from": {str(t): o.to_dict() for t, o in self.history_from.items()},
+            "kept": {str(t): s.to_dict() for t, s in self.kept.items()},
         }
 
     @classmethod
@@ -171,6 +179,7 @@ class Checkpoint:
             visible_seq=d.get("visible_seq"),
             visible_offset=BinlogOffset.from_dict(d["visible_offset"]) if "visible_offset" in d else None,
             history_from={TableId.parse(t): BinlogOffset.from_dict(o) for t, o in d.get("history_from", {}).items()},
+            kept={TableId.parse(t): TableSchema.from_dict(s) for t, s in d.get("kept", {}).items()},
         )
 
 

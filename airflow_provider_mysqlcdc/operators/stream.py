@@ -73,7 +73,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         their values, converted; TRUNCATE; tables dropped, renamed, created) and stops with a
         ``SchemaChangeError`` before anything past a change it cannot keep exactly; ``try_evolve`` applies
         such a change as ``lenient`` does, with a warning; ``lenient`` adds columns and records the DDL
-        without rewriting the lake; ``exception`` stops at the first DDL that changes a captured table
+        without rewriting the lake; ``ignore`` keeps the lake's columns as they were and writes the changes
+        as them; ``exception`` stops at the first DDL that changes a captured table
         (README, "Schema changes"). Default: ``evolve`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)

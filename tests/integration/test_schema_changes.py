@@ -25,7 +25,7 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
-from airflow_provider_mysqlcdc.exceptions import AsOfError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -292,6 +292,60 @@ def test_what_each_behavior_does_with_what_it_cannot_keep(admin: Any, config: Co
         assert "s" not in current.column_names and current.column("s2").null_count == 0
     else:  # lenient: the new name starts empty, the old one stays
         assert {"s", "s2"} <= set(current.column_names) and current.column("s2").null_count == 19
+
+
+def test_ignore_keeps_the_lakes_columns_and_writes_changes_as_them(admin: Any, config: ConnectionConfig,
+                                                                    database: str, tmp_path: Any) -> None:
+    """Under 'ignore' the lake keeps the columns it had: a column added is left out, a renamed or dropped
+    one is NULL in rows written after, a widened one keeps its type, TRUNCATE is only recorded. A DDL that
+    takes away the rows' key stops the stream, and another behavior refuses the lake."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE ig (id INT PRIMARY KEY, v INT, s VARCHAR(10), x INT)")
+        cur.execute("INSERT INTO ig SELECT seq, seq, CONCAT('s', seq), seq * 10 FROM seq_1_to_50")
+    table, base_uri = TableId(database, "ig"), str(tmp_path / "lake")
+    snapshot(config, base_uri, str(table), chunk_size=20, chunks_per_batch=1)
+    stream(config, base_uri, [table], SchemaChangeBehavior.IGNORE)
+    statements = ["ALTER TABLE ig ADD COLUMN c VARCHAR(5) NOT NULL DEFAULT 'x'", "ALTER TABLE ig RENAME COLUMN s TO s2",
+                  "ALTER TABLE ig DROP COLUMN x", "ALTER TABLE ig MODIFY v BIGINT", "TRUNCATE TABLE ig"]
+    with admin.cursor() as cur:
+        cur.execute("UPDATE ig SET v = v + 100 WHERE id <= 5")
+        for ddl in statements[:4]:
+            cur.execute(ddl)
+        cur.execute("UPDATE ig SET v = v + 1000 WHERE id BETWEEN 3 AND 7")
+        cur.execute("DELETE FROM ig WHERE id = 10")
+        cur.execute("INSERT INTO ig (id, v, s2, c) VALUES (100, 5, 'new', 'y')")
+        cur.execute(statements[4])
+        cur.execute("INSERT INTO ig (id, v, s2, c) VALUES (1, 1, 'again', 'z')")  # the TRUNCATE left rows, so
+        cur.execute("INSERT INTO ig (id, v, s2, c) VALUES (2, 2, 'again', 'z')")  # these are updates here
+    stream(config, base_uri, [table], SchemaChangeBehavior.IGNORE)
+
+    expected = {i: (i, f"s{i}", i * 10) for i in range(1, 51) if i != 10}
+    for i in range(1, 6):
+        expected[i] = (i + 100, f"s{i}", i * 10)
+    for i in range(3, 8):
+        expected[i] = (expected[i][0] + 1000, None, None)
+    expected.update({100: (5, None, None), 1: (1, None, None), 2: (2, None, None)})
+    lake = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table()
+    assert [n for n in lake.column_names if not n.startswith("_")] == ["id", "v", "s", "x"]
+    assert str(lake.schema.field("v").type) == "int32"
+    rows = read_table(base_uri, str(table)).to_pylist()
+    assert {r["id"]: (r["v"], r["s"], r["x"]) for r in rows} == expected
+    assert [d for _, d in ddl_records(base_uri, table)] == statements
+    assert [k for k, _ in ddl_records(base_uri, table)] == ["!S"] * 4 + ["!T"]
+    assert "c" not in read_changes(base_uri, str(table)).column_names
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    assert checkpoint is not None and checkpoint.kept[table].column_names == ("id", "v", "s", "x")
+    assert checkpoint.schemas[table].column_names == ("id", "v", "s2", "c")
+    assert {r[0]: r[1:] for r in current_rows(base_uri, checkpoint.kept[table])} == expected  # deltalake alone
+
+    with pytest.raises(InvalidOptionError, match=r"(?s)schema_change_behavior is 'evolve'.*'ignore'"):
+        stream(config, base_uri, [table])
+    with admin.cursor() as cur:
+        cur.execute("ALTER TABLE ig RENAME COLUMN id TO id2")
+        cur.execute("UPDATE ig SET v = 0 WHERE id2 = 1")
+    with pytest.raises(SchemaChangeError, match=r"(?s)RENAME COLUMN id TO id2.*told apart.*'evolve'"):
+        stream(config, base_uri, [table], SchemaChangeBehavior.IGNORE)
+    assert read_table(base_uri, str(table)).to_pylist() == rows  # nothing past the DDL committed
 
 
 def test_truncate_met_while_the_table_is_in_its_snapshot_phase(admin: Any, config: ConnectionConfig, database: str,
