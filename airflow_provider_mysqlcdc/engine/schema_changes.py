@@ -20,6 +20,9 @@ it as a batch of their own, then calls ``SchemaChanges.apply`` for the DDL's bat
 4. returns the changelog records of the DDL (``!T`` for TRUNCATE, ``!S`` for the rest, with the
    statement), which the stream commits with the checkpoint past the DDL.
 
+Under 'ignore' none of 2 and 3 happens: the lake keeps the columns it had (``Checkpoint.kept``) and the
+stream writes the changes, decoded with the source's columns, as those.
+
 A table dropped or renamed away stops (its replica kept, the statement in the checkpoint's stopped
 table); a table created or renamed under a captured name is captured again, its replica replaced.
 """

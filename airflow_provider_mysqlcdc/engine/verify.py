@@ -259,7 +259,8 @@ def compare(schema: TableSchema, source: pa.Table, replica: pa.Table,
     if set(replica.column_names) != set(columns) or set(source.column_names) != set(columns):
         raise SchemaChangeError(
             f"{schema.id}: the source has columns {source.column_names}, the replica {replica.column_names}: the "
-            f"stream has not followed a schema change yet (it does at the table's next change), verify again later"
+            f"stream has not followed a schema change yet (it does at the table's next change), verify again later; "
+            f"or its schema_change_behavior 'ignore' keeps the lake's columns, which verify cannot compare"
         )
     if schema.keyless:
         return compare_multisets(columns, source, replica, max_keys)
