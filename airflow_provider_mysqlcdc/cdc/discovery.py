@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, no_row_identity, row_identity
@@ -24,34 +25,76 @@ def _pattern(option: str, value: str) -> re.Pattern[str]:
         raise InvalidOptionError(f"{option} {value!r} is not a valid regular expression: {exc}") from exc
 
 
-def discover_tables(
-    conn: Any,
-    include_databases: str,
-    include_tables: str | None = None,
-    exclude_tables: Sequence[str] = (),
-    chunk_key_columns: Mapping[str, str] | None = None,
-) -> list[TableSchema]:
-    """The base tables whose database fully matches ``include_databases`` and whose ``db.table``
-    fully matches ``include_tables`` (all when None) and none of ``exclude_tables``; sorted."""
-    databases = _pattern("include_databases", include_databases)
-    tables = _pattern("include_tables", include_tables) if include_tables is not None else None
-    excluded = [_pattern("exclude_tables", p) for p in exclude_tables]
+@dataclass(frozen=True)
+class TableSelection:
+    """Which tables are captured: those named in ``tables``, or those whose database fully matches
+    ``include_databases`` and whose ``db.table`` fully matches ``include_tables`` (all of the databases'
+    when None); never one fully matching an ``exclude_tables`` pattern, nor a system schema's. One place
+    decides it for the split's discovery and for a table the stream meets created or renamed while it runs.
+    """
+
+    tables: tuple[TableId, ...] = ()
+    include_databases: str | None = None
+    include_tables: str | None = None
+    exclude_tables: tuple[str, ...] = ()
+    _compiled: tuple[re.Pattern[str] | None, re.Pattern[str] | None, tuple[re.Pattern[str], ...]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.tables and not self.include_databases:
+            raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
+        databases = _pattern("include_databases", self.include_databases) if self.include_databases else None
+        tables = _pattern("include_tables", self.include_tables) if self.include_tables is not None else None
+        excluded = tuple(_pattern("exclude_tables", p) for p in self.exclude_tables)
+        object.__setattr__(self, "_compiled", (databases, tables, excluded))
+
+    @property
+    def by_pattern(self) -> bool:
+        """Whether tables are chosen by patterns (a table created later may match), not by name."""
+        return not self.tables
+
+    def matches(self, table: TableId) -> bool:
+        databases, tables, excluded = self._compiled
+        name = str(table)
+        if any(p.fullmatch(name) for p in excluded) or table.database.lower() in SYSTEM_SCHEMAS:
+            return False
+        if self.tables:
+            return table in self.tables
+        assert databases is not None  # __post_init__: tables or include_databases
+        return bool(databases.fullmatch(table.database)) and (tables is None or bool(tables.fullmatch(name)))
+
+    def describe(self) -> str:
+        if self.tables:
+            return f"tables={[str(t) for t in self.tables]!r}, exclude_tables={list(self.exclude_tables)!r}"
+        return (f"include_databases={self.include_databases!r}, include_tables={self.include_tables!r}, "
+                f"exclude_tables={list(self.exclude_tables)!r}")
+
+
+def find_tables(conn: Any, selection: TableSelection) -> list[TableId]:
+    """The base tables ``selection`` matches, sorted; an error when there is none."""
     with conn.cursor() as cur:
         cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'")
-        found = sorted(
-            TableId(db, name)
-            for db, name in cur.fetchall()
-            if db.lower() not in SYSTEM_SCHEMAS
-            and databases.fullmatch(db)
-            and (tables is None or tables.fullmatch(f"{db}.{name}"))
-            and not any(p.fullmatch(f"{db}.{name}") for p in excluded)
-        )
+        found = sorted(t for db, name in cur.fetchall() if selection.matches(t := TableId(db, name)))
+    missing = sorted(map(str, set(selection.tables) - set(found)))
+    if missing:
+        raise InvalidOptionError(f"tables names {missing}, which the server has no base table of (or the CDC user "
+                                 f"cannot see): check the names, as database.table")
     if not found:
         raise InvalidOptionError(
-            f"no table matches include_databases={include_databases!r}, include_tables={include_tables!r}, "
-            f"exclude_tables={list(exclude_tables)!r} (patterns must match the whole name; does the CDC user "
+            f"no table matches {selection.describe()} (patterns must match the whole name; does the CDC user "
             f"have SELECT on those databases?)"
         )
+    return found
+
+
+def discover_tables(
+    conn: Any,
+    selection: TableSelection,
+    chunk_key_columns: Mapping[str, str] | None = None,
+) -> list[TableSchema]:
+    """The schemas of the tables ``selection`` matches (``find_tables``), sorted; one error naming every
+    table that cannot be captured."""
+    found = find_tables(conn, selection)
     overrides = dict(chunk_key_columns or {})
     unknown = sorted(set(overrides) - {str(t) for t in found})
     if unknown:

@@ -40,13 +40,11 @@ def plan_snapshot(
     ``conn_id`` only names the connection in errors about its ``server_id`` range; ``log`` is the
     calling task's logger, so that the plan's lines are in its log."""
     retention, approximate = None, {}
-    include_databases, include_tables = options.selection()
     conn = config.connect()
     try:
         server = check_source(conn)
         log.info("source %s %s is ready for CDC", server.flavor, server.version_string)
-        schemas = discover_tables(conn, include_databases, include_tables, options.exclude_tables,
-                                  options.chunk_key_columns)
+        schemas = discover_tables(conn, options.selection(), options.chunk_key_columns)
         check_source(conn, databases=sorted({s.id.database for s in schemas}))
         refused = []
         for schema in schemas:

@@ -8,11 +8,11 @@ wrong with a value and what to set, before the task touches the source or the la
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import (
     DEFAULT_CHUNK_SIZE,
@@ -52,8 +52,7 @@ class SplitOptions:
     def __post_init__(self) -> None:
         if not self.base_uri:
             raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
-        if not self.tables and not self.include_databases:
-            raise InvalidOptionError("set tables=['db.table', ...] or include_databases (a regular expression)")
+        self.selection()  # the patterns are checked before the task touches the source or the lake
         validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
         for name in ("rows_per_batch", "max_batches", "readers_per_batch"):
             value = getattr(self, name)
@@ -85,11 +84,6 @@ class SplitOptions:
             unbounded_chunk_first=rendered.flag("unbounded_chunk_first", unbounded_chunk_first),
         )
 
-    def selection(self) -> tuple[str, str | None]:
-        """The discovery patterns: exact names from ``tables``, or the regular expressions as given."""
-        if self.tables:
-            return (
-                "|".join(sorted({re.escape(t.database) for t in self.tables})),
-                "|".join(re.escape(str(t)) for t in self.tables),
-            )
-        return self.include_databases or "", self.include_tables  # one of the two is set (__post_init__)
+    def selection(self) -> TableSelection:
+        """Which tables the split plans."""
+        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import discover_tables, load_table_schema, parse_members
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, discover_tables, load_table_schema, parse_members
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 ODD_DB = "dïsc `odd` db"
 ODD_TABLE = "tä.ble `x` ☃"  # identifiers are BMP-only (utf8mb3) on the server
 
+
+def matching(databases: str, **patterns: Any) -> TableSelection:
+    """The tables of the databases ``databases`` matches, with ``include_tables``/``exclude_tables``."""
+    return TableSelection(include_databases=databases, **patterns)
 
 @pytest.fixture(scope="module", autouse=True)
 def tables(mariadb_server, database):
@@ -36,29 +42,32 @@ def tables(mariadb_server, database):
 
 
 def test_regex_selection_and_exclusions(cdc_conn, database) -> None:
-    found = discover_tables(cdc_conn, database, exclude_tables=[f"{database}.logs", ".*more_logs"])
+    found = discover_tables(cdc_conn, matching(database, exclude_tables=(f"{database}.logs", ".*more_logs")))
     assert [t.id.table for t in found] == ["orders", "orders_archive"]  # the view is not a base table
-    found = discover_tables(cdc_conn, database, include_tables=rf"{database}\.orders")
+    found = discover_tables(cdc_conn, matching(database, include_tables=rf"{database}\.orders"))
     assert [t.id.table for t in found] == ["orders"]  # must match the whole name
-    both = discover_tables(cdc_conn, f"{database}|dïsc.*", include_tables=r".*\.(orders|tä.*)")
+    both = discover_tables(cdc_conn, matching(f"{database}|dïsc.*", include_tables=r".*\.(orders|tä.*)"))
     assert [str(t.id) for t in both] == [f"{ODD_DB}.{ODD_TABLE}", f"{database}.orders"]
 
 
 def test_no_match_and_bad_options_are_clear(cdc_conn, database) -> None:
+    with pytest.raises(InvalidOptionError, match=rf"tables names \['{database}.nope'\], which the server has no"):
+        discover_tables(cdc_conn, TableSelection((TableId(database, "orders"), TableId(database, "nope"))))
     with pytest.raises(InvalidOptionError, match="no table matches include_databases='nothing_here'"):
-        discover_tables(cdc_conn, "nothing_here")
+        discover_tables(cdc_conn, matching("nothing_here"))
     with pytest.raises(InvalidOptionError, match="not a valid regular expression"):
-        discover_tables(cdc_conn, "(")
+        discover_tables(cdc_conn, matching("("))
     with pytest.raises(InvalidOptionError, match="not captured"):
-        discover_tables(cdc_conn, database, exclude_tables=[".*logs"], chunk_key_columns={"other.t": "id"})
+        discover_tables(cdc_conn, matching(database, exclude_tables=(".*logs",)), chunk_key_columns={"other.t": "id"})
     with pytest.raises(TableNotSupportedError, match=rf"{database}.logs has no primary key.*chunk_key_columns="):
-        discover_tables(cdc_conn, database)  # logs has no key
+        discover_tables(cdc_conn, matching(database))  # logs has no key
     overrides = {f"{database}.logs": "line", f"{database}.orders": "id"}
     # with a column to split on, a table without any key is captured as a multiset of whole rows
-    logs, _ = discover_tables(cdc_conn, database, include_tables=r".*\.(logs|orders)", chunk_key_columns=overrides)
+    logs, _ = discover_tables(cdc_conn, matching(database, include_tables=r".*\.(logs|orders)"),
+                              chunk_key_columns=overrides)
     assert logs.keyless and logs.chunk_key == "line" and logs.key_index == "" and logs.primary_key == ()
     with pytest.raises(TableNotSupportedError) as error:  # every refused table in one error
-        discover_tables(cdc_conn, f"{database}|dïsc.*", include_tables=r".*\.(logs|more_logs)")
+        discover_tables(cdc_conn, matching(f"{database}|dïsc.*", include_tables=r".*\.(logs|more_logs)"))
     assert [line.split(" has no")[0] for line in str(error.value).splitlines()] == [
         f"table {database}.logs", f"table {database}.more_logs"]
     with pytest.raises(TableNotSupportedError, match="not a column"):

@@ -8,11 +8,15 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
-from airflow_provider_mysqlcdc.cdc.discovery import discover_tables, load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, discover_tables, load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
+
+def matching(databases: str, **patterns: Any) -> TableSelection:
+    """The tables of the databases ``databases`` matches, with ``include_tables``/``exclude_tables``."""
+    return TableSelection(include_databases=databases, **patterns)
 
 def make_table(admin: Any, ddl: str, rows_sql: str | None = None, values: list[tuple[Any, ...]] | None = None) -> None:
     with admin.cursor() as cur:
@@ -160,12 +164,12 @@ def test_table_without_row_identity_is_refused_naming_the_option(admin, cdc_conn
     it names (not unique: the splitter does not care)."""
     make_table(admin, ddl)
     with pytest.raises(TableNotSupportedError, match=rf"{database}.t has no primary key .*chunk_key_columns="):
-        discover_tables(cdc_conn, database, include_tables=rf"{database}\.t")
+        discover_tables(cdc_conn, matching(database, include_tables=rf"{database}\.t"))
     schema = load_table_schema(cdc_conn, TableId(database, "t"))
     assert schema.keyless and schema.chunk_key == ""
     with pytest.raises(TableNotSupportedError, match="set chunk_key_columns"):
         split_table(cdc_conn, schema, 10)
-    (schema,) = discover_tables(cdc_conn, database, include_tables=rf"{database}\.t",
+    (schema,) = discover_tables(cdc_conn, matching(database, include_tables=rf"{database}\.t"),
                                 chunk_key_columns={f"{database}.t": "v"})
     assert schema.keyless and schema.chunk_key == "v" and split_table(cdc_conn, schema, 10)
 

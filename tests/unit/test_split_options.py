@@ -32,10 +32,14 @@ def test_rendered_text_becomes_typed_values() -> None:
     assert got.retention_check is RetentionCheck.WARN
 
 
-def test_tables_select_exact_names_and_patterns_pass_through() -> None:
-    assert options(tables=["shop.orders", "crm.people"]).selection() == ("crm|shop", "shop\\.orders|crm\\.people")
-    assert options(include_databases="shop_.*", include_tables="shop_.*\\.o.*").selection() == (
-        "shop_.*", "shop_.*\\.o.*")
+def test_tables_select_exact_names_or_whole_name_patterns() -> None:
+    named = options(tables=["shop.orders", "crm.people"], exclude_tables=["crm.*"]).selection()
+    assert not named.by_pattern and named.matches(TableId("shop", "orders"))
+    assert not named.matches(TableId("shop", "orders2")) and not named.matches(TableId("crm", "people"))
+    patterns = options(include_databases="shop_.*", include_tables="shop_.*\\.o.*").selection()
+    assert patterns.by_pattern and patterns.matches(TableId("shop_1", "orders"))
+    assert not patterns.matches(TableId("shop_1", "people")) and not patterns.matches(TableId("xshop_1", "orders"))
+    assert not options(include_databases=".*").selection().matches(TableId("mysql", "user"))  # never a system schema
 
 
 @pytest.mark.parametrize(
