@@ -186,6 +186,8 @@ class BinlogReader:
     ``watched`` names tables besides ``schemas``' whose DDL matters (a stopped table that may be created
     or renamed back): a DDL naming a captured or watched table is yielded as a ``SchemaStatement`` before
     its ``Committed``; ``track``/``untrack`` then tell the reader which tables it captures from there on.
+    ``watch_new`` accepts the names of tables not known yet whose creation (or a rename to them) matters
+    (tables chosen by patterns); with it the reader reads every table's events and filters them itself.
     ``blocking`` waits for new events (with heartbeats every ``heartbeat_seconds``) instead of
     ending when the binlog's current end is reached. Rows are decoded by ``row_decoder``, several
     times faster than mysql-replication; ``decode_rows=False`` leaves every row to mysql-replication
@@ -209,9 +211,11 @@ class BinlogReader:
         reconnects: int = 3,
         decode_rows: bool = True,
         watched: Collection[TableId] = (),
+        watch_new: Callable[[TableId], bool] | None = None,
     ) -> None:
         self._settings = dict(connection_settings)
         self._watched = frozenset(watched)
+        self._watch_new = watch_new
         self._server_id = server_id
         self._server_ids = server_ids
         self._schemas = dict(schemas)
@@ -294,8 +298,9 @@ class BinlogReader:
             only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, RotateEvent, HeartbeatLogEvent,
                          WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, *EXTRA_EVENTS],
             filter_non_implemented_events=False,  # NotImplementedEvent is in EXTRA_EVENTS: no event unseen
-            only_schemas=sorted({t.database for t in (*self._schemas, *self._watched)}),
-            only_tables=sorted({t.table for t in (*self._schemas, *self._watched)}),
+            # a table created under a watched pattern is tracked while the connection is open: no filter then
+            only_schemas=None if self._watch_new else sorted({t.database for t in (*self._schemas, *self._watched)}),
+            only_tables=None if self._watch_new else sorted({t.table for t in (*self._schemas, *self._watched)}),
             enable_logging=False,  # it logs every reader's settings at INFO: one per chunk group and poll
         )
         position = _Position(start)
@@ -360,7 +365,7 @@ class BinlogReader:
         ddl = parse_ddl(event.query, database)
         if ddl is None:
             return None
-        mine = ddl.of(frozenset(self._schemas) | self._watched)
+        mine = ddl.of(frozenset(self._schemas) | self._watched, self._watch_new)
         if not mine:
             return None
         return SchemaStatement(replace(ddl, changes=mine), position.boundary, ts_ms)

@@ -21,6 +21,7 @@ change no value a replica holds.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -94,14 +95,18 @@ class DdlStatement:
     statement: str
     changes: tuple[TableChange, ...]
 
-    def of(self, tables: set[TableId] | frozenset[TableId]) -> tuple[TableChange, ...]:
-        """The changes of the statement that name one of ``tables``, as the table or as its new name; a
-        dropped database is a drop of each of its tables."""
+    def of(self, tables: set[TableId] | frozenset[TableId],
+           new_names: Callable[[TableId], bool] | None = None) -> tuple[TableChange, ...]:
+        """The changes of the statement that name one of ``tables``, as the table or as its new name, or
+        that create a table or rename one to a name ``new_names`` accepts; a dropped database is a drop
+        of each of its tables."""
         found: list[TableChange] = []
         for change in self.changes:
             if change.table.table == ALL_TABLES:
                 found.extend(replace(change, table=t) for t in sorted(tables) if t.database == change.table.database)
-            elif change.table in tables or change.renamed_to in tables:
+            elif change.table in tables or change.renamed_to in tables or new_names is not None and (
+                    change.kind is TableChangeKind.CREATE and new_names(change.table)
+                    or change.renamed_to is not None and new_names(change.renamed_to)):
                 found.append(change)
         return tuple(found)
 

@@ -243,13 +243,13 @@ def _in_batch(rows: pa.Table, batch: int) -> pa.Table:
 
 
 def read_whole_table(config: ConnectionConfig, base_uri: str, table: TableId, server_id: int,
-                     log: logging.Logger | Any = _log) -> tuple[pa.Table, BinlogOffset]:
+                     log: logging.Logger | Any = _log, plan: Plan | None = None) -> tuple[pa.Table, BinlogOffset]:
     """Every chunk of ``table``'s plan read again: the current state's rows (with ``_batch``), each as of
     its chunk's new high watermark, and the highest of those watermarks. For a caller that replaces the
     whole current table with them in one commit (a DDL that gave every row new values,
     ``engine.schema_changes``): nothing of the table's old rows is kept, so no key is compared and no
-    delete is needed."""
-    plan = SnapshotStore(base_uri).read_plan(table)
+    delete is needed. ``plan``: the chunks to read (None: the table's snapshot plan)."""
+    plan = plan or SnapshotStore(base_uri).read_plan(table)
     if plan is None:
         raise SnapshotStateError(f"{table} has no snapshot plan in {base_uri} to read its rows again by")
     schema = batch_schema(plan.schema, config, base_uri)

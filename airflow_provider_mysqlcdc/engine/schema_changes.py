@@ -30,7 +30,7 @@ table); a table created or renamed under a captured name is captured again, its 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,10 +40,12 @@ from airflow_provider_mysqlcdc.cdc.binlog_reader import SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.captured_tables import floored
 from airflow_provider_mysqlcdc.engine.resnapshot import read_whole_table
+from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
@@ -67,20 +69,20 @@ class AppliedStatement:
 
 class SchemaChanges:
     """Applies DDL statements to the lake at ``base_uri``. ``merge(checkpoint)`` brings the current tables
-    up to ``checkpoint``; ``reload_schema`` reads a table's schema from the server; ``wanted`` are the
-    tables the stream is asked to capture (a table created or renamed under one of these names is
-    captured); ``reread_server_id()`` gives the binlog reader id of the re-reads (asked for only when one
+    up to ``checkpoint``; ``reload_schema`` reads a table's schema from the server; ``selection`` chooses
+    the tables the stream captures (a table created or renamed under a name it matches is captured);
+    ``reread_server_id()`` gives the binlog reader id of the re-reads (asked for only when one
     is needed: it may refuse a connection with a single server id)."""
 
     def __init__(self, behavior: SchemaChangeBehavior, base_uri: str, config: ConnectionConfig,
                  merge: Callable[[Checkpoint], Any], reload_schema: Callable[[TableId], TableSchema],
-                 wanted: Collection[TableId], reread_server_id: Callable[[], int]) -> None:
+                 selection: TableSelection, reread_server_id: Callable[[], int]) -> None:
         self.behavior = behavior
         self.base_uri = base_uri
         self.config = config
         self.merge = merge
         self.reload_schema = reload_schema
-        self.wanted = frozenset(wanted)
+        self.selection = selection
         self.reread_server_id = reread_server_id
 
     def apply(self, statement: SchemaStatement, checkpoint: Checkpoint, target: Checkpoint) -> AppliedStatement:
@@ -143,7 +145,7 @@ class SchemaChanges:
             self._decode_with(target, table, self._server_schema(target.schemas[table]), statement, applied)
         new = change.renamed_to if kind is TableChangeKind.RENAME else table if kind is TableChangeKind.CREATE \
             else None
-        if new is not None and new in self.wanted and new not in target.schemas:
+        if new is not None and self.selection.matches(new) and new not in target.schemas:
             rereads += self._capture(new, statement, target, applied, exact, refill=kind is TableChangeKind.RENAME)
         return rereads
 
@@ -252,7 +254,8 @@ class SchemaChanges:
 
     def _capture(self, table: TableId, statement: SchemaStatement, target: Checkpoint,
                  applied: AppliedStatement, exact: bool, refill: bool) -> list[TableId]:
-        """Capture ``table`` again from the DDL on: created (empty) or renamed to its name (its rows read)."""
+        """Capture ``table`` from the DDL on, again or for the first time (a name ``selection`` matches): created
+        (empty) or renamed to its name (its rows read)."""
         if not exact:
             _log.warning("%s: %r at %s brings it back, but schema_change_behavior %s does not capture it again: "
                          "its replica stays as it was", table, statement.ddl.statement, statement.offset,
@@ -260,15 +263,21 @@ class SchemaChanges:
             return []
         schema = self.reload_schema(table)
         old = target.stopped.pop(table, None)
+        if schema.keyless and old is None:
+            raise SchemaChangeError(
+                f"{statement.ddl.statement!r} at {statement.offset} makes {table}, which the stream's tables "
+                f"({self.selection.describe()}) match, but it has no key (no primary key, no UNIQUE index on NOT NULL "
+                f"columns) to capture it by while streaming. Nothing past it is committed: give it a key, or leave "
+                f"it out with exclude_tables")
         target.schemas[table] = schema
         target.chunks.pop(table, None)
         applied.captured.append(schema)
-        uri = table_uri(self.base_uri, table)
         # created: empty from here on, every row before is gone; renamed in: its rows are read again
         self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
-        _log.warning("%s: %r at %s: captured again from here on", table, statement.ddl.statement, statement.offset)
-        if not refill or old is None:
-            reshape_current(uri, schema, {}, target.seq, empty=True)
+        _log.warning("%s: %r at %s: captured %s from here on", table, statement.ddl.statement, statement.offset,
+                     "for the first time" if old is None else "again")
+        if not refill:
+            reshape_current(table_uri(self.base_uri, table), schema, {}, target.seq, empty=True)
             target.history_from[table] = target.offset
             return []
         _refuse_keyless_reread(schema, statement)
@@ -276,15 +285,17 @@ class SchemaChanges:
 
     def _reread(self, table: TableId, statement: SchemaStatement, seq: int) -> BinlogOffset:
         """Replace ``table``'s current table with every row read again, in one commit at batch ``seq``; returns
-        the highest high watermark of its chunks (from where its as-of history is whole again)."""
-        if SnapshotStore(self.base_uri).read_plan(table) is None:
-            raise SchemaChangeError(
-                f"{statement.ddl.statement!r} at {statement.offset} gave the rows of {table} values the binlog does "
-                f"not carry, and {table} has no snapshot plan in {self.base_uri} to read them again by (it was "
-                f"captured without a snapshot). Nothing past it is committed: snapshot {table} (its split and "
-                f"snapshot tasks), or set schema_change_behavior to 'lenient'")
+        the highest high watermark of its chunks (from where its as-of history is whole again). A table
+        captured without a snapshot (by the stream alone) is read by chunks planned now."""
+        plan = SnapshotStore(self.base_uri).read_plan(table)
+        if plan is None:
+            conn = self.config.connect()
+            try:
+                plan = plan_in_one_batch(conn, self.reload_schema(table))
+            finally:
+                conn.close()
         return replace_current(table_uri(self.base_uri, table), seq, lambda: read_whole_table(
-            self.config, self.base_uri, table, self.reread_server_id(), log=_log))
+            self.config, self.base_uri, table, self.reread_server_id(), log=_log, plan=plan))
 
     @staticmethod
     def _record(applied: AppliedStatement, target: Checkpoint, table: TableId, kind: ChangeKind,

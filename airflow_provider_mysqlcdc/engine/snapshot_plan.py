@@ -21,13 +21,14 @@ from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, Table
 from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
-from airflow_provider_mysqlcdc.cdc.schema import PRIMARY
+from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def plan_snapshot(
             raise TableNotSupportedError("\n".join(refused))
         store = SnapshotStore(options.base_uri)
         plans = {s.id: store.read_plan(s.id) for s in schemas}
+        schemas = _not_streamed_only(schemas, plans, StreamStore(options.base_uri).read_checkpoint(), log)
         new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
                                  options.distribution_factor_upper) for s in schemas if plans[s.id] is None}
         if options.retention_check is not RetentionCheck.OFF:
@@ -107,6 +109,24 @@ def plan_snapshot(
                   len(pending), sum(counts), server_ids.allocate(0), server_ids.allocate(sum(counts) - 1),
                   server_ids, server_ids.end)
     return [b.with_readers(first, count) for b, first, count in zip(pending, firsts, counts, strict=True)]
+
+
+def _not_streamed_only(schemas: list[TableSchema], plans: dict[TableId, Plan | None],
+                       checkpoint: Checkpoint | None, log: logging.Logger | Any) -> list[TableSchema]:
+    """``schemas`` without the tables the stream captured by itself (made or renamed into its tables while it
+    ran): their replica is the stream's from their first row, and a snapshot would write over it."""
+    streamed = [s.id for s in schemas if plans[s.id] is None and checkpoint is not None and s.id in checkpoint.schemas]
+    for table in streamed:
+        log.info("%s: no snapshot, the stream captures it since it was made or renamed into the tables", table)
+    return [s for s in schemas if s.id not in streamed]
+
+
+def plan_in_one_batch(conn: Any, schema: TableSchema) -> Plan:
+    """A plan of ``schema``'s table made now and written nowhere, its chunks all in batch 0: for reading a
+    table the stream captured without a snapshot (created or renamed into the captured set while it ran)
+    again. Batch 0 is the partition the MERGE gives the rows of a table without a snapshot plan."""
+    chunks = split_table(conn, schema)
+    return Plan(schema, chunks, group_batches(schema.id, chunks, len(chunks)))
 
 
 def unbounded_first(batches: list[Batch], plan: Plan) -> list[Batch]:

@@ -142,12 +142,16 @@ def stream_batches(
     """
     emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
-    watched = {*checkpoint.stopped, *(schema_changes.wanted if schema_changes else ())}
+    selection = schema_changes.selection if schema_changes else None
+    # the names that may be created or renamed into the captured set: stopped tables, and the named tables
+    # or the patterns to match new names against
+    watched = {*checkpoint.stopped, *(selection.tables if selection else ())}
+    watch_new = selection.matches if selection is not None and selection.by_pattern else None
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
                           reload_schema=reload_schema, session_time_zone=config.server_time_zone,
                           blocking=follow is not None,
                           heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS),
-                          watched=watched)
+                          watched=watched, watch_new=watch_new)
     statement: SchemaStatement | None = None  # a DDL read, applied at its Committed
     server = ServerInfo.read(control) if follow is not None else None
     binlog_end = _binlog_end(control, server) if server else None

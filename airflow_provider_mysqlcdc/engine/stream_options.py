@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
 from airflow_provider_mysqlcdc.engine import rendered
@@ -90,10 +91,14 @@ class StreamOptions:
     schema_check_seconds: float = 60.0
     """How often at most the idle stream compares its tables' columns with information_schema
     (``engine.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
+    include_databases: str | None = None
+    include_tables: str | None = None
+    exclude_tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.base_uri:
             raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
+        self.selection()  # the patterns are checked before the task touches the source or the lake
         if self.stop_at_offset:
             parse_file_position(self.stop_at_offset, "stop_at_offset")  # a bad value fails before any work
         if not self.lease_seconds > 0:
@@ -106,19 +111,24 @@ class StreamOptions:
             raise InvalidOptionError(f"schema_check_seconds must be > 0 (the self-check cannot be turned off; "
                                      f"a large value makes it rare), not {self.schema_check_seconds!r}")
 
+    def selection(self) -> TableSelection:
+        """The tables to capture: named, or matched by patterns (then also those created while it runs)."""
+        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables)
+
     @classmethod
     def from_values(
         cls, *, base_uri: Any, tables: Any, startup_mode: Any, startup_offset: Any, startup_timestamp: Any,
         stop_after_idle_seconds: Any, max_duration_seconds: Any, stop_at_offset: Any, max_batch_events: Any,
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
         merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
-        schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE,
+        schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE, include_databases: Any = None,
+        include_tables: Any = None, exclude_tables: Any = (),
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
         return cls(
             base_uri=str(base_uri),
-            tables=rendered.table_list(tables),
+            tables=rendered.table_list(tables, required=False),
             startup_mode=StartupMode.parse(startup_mode),
             startup_offset=rendered.optional_text(startup_offset),
             startup_timestamp=None if rendered.is_none(startup_timestamp) else startup_timestamp,
@@ -134,6 +144,9 @@ class StreamOptions:
             writer=writer,
             schema_check_seconds=rendered.number("schema_check_seconds", schema_check_seconds, float),
             schema_change_behavior=SchemaChangeBehavior.parse(schema_change_behavior),
+            include_databases=rendered.optional_text(include_databases),
+            include_tables=rendered.optional_text(include_tables),
+            exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
         )
 
 

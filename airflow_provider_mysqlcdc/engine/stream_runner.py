@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import find_tables, load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
@@ -85,7 +85,7 @@ class StreamRunner:
         else:
             anchored = self._anchor(control, checkpoint)
             moved, checkpoint.offset = anchored != checkpoint.offset, anchored
-            notes = reconcile_tables(checkpoint, self.options.tables, self._snapshot_start,
+            notes = reconcile_tables(checkpoint, self._wanted(control, checkpoint), self._snapshot_start,
                                      lambda table: load_table_schema(control, table))
             self._refuse_kept_columns(checkpoint)
             if not notes and not moved:
@@ -172,7 +172,7 @@ class StreamRunner:
         reload = partial(load_table_schema, control)
         merger = StateMerger(self.options.base_uri, control)
         schema_changes = SchemaChanges(self.options.schema_change_behavior, self.options.base_uri, self.config,
-                                       lambda at: self._merge(merger, at), reload, self.options.tables,
+                                       lambda at: self._merge(merger, at), reload, self.options.selection(),
                                        lambda: resnapshot_server_id(self.config, "mysql_cdc_conn_id"))
         return stream_batches(self.config, self.server_id, self.store, checkpoint, control, reload,
                               self.options.limits, follow=self.options.poll_interval if follow else None,
@@ -245,14 +245,36 @@ class StreamRunner:
     def _first_checkpoint(self, control: Any) -> Checkpoint:
         options = self.options
         if options.startup_mode is StartupMode.INITIAL:
-            starts = {table: self._snapshot_start(table) for table in options.tables}
+            starts = {table: self._snapshot_start(table) for table in self._wanted(control, None)}
             offsets = [hw for s in starts.values() if s is not None and (hw := s.lowest_high_watermark) is not None]
+            if not offsets:
+                raise InvalidOptionError(f"none of the tables {options.selection().describe()} has a snapshot in "
+                                         f"{options.base_uri} yet: run the split and snapshot tasks first")
             return Checkpoint(0, min(offsets), {t: s.schema for t, s in starts.items() if s is not None},
                               {t: s.chunks for t, s in starts.items() if s is not None})
         server = ServerInfo.read(control)
         offset = start_offset(options.startup_mode, control, server, self.config, self.server_id,
                               options.startup_offset, options.startup_timestamp)
-        return Checkpoint(0, offset, {t: load_table_schema(control, t) for t in options.tables})
+        return Checkpoint(0, offset, {t: load_table_schema(control, t) for t in self._wanted(control, None)})
+
+    def _wanted(self, control: Any, checkpoint: Checkpoint | None) -> list[TableId]:
+        """The tables to capture from now on: those named, or those the patterns match on the server. In
+        'initial' mode a matched table that has no snapshot and that the stream does not capture yet (made
+        after this run's split) is left to the next run's split, with a warning: one made while the stream
+        runs is captured by the stream itself (``engine.schema_changes``)."""
+        selection = self.options.selection()
+        if not selection.by_pattern:
+            return [t for t in selection.tables if selection.matches(t)]
+        found = find_tables(control, selection)
+        if self.options.startup_mode is not StartupMode.INITIAL:
+            return found
+        known = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
+        snapshots = SnapshotStore(self.options.base_uri)
+        later = [t for t in found if t not in known and snapshots.read_plan(t) is None]
+        if later:
+            _log.warning("%s match %s but have no snapshot yet (made after this run's split): the next run's split "
+                         "and snapshot take them, then the stream", sorted(map(str, later)), selection.describe())
+        return [t for t in found if t not in later]
 
     def _snapshot_start(self, table: TableId) -> TableStart | None:
         """The table's finished snapshot as a capture start; required in ``initial`` mode, unused otherwise."""

@@ -105,13 +105,14 @@ def replace_current(uri: str, seq: int, read: Callable[[], tuple[pa.Table, Binlo
     (every row read again after a DDL that gave rows values without row events, each as of its chunk's
     high watermark, with ``_batch``) : a reader sees the table before the DDL or after it, never the new
     columns empty. Returns the highest high watermark of the rows; when a killed run made that commit
-    already, nothing is read and it is read back from the commit."""
+    already, nothing is read and it is read back from the commit. A table without a current table yet
+    (renamed into the captured tables) gets one."""
     import json
 
     from deltalake import CommitProperties, Transaction
 
-    table = _pending(uri, seq)
-    if table is None:
+    table = open_delta(uri)
+    if table is not None and merged_through(table) >= seq:
         return _replaced_at(uri, seq)
     rows, high_watermark = read()
     properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)],
@@ -132,9 +133,10 @@ def _replaced_at(uri: str, seq: int) -> BinlogOffset:
                              f"of the rows that batch read again: re-snapshot the table")
 
 
-def _overwrite(table: DeltaTable, uri: str, rows: pa.Table, properties: CommitProperties) -> None:
+def _overwrite(table: DeltaTable | None, uri: str, rows: pa.Table, properties: CommitProperties) -> None:
     from deltalake import write_deltalake
 
-    allow_types_of(table, rows.schema)
+    if table is not None:
+        allow_types_of(table, rows.schema)
     write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
                     commit_properties=properties)

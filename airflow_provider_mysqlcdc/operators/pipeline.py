@@ -21,8 +21,11 @@ from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
 def mysql_cdc_pipeline(
     *,
-    tables: Sequence[str] | str,
     base_uri: str,
+    tables: Sequence[str] | str | None = None,
+    include_databases: str | None = None,
+    include_tables: str | None = None,
+    exclude_tables: Sequence[str] = (),
     group_id: str = "mysql_cdc",
     mysql_cdc_conn_id: str = "mysql_cdc_default",
     spark_conn_id: str = "spark_default",
@@ -41,8 +44,13 @@ def mysql_cdc_pipeline(
     20_000, "deferrable": True}`` (the stream's ``deferrable`` defaults to ``[operators]
     default_deferrable``, as on the operator).
 
-    :param tables: the tables to capture, as ``database.table``, for the split and stream tasks; required
     :param base_uri: the lake of all three tasks; required
+    :param tables: the tables to capture, as ``database.table``, for the split and stream tasks; or select
+        them with the next three. Default: ``None``
+    :param include_databases: regular expression of whole database names, for the split and the stream
+        (which also captures tables created or renamed into it while it runs). Default: ``None``
+    :param include_tables: regular expression of whole ``database.table`` names. Default: ``None``
+    :param exclude_tables: regular expressions of ``database.table`` names to leave out. Default: ``()``
     :param group_id: the task group's id. Default: ``mysql_cdc``
     :param mysql_cdc_conn_id: the source connection of all three tasks. Default: ``mysql_cdc_default``
     :param spark_conn_id: the Spark connection of the snapshot tasks. Default: ``spark_default``
@@ -56,7 +64,8 @@ def mysql_cdc_pipeline(
     """
     with TaskGroup(group_id=group_id) as group:
         split = MySqlChunkSplitOperator(
-            task_id="split", tables=tables, base_uri=base_uri, rows_per_batch=rows_per_batch,
+            task_id="split", tables=tables, include_databases=include_databases, include_tables=include_tables,
+            exclude_tables=exclude_tables, base_uri=base_uri, rows_per_batch=rows_per_batch,
             mysql_cdc_conn_id=mysql_cdc_conn_id, **(split_kwargs or {}),
         )
         snapshot = MySqlSnapshotSparkOperator.partial(
@@ -65,7 +74,8 @@ def mysql_cdc_pipeline(
             **{"outlets": [replica_alias()], **(snapshot_kwargs or {})},  # outlets here: the UI shows the assets
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(
-            task_id="stream", tables=tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+            task_id="stream", tables=tables, include_databases=include_databases, include_tables=include_tables,
+            exclude_tables=exclude_tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
             **{"retries": 3, "retry_delay": timedelta(seconds=10), **(stream_kwargs or {})},
         )

@@ -37,7 +37,16 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     :param base_uri: the lake: a local path or ``s3://bucket/prefix``; required (templated)
     :param tables: the tables to capture, as ``database.table`` (a list, or text such as ``"db.a, db.b"``
-        or a rendered list); required (templated)
+        or a rendered list); or select them with the next three, as the split does. Default: ``None``
+        (templated)
+    :param include_databases: regular expression matching whole database names (Flink CDC's
+        ``database-name``): the tables it matches when the stream starts, and those created or renamed
+        into it while it runs, which the stream captures itself (a table renamed in is read whole).
+        Default: ``None`` (templated)
+    :param include_tables: regular expression matching whole ``database.table`` names (Flink CDC's
+        ``table-name``). Default: ``None`` (all tables of the databases) (templated)
+    :param exclude_tables: regular expressions of ``database.table`` names to leave out.
+        Default: ``()`` (templated)
     :param startup_mode: where a new stream starts, like Flink CDC's ``scan.startup.mode``: ``initial``
         from the snapshot's high watermarks (every table's snapshot must be committed), ``snapshot``
         no stream at all, ``latest-offset``, ``earliest-offset``, ``specific-offset``
@@ -84,7 +93,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = (
-        "base_uri", "tables", "startup_mode", "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
+        "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "startup_mode",
+        "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
         "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior",
     )
@@ -94,7 +104,10 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self,
         *,
         base_uri: str,
-        tables: Sequence[str],
+        tables: Sequence[str] | None = None,
+        include_databases: str | None = None,
+        include_tables: str | None = None,
+        exclude_tables: Sequence[str] = (),
         startup_mode: str = StreamOptions.startup_mode.value,
         startup_offset: str | None = None,
         startup_timestamp: Any = None,
@@ -116,6 +129,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         super().__init__(**kwargs)
         self.base_uri = base_uri
         self.tables = tables
+        self.include_databases = include_databases
+        self.include_tables = include_tables
+        self.exclude_tables = exclude_tables
         self.startup_mode = startup_mode
         self.startup_offset = startup_offset
         self.startup_timestamp = startup_timestamp
@@ -174,6 +190,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
             poll_interval=self.poll_interval, defer_after_idle_seconds=self.defer_after_idle_seconds,
             merge_interval_seconds=self.merge_interval_seconds, schema_check_seconds=self.schema_check_seconds,
             writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
+            include_databases=self.include_databases, include_tables=self.include_tables,
+            exclude_tables=self.exclude_tables,
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
@@ -369,3 +371,60 @@ def test_truncate_met_while_the_table_is_in_its_snapshot_phase(admin: Any, confi
     assert len(plan.batches) >= 2
     stream(config, base_uri, [table])
     assert_replica_equal(admin, base_uri, table)
+
+
+def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
+        admin: Any, config: ConnectionConfig, database: str, tmp_path: Any, mariadb_server: Any) -> None:
+    """With ``include_tables`` the stream captures a table created under a matching name (empty, then its
+    rows; ``CREATE ... SELECT`` too) and one renamed to a matching name (read whole, with a writer on it),
+    but not one that does not match; a matching table made before the stream's start without a snapshot is
+    left to the split, which then plans it and not the tables the stream captured itself."""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE pt_a (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO pt_a SELECT seq, seq FROM seq_1_to_500")
+        cur.execute("CREATE TABLE pt_late (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO pt_late VALUES (1, 1)")
+    pt_a, base_uri = TableId(database, "pt_a"), str(tmp_path / "lake")
+    snapshot(config, base_uri, str(pt_a), chunk_size=100, chunks_per_batch=2)
+    options = StreamOptions(base_uri, (), writer="tests.patterns", stop_after_idle_seconds=0,
+                            include_databases=database, include_tables=rf"{database}\.pt_.*")
+
+    def stream_patterns() -> None:
+        runner, control = StreamRunner(options, config), config.connect()
+        try:
+            runner.run(control, runner.open(control), StreamProgress.start(), may_wait=False)
+        finally:
+            control.close()
+
+    stream_patterns()
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE pt_new (id INT PRIMARY KEY, s VARCHAR(10))")
+        cur.execute("INSERT INTO pt_new VALUES (1, 'a'), (2, 'b')")
+        cur.execute("UPDATE pt_new SET s = 'c' WHERE id = 2")
+        cur.execute("CREATE TABLE other_x (id INT PRIMARY KEY)")  # does not match: not captured
+        cur.execute("INSERT INTO other_x VALUES (1)")
+        cur.execute("CREATE TABLE staging (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO staging SELECT seq, seq FROM seq_1_to_1500")
+        cur.execute("RENAME TABLE staging TO pt_moved")
+        cur.execute("CREATE TABLE pt_ctas (PRIMARY KEY (id)) AS SELECT id, v FROM pt_a WHERE id <= 10")
+        cur.execute("UPDATE pt_a SET v = -v WHERE id <= 3")
+    writer = Writer(mariadb_server, database, "pt_moved")
+    writer.start()
+    try:
+        stream_patterns()  # reads pt_moved whole while the writer changes it
+    finally:
+        writer.stopping.set()
+        writer.join()
+    assert writer.count > 0
+    stream_patterns()
+
+    checkpoint = StreamStore(base_uri).read_checkpoint()
+    assert checkpoint is not None
+    names = {t.table for t in checkpoint.schemas}
+    assert names == {"pt_a", "pt_new", "pt_moved", "pt_ctas"}
+    for name in sorted(names):
+        assert_replica_equal(admin, base_uri, TableId(database, name))
+
+    split = SplitOptions(base_uri, include_databases=database, include_tables=rf"{database}\.pt_.*")
+    batches = plan_snapshot(config, split, "mysql_cdc_default")
+    assert {b.table.table for b in batches} == {"pt_late"}  # pt_a is done, the others are the stream's

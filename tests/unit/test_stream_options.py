@@ -37,7 +37,8 @@ def test_rendered_text_becomes_typed_values() -> None:
 
 @pytest.mark.parametrize(("given", "message"), [
     ({"startup_mode": "sometime"}, "startup_mode must be one of"),
-    ({"tables": []}, "tables must be a non-empty list"),
+    ({"tables": []}, r"set tables=\['db.table', ...\] or include_databases"),
+    ({"tables": None, "include_databases": "("}, r"include_databases '\(' is not a valid regular expression"),
     ({"tables": ["shop.a", "shop.a"]}, "tables names a table twice"),
     ({"tables": ["orders"]}, "must be written as 'database.table'"),
     ({"stop_after_idle_seconds": "soon"}, "stop_after_idle_seconds must be a number of seconds"),
