@@ -29,6 +29,11 @@ from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import table_rows
 
 DAG_ID = "mysql_cdc_example"
+ASSET_RACE = "UNIQUE constraint failed: asset.name, asset.uri"
+"""Airflow 3.3.2's API server creates an asset named through an alias when a task that emitted its
+first event finishes, unguarded: two snapshot batches of one table finishing in the same instant both
+insert it, and the loser's task instance is failed after its batch committed. Seen about once in five
+runs on a loaded machine; a cleared batch replaces its own output."""
 DOWNSTREAM_DAG_ID = "mysql_cdc_downstream"  # scheduled on the first table's asset (dags/mysql_cdc_downstream.py)
 DATABASE = "t_deployment"
 TABLES = ("a", "b", "c")
@@ -120,6 +125,8 @@ class SharedRun:
     writes: int
     # the task instances as they were when the stream first deferred (before any test cleared one)
     first_task_instances: list[dict[str, Any]] = field(default_factory=list)
+    # snapshot batches (map indexes) whose first try Airflow failed after it committed (ASSET_RACE)
+    raced: set[int] = field(default_factory=set)
 
     @property
     def tables(self) -> list[str]:
@@ -187,6 +194,20 @@ class SharedRun:
             raise AssertionError(f"replica differs from the source for {self.differences()} "
                                  f"after {timeout} s: {self.summary()}") from None
 
+    def clear_asset_race(self) -> None:
+        """Clear, once each, the snapshot batches that Airflow 3.3.2's API server failed after they
+        committed (``ASSET_RACE``), as a user would; any other failure is left for the caller to see."""
+        failed = [ti for ti in self.task_instances("snapshot")
+                  if ti["state"] == "failed" and ti["map_index"] not in self.raced]
+        if not failed or ASSET_RACE not in self.deployment.log_file("api-server").read_text(errors="replace"):
+            return
+        for ti in failed:
+            self.raced.add(ti["map_index"])
+            print(f"\nsnapshot batch {ti['map_index']} failed by Airflow's asset race; cleared")
+            self.deployment.api("POST", f"dags/{DAG_ID}/clearTaskInstances", {
+                "dag_run_id": self.run_id, "task_ids": [["snapshot", ti["map_index"]]], "include_downstream": True,
+                "dry_run": False, "only_failed": False})
+
     def summary(self) -> str:
         return ", ".join(f"{ti['task_id']}[{ti['map_index']}] {ti['state']} try {ti['try_number']}"
                          for ti in self.task_instances())
@@ -220,6 +241,7 @@ def shared_run(deployment: AirflowDeployment, mariadb_server: Any) -> Iterator[S
         run = SharedRun(deployment, mariadb_server, run_id, base_uri, schemas, 0)
 
         def stream_committed() -> bool:
+            run.clear_asset_race()
             state = deployment.dag_run(DAG_ID, run_id)["state"]
             if state not in ("queued", "running"):
                 raise AssertionError(f"run {run_id} ended {state} during the snapshot: {run.summary()}")

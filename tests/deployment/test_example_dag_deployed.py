@@ -46,8 +46,9 @@ def test_parallel_snapshot_batches_never_clash(shared_run: SharedRun) -> None:
     assert len(snapshots) == 6 and len(shared_run.tables) == 3
     assert shared_run.writes > 50, "the writer committed throughout the snapshot"
     for ti in tis:
-        if ti["task_id"] != "stream":
-            assert (ti["state"], ti["try_number"]) == ("success", 1), ti
+        if ti["task_id"] != "stream":  # a second try only after Airflow's asset race failed the first
+            tries = 2 if ti["task_id"] == "snapshot" and ti["map_index"] in shared_run.raced else 1
+            assert (ti["state"], ti["try_number"]) == ("success", tries), ti
     stream = next(ti for ti in tis if ti["task_id"] == "stream")
     assert stream["state"] == "deferred" and stream["try_number"] == 1, stream
     at_once = most_at_once(snapshots)
