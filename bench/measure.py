@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import platform
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -132,3 +135,11 @@ def seconds_until_in_lake(store: Any, control: Any, info: Any, since: float, tim
         if time.perf_counter() - since > timeout:
             raise TimeoutError(f"a change committed {timeout:.0f} s ago is not in the lake")
         time.sleep(0.01)
+
+
+def scratch_dir(prefix: str) -> str:
+    """A new temporary folder, removed when the benchmark's process exits (lakes and Airflow homes of a
+    run take tens of MB each)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path

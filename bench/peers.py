@@ -28,7 +28,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -40,6 +39,7 @@ from bench.measure import (
     child_peak_rss_mib,
     machine,
     quantile,
+    scratch_dir,
     seconds_until_in_lake,
     timer,
     write_sections,
@@ -142,7 +142,7 @@ def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
     from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
-    store = StreamStore(tempfile.mkdtemp(prefix="bench-stream-"))
+    store = StreamStore(scratch_dir("bench-stream-"))
     checkpoint = Checkpoint(0, start, {schema.id: schema})
     store.commit(checkpoint, {})
     reports = stream_batches(config, 5552, store, checkpoint, control, lambda t: load_table_schema(control, t))
@@ -260,7 +260,7 @@ def memory_section(server: Any, args: argparse.Namespace, config: Any, control: 
     results = {}
     for label, limits in (("default batch bounds", {}),
                           ("bounds above the transaction", {"max_events": 10**12, "max_bytes": 10**15})):
-        command = [sys.executable, "-m", "bench.stream_child", tempfile.mkdtemp(prefix="bench-rss-"),
+        command = [sys.executable, "-m", "bench.stream_child", scratch_dir("bench-rss-"),
                    json.dumps(config.to_dict()), json.dumps(start.to_dict()), json.dumps(limits)]
         peak, out = child_peak_rss_mib(command, env, ROOT)
         results[label] = {"peak_rss_mib": peak, "rows": int(out.split("rows=")[1])}
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     sections = [s for s in args.only.split(",") if s]
     if set(sections) - set(SECTIONS):
         raise SystemExit(f"--only takes {', '.join(SECTIONS)}")
-    home = tempfile.mkdtemp(prefix="bench-airflow-")  # before anything imports Airflow
+    home = scratch_dir("bench-airflow-")  # before anything imports Airflow
     os.environ.update({"AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags")})
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig

@@ -13,10 +13,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from bench.measure import scratch_dir
 from bench.server import bench_arguments, load_orders, throwaway_server
 from dev.dag_file import load_dag
 
@@ -52,7 +52,7 @@ def run_jdbc_baseline(host: str, port: int, user: str, password: str, out: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    home = tempfile.mkdtemp(prefix="bench-airflow-")  # before anything imports Airflow
+    home = scratch_dir("bench-airflow-")  # before anything imports Airflow
     os.environ.update({"AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags")})
     args = bench_arguments(__doc__, argv, port=33087, rows_per_batch=True)
