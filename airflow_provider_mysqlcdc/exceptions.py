@@ -69,8 +69,18 @@ class LakeLeaseError(MySqlCdcError):
 
 
 class LakeFormatError(MySqlCdcError):
-    """A document of the lake (split plan, batch manifest, stream checkpoint, lease) has a
-    ``format_version`` this version of the provider does not know: written by an older or a newer one."""
+    """A document or table of the lake cannot be read as it stands: damaged, of a shape this version of
+    the provider does not read, or a Delta table with features it cannot keep."""
+
+
+class NewerLakeFormatError(LakeFormatError):
+    """A document of the lake (plan, batch manifest, stream checkpoint, lease, verification report) was
+    written by a newer version of the provider, in a ``format_version`` this one does not know."""
+
+
+class RetiredLakeFormatError(LakeFormatError):
+    """A document of the lake is of a format from before the first release whose data lies elsewhere
+    (not a matter of the document alone), which no released version reads: the lake must be written anew."""
 
 
 class SnapshotJobError(MySqlCdcError):

@@ -33,7 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -48,12 +48,12 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,
     InvalidOptionError,
-    LakeFormatError,
     ReplicaMismatchError,
     SchemaChangeError,
     VerifyError,
 )
 from airflow_provider_mysqlcdc.lake.as_of import History
+from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.multiset import images
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 from airflow_provider_mysqlcdc.lake.storage import Lake
@@ -61,7 +61,8 @@ from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 _log = logging.getLogger(__name__)
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT = DocumentFormat("verification report", version=1, oldest=1)
+"""1: the first release's format (versioned from its first commit, ee7f672)."""
 DEFAULT_MAX_KEYS = 1_000
 """Keys listed per chunk and kind (missing, extra, different); the counts are always complete."""
 
@@ -126,7 +127,7 @@ class VerifyReport:
     verdicts: tuple[ChunkVerdict, ...]
     seconds: float
     batches: tuple[int, ...] = ()
-    format_version: int = REPORT_FORMAT_VERSION
+    FORMAT: ClassVar[DocumentFormat] = REPORT_FORMAT
 
     @property
     def rows(self) -> int:
@@ -160,19 +161,17 @@ class VerifyReport:
     def to_dict(self, differing_only: bool = False) -> dict[str, Any]:
         """The lake's document; ``differing_only``: XCom's form, the verdicts of differing chunks alone (the
         equal chunks' are in the lake's report)."""
-        return {"format_version": self.format_version, "table": str(self.table), "run": self.run,
+        return self.FORMAT.write({"table": str(self.table), "run": self.run,
                 "batches": list(self.batches), "seconds": round(self.seconds, 3), "rows": self.rows,
                 "chunks": len(self.verdicts), "equal": self.equal, **self.totals(),
                 "differing_chunks": [v.chunk.index for v in self.differing],
-                "verdicts": [v.to_dict() for v in (self.differing if differing_only else self.verdicts)]}
+                "verdicts": [v.to_dict() for v in (self.differing if differing_only else self.verdicts)]})
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], path: str = "verify report") -> VerifyReport:
-        if d.get("format_version") != REPORT_FORMAT_VERSION:
-            raise LakeFormatError(f"the {path} has format_version {d.get('format_version')!r}; this version of the "
-                                  f"provider reads {REPORT_FORMAT_VERSION}: run verify again with this version")
+    def from_dict(cls, document: dict[str, Any], path: str = "") -> VerifyReport:
+        d = cls.FORMAT.read(document, path)
         return cls(TableId.parse(d["table"]), d["run"], tuple(ChunkVerdict.from_dict(v) for v in d["verdicts"]),
-                   d["seconds"], tuple(d.get("batches", ())))
+                   d["seconds"], tuple(d["batches"]))
 
     @classmethod
     def combine(cls, table: TableId, run: str, parts: Iterable[VerifyReport]) -> VerifyReport:

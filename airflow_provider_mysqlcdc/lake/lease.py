@@ -25,12 +25,20 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError
+from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
-LEASE_FORMAT_VERSION = 1
+
+def _lease_0_to_1(d: dict[str, Any]) -> dict[str, Any]:
+    """The lease before it was versioned (849b27a to ccb345b, never released) had the same fields."""
+    return d
+
+
+LEASE_FORMAT = DocumentFormat("stream lease", version=1, oldest=0, upgrades={0: _lease_0_to_1}, unversioned=0)
+"""0 (no ``format_version``): holder, token, expiry, never released; 1: the same, versioned."""
 
 
 @dataclass(frozen=True)
@@ -40,19 +48,14 @@ class Lease:
     holder: str
     token: int
     expires_at: float
+    FORMAT: ClassVar[DocumentFormat] = LEASE_FORMAT
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": LEASE_FORMAT_VERSION, "holder": self.holder, "token": self.token,
-                "expires_at": self.expires_at}
+        return self.FORMAT.write({"holder": self.holder, "token": self.token, "expires_at": self.expires_at})
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], path: str) -> Lease:
-        if d.get("format_version") != LEASE_FORMAT_VERSION:
-            raise LakeFormatError(
-                f"the stream lease {path} has format_version {d.get('format_version')!r}, but this version of "
-                f"airflow-provider-mysqlcdc reads version {LEASE_FORMAT_VERSION} only: run one provider version "
-                f"against a lake (delete the lease file only when no stream runs)"
-            )
+    def from_dict(cls, document: dict[str, Any], path: str = "") -> Lease:
+        d = cls.FORMAT.read(document, path)
         return cls(d["holder"], d["token"], d["expires_at"])
 
     def valid(self, now: float) -> bool:

@@ -16,38 +16,39 @@ committed; the snapshot of a table is finished when every batch of its plan has 
 kept so that a re-run after a failure keeps the same chunks and batch ids and skips the committed
 batches.
 
-Both documents are typed dataclasses with a ``format_version``, written and read only here: a
-document of a version this code does not know is refused (``LakeFormatError``) rather than
-half understood.
+Both documents are typed dataclasses, versioned by ``lake.documents`` (``PLAN_FORMAT``,
+``MANIFEST_FORMAT``): an earlier version is upgraded as it is read, a newer one refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeFormatError, SnapshotStateError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, CURRENT
+from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
-PLAN_FORMAT_VERSION = 1
-MANIFEST_FORMAT_VERSION = 1
+_BEFORE_DELTA = (
+    "the snapshot layout from before the current-state Delta table (rows as Parquet files under "
+    "snapshot/batch=<n>/attempt=<id>/), which no release wrote or reads: re-snapshot the table (delete its "
+    "folder <base_uri>/<db>/<table> in the lake and run the DAG again)"
+)
 
+PLAN_FORMAT = DocumentFormat("snapshot plan", version=1, oldest=1, unversioned=0, retired={0: _BEFORE_DELTA})
+"""1: schema, chunks and ``[number, first chunk, last chunk]`` batches, the first release's format (its
+schemas' ``key_index`` is read by ``TableSchema.from_dict``, which tells a primary key from a chunk key
+for documents without it). 0 (no ``format_version``): the layout before Delta, never released."""
 
-def _check_version(document: Any, kind: str, path: str, known: int) -> None:
-    version = document.get("format_version") if isinstance(document, dict) else None
-    if version != known:
-        raise LakeFormatError(
-            f"the snapshot {kind} {path} has format_version {version!r}, but this version of "
-            f"airflow-provider-mysqlcdc reads version {known} only: it was written by "
-            f"{'an older' if version is None or (isinstance(version, int) and version < known) else 'a newer'} "
-            f"version. Run the same provider version for split, snapshot and stream tasks, or re-snapshot the "
-            f"table (delete its folder <base_uri>/<db>/<table> in the lake and run the DAG again)"
-        )
+MANIFEST_FORMAT = DocumentFormat("snapshot batch manifest", version=1, oldest=1, unversioned=0,
+                                 retired={0: _BEFORE_DELTA})
+"""1: the batch, attempt, schema, chunks with watermarks and file, sizes and Delta version: the first
+release's format. 0 (no ``format_version``): the layout before Delta, never released."""
 
 
 @dataclass(frozen=True)
@@ -126,19 +127,18 @@ class Plan:
     schema: TableSchema
     chunks: list[Chunk]
     batches: list[Batch]
-    format_version: int = PLAN_FORMAT_VERSION
+    FORMAT: ClassVar[DocumentFormat] = PLAN_FORMAT
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format_version": self.format_version,
+        return self.FORMAT.write({
             "schema": self.schema.to_dict(),
             "chunks": [c.to_dict() for c in self.chunks],
             "batches": [[b.number, b.first_chunk, b.last_chunk] for b in self.batches],
-        }
+        })
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], path: str = "plan") -> Plan:
-        _check_version(d, "plan", path, PLAN_FORMAT_VERSION)
+    def from_dict(cls, document: dict[str, Any], path: str = "") -> Plan:
+        d = cls.FORMAT.read(document, path)
         schema = TableSchema.from_dict(d["schema"])
         return cls(schema, [Chunk.from_dict(c) for c in d["chunks"]],
                    [Batch(schema.id, n, first, last) for n, first, last in d["batches"]])
@@ -199,7 +199,7 @@ class BatchManifest:
     bytes: int
     seconds: float
     delta_version: int
-    format_version: int = MANIFEST_FORMAT_VERSION
+    FORMAT: ClassVar[DocumentFormat] = MANIFEST_FORMAT
 
     @property
     def rows(self) -> int:
@@ -224,17 +224,17 @@ class BatchManifest:
         return max(c.high_watermark for c in self.chunks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format_version": self.format_version, "batch": self.batch.to_dict(), "attempt": self.attempt,
+        return self.FORMAT.write({
+            "batch": self.batch.to_dict(), "attempt": self.attempt,
             "schema": self.schema.to_dict(), "chunks": [c.to_dict() for c in self.chunks], "files": self.files,
             "rows": self.rows, "bytes": self.bytes, "seconds": self.seconds,
             "rows_per_second": self.rows_per_second, "changed_keys": self.changed_keys,
             "delta_version": self.delta_version,
-        }
+        })
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], path: str = "manifest") -> BatchManifest:
-        _check_version(d, "batch manifest", path, MANIFEST_FORMAT_VERSION)
+    def from_dict(cls, document: dict[str, Any], path: str = "") -> BatchManifest:
+        d = cls.FORMAT.read(document, path)
         return cls(Batch.from_dict(d["batch"]), d["attempt"], TableSchema.from_dict(d["schema"]),
                    tuple(ChunkResult.from_dict(c) for c in d["chunks"]), d["bytes"], d["seconds"],
                    d["delta_version"])

@@ -28,14 +28,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_APP_ID,
     STREAM_SEQ_COLUMN,
@@ -46,30 +45,46 @@ from airflow_provider_mysqlcdc.lake.delta import (
     open_delta,
     wider,
 )
+from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable, WriterProperties
 
-CHECKPOINT_FORMAT_VERSION = 2
-"""1 (no ``format_version`` in the JSON): the stream's changes as Parquet files named by sequence number;
-2: the changes in each table's changelog Delta table."""
+def _chunk_2_to_3(chunk: Any) -> Any:
+    """A finished chunk as ``[start, end, high watermark]`` (the first form of version 2) as ``{s, e, hw}``."""
+    return {"s": chunk[0], "e": chunk[1], "hw": chunk[2]} if isinstance(chunk, list) else chunk
 
 
-def _check_format(document: dict[str, Any], what: str) -> None:
-    version = document.get("format_version", 1)
-    if version == CHECKPOINT_FORMAT_VERSION:
-        return
-    if version == 1:
-        raise LakeFormatError(
-            f"the stream's {what} is of format 1 (change files beside the checkpoint), written by an older version "
-            f"of the provider; this one keeps changes in Delta tables: re-snapshot into a new base_uri (or delete "
-            f"the lake's folder) and run the DAG again"
-        )
-    raise LakeFormatError(
-        f"the stream's {what} is of format {version!r}, this version of the provider reads format "
-        f"{CHECKPOINT_FORMAT_VERSION} only: upgrade the provider where the stream runs and where the lake is read"
-    )
+def _checkpoint_2_to_3(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 got fields one by one under the same number, none of them released: finished chunks as
+    ``[start, end, hw]`` lists until 362b35d, stopped tables without ``ddl`` (and with a version of their
+    own) until 05122bd, no ``visible_seq``/``visible_offset`` (visible up to its own batch) until 8756d12,
+    no ``history_from`` until a517b08, no ``kept`` until f60e00f. Version 3 has every field."""
+    def stopped(s: dict[str, Any]) -> dict[str, Any]:
+        return {"schema": s["schema"], "offset": s["offset"], "chunks": [_chunk_2_to_3(c) for c in s["chunks"]],
+                "ddl": s.get("ddl", "")}
+
+    return {
+        **d,
+        "chunks": {t: [_chunk_2_to_3(c) for c in chunks] for t, chunks in d["chunks"].items()},
+        "stopped": {t: stopped(s) for t, s in d.get("stopped", {}).items()},
+        "visible_seq": d.get("visible_seq", d["seq"]),
+        "visible_offset": d.get("visible_offset", d["offset"]),
+        "history_from": d.get("history_from", {}),
+        "kept": d.get("kept", {}),
+    }
+
+
+CHECKPOINT_FORMAT = DocumentFormat(
+    "stream checkpoint", version=3, oldest=2, upgrades={2: _checkpoint_2_to_3}, unversioned=1,
+    retired={1: "the stream's changes as Parquet files beside the checkpoint, from before the changelog Delta "
+                "tables, which no release wrote or reads: re-snapshot into a new base_uri (or delete the lake's "
+                "folder) and run the DAG again"},
+)
+"""1 (no ``format_version``): the changes as Parquet files named by sequence number, never released;
+2: the changes in each table's changelog Delta table, the fields added one by one (see ``_checkpoint_2_to_3``);
+3: every field present."""
 
 
 @dataclass(frozen=True)
@@ -87,14 +102,14 @@ class StoppedTable:
     creates it or renames a table to its name (the stream then captures it again)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": CHECKPOINT_FORMAT_VERSION, "schema": self.schema.to_dict(),
-                "offset": self.offset.to_dict(), "chunks": [c.to_dict() for c in self.chunks], "ddl": self.ddl}
+        """A part of the checkpoint (versioned with it)."""
+        return {"schema": self.schema.to_dict(), "offset": self.offset.to_dict(),
+                "chunks": [c.to_dict() for c in self.chunks], "ddl": self.ddl}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], table: str = "") -> StoppedTable:
-        _check_format(d, f"stopped table {table}".rstrip())
+    def from_dict(cls, d: dict[str, Any]) -> StoppedTable:
         return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]),
-                   [FinishedChunkInfo.from_dict(c) for c in d["chunks"]], d.get("ddl", ""))
+                   [FinishedChunkInfo.from_dict(c) for c in d["chunks"]], d["ddl"])
 
 
 @dataclass
@@ -123,6 +138,7 @@ class Checkpoint:
     """Per table whose DDL ``schema_change_behavior='ignore'`` passed over: the columns its lake tables keep
     (its schema before the first DDL ignored). Its changes are decoded with ``schemas`` (the server's
     columns) and written as these: a column the source added is left out, one it dropped is NULL."""
+    FORMAT: ClassVar[DocumentFormat] = CHECKPOINT_FORMAT
 
     def __post_init__(self) -> None:
         if self.visible_seq is None or self.visible_offset is None:
@@ -150,8 +166,7 @@ class Checkpoint:
         return self.stopped[table].schema if table in self.stopped else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format_version": CHECKPOINT_FORMAT_VERSION,
+        return self.FORMAT.write({
             "seq": self.seq,
             "offset": self.offset.to_dict(),
             "schemas": {str(t): s.to_dict() for t, s in self.schemas.items()},
@@ -162,24 +177,23 @@ class Checkpoint:
             "visible_offset": self.visible[1].to_dict(),
             "history_from": {str(t): o.to_dict() for t, o in self.history_from.items()},
             "kept": {str(t): s.to_dict() for t, s in self.kept.items()},
-        }
+        })
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Checkpoint:
-        _check_format(d, "checkpoint")
+    def from_dict(cls, document: dict[str, Any], path: str = "") -> Checkpoint:
+        d = cls.FORMAT.read(document, path)
         return cls(
             seq=d["seq"],
             offset=BinlogOffset.from_dict(d["offset"]),
             schemas={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["schemas"].items()},
             chunks={TableId.parse(t): [FinishedChunkInfo.from_dict(c) for c in chunks]
                     for t, chunks in d["chunks"].items()},
-            updated_at=d.get("updated_at", ""),
-            stopped={TableId.parse(t): StoppedTable.from_dict(s, t) for t, s in d.get("stopped", {}).items()},
-            # checkpoints written before these fields were visible up to their own batch
-            visible_seq=d.get("visible_seq"),
-            visible_offset=BinlogOffset.from_dict(d["visible_offset"]) if "visible_offset" in d else None,
-            history_from={TableId.parse(t): BinlogOffset.from_dict(o) for t, o in d.get("history_from", {}).items()},
-            kept={TableId.parse(t): TableSchema.from_dict(s) for t, s in d.get("kept", {}).items()},
+            updated_at=d["updated_at"],
+            stopped={TableId.parse(t): StoppedTable.from_dict(s) for t, s in d["stopped"].items()},
+            visible_seq=d["visible_seq"],
+            visible_offset=BinlogOffset.from_dict(d["visible_offset"]),
+            history_from={TableId.parse(t): BinlogOffset.from_dict(o) for t, o in d["history_from"].items()},
+            kept={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["kept"].items()},
         )
 
 
@@ -206,7 +220,7 @@ class StreamStore:
 
     def read_checkpoint(self) -> Checkpoint | None:
         document = self.lake.read_json(self.checkpoint_path)
-        return Checkpoint.from_dict(document) if document is not None else None
+        return Checkpoint.from_dict(document, self.checkpoint_path) if document is not None else None
 
     def commit(self, checkpoint: Checkpoint, changes: dict[TableId, list[pa.Table]]) -> None:
         """Append the batch's changes (per table, one part per schema) to the changelogs, then write the

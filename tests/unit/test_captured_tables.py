@@ -131,4 +131,6 @@ def test_stopped_tables_survive_the_checkpoint_document() -> None:
     cp.stopped[NEW] = reconcile_stop(NEW, 400)
     again = Checkpoint.from_dict(cp.to_dict())
     assert again.stopped == cp.stopped and again.schema_of(NEW) == schema(NEW)
-    assert Checkpoint.from_dict({k: v for k, v in cp.to_dict().items() if k != "stopped"}).stopped == {}
+    # a checkpoint of format 2 written before tables could stop has none
+    older = {**{k: v for k, v in cp.to_dict().items() if k != "stopped"}, "format_version": 2}
+    assert Checkpoint.from_dict(older).stopped == {}

@@ -20,7 +20,12 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk, FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import (
+    LakeFormatError,
+    NewerLakeFormatError,
+    RetiredLakeFormatError,
+    SchemaChangeError,
+)
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
@@ -506,7 +511,7 @@ def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: L
                                 SCHEMA, off(4, 1000), [FinishedChunkInfo(None, None, off(4, 1000))])})
     lake.stream.commit(checkpoint, {})
     document = lake.stream.lake.read_json(lake.stream.checkpoint_path)
-    assert document["format_version"] == 2 and document["stopped"]["shop.old"]["format_version"] == 2
+    assert document["format_version"] == 3 and "format_version" not in document["stopped"]["shop.old"]
     assert document["chunks"]["shop.orders"][1] == {"s": 10, "e": None, "hw": off(4, 1200).to_dict()}
     assert document["stopped"]["shop.old"]["chunks"] == [{"s": None, "e": None, "hw": off(4, 1000).to_dict()}]
     read = lake.stream.read_checkpoint()
@@ -516,18 +521,22 @@ def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: L
     assert read.updated_at  # set by the commit
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d.pop("format_version"), r"format 1 \(change files beside the checkpoint\).*re-snapshot"),
-    (lambda d: d.update(format_version=3), r"format 3, this version of the provider reads format 2 only: upgrade"),
-    (lambda d: d["stopped"]["shop.old"].update(format_version=9), r"stopped table shop\.old is of format 9"),
+@pytest.mark.parametrize(("change", "error", "message"), [
+    (lambda d: d.pop("format_version"), RetiredLakeFormatError,
+     r"checkpoint .*checkpoint\.json has no format_version \(format 1\): the stream's changes as Parquet files beside "
+     r"the checkpoint.*re-snapshot"),
+    (lambda d: d.update(format_version=4), NewerLakeFormatError,
+     r"format_version 4, written by a newer version.*reads formats 2 to 3\. Upgrade airflow-provider-mysqlcdc"),
+    (lambda d: d.update(format_version=True), LakeFormatError, r"format_version True, not a format"),
 ])
-def test_a_checkpoint_of_another_format_is_refused(lake: Lakes, change: Any, message: str) -> None:
+def test_a_checkpoint_of_another_format_is_refused(lake: Lakes, change: Any, error: type[LakeFormatError],
+                                                   message: str) -> None:
     checkpoint = Checkpoint(seq=7, offset=off(4, 1234), schemas={ORDERS: SCHEMA},
                             stopped={TableId("shop", "old"): StoppedTable(SCHEMA, off(4, 1000), [])})
     document = checkpoint.to_dict()
     change(document)
     lake.stream.lake.write_json(lake.stream.checkpoint_path, document)
-    with pytest.raises(LakeFormatError, match=message):
+    with pytest.raises(error, match=message):
         lake.stream.read_checkpoint()
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError
+from airflow_provider_mysqlcdc.exceptions import LakeLeaseError, NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.storage import Lake
 
@@ -63,5 +63,6 @@ def test_the_lease_is_a_versioned_document_and_an_unknown_version_is_refused(tmp
     document = lake.read_json(lease.path)
     assert document["format_version"] == 1 and document["holder"] == "a"
     lake.write_json(lease.path, {**document, "format_version": 7})
-    with pytest.raises(LakeFormatError, match="format_version 7.*reads version 1 only"):
+    with pytest.raises(NewerLakeFormatError, match="format_version 7, written by a newer version.*reads formats 0 to "
+                                                   "1. Upgrade airflow-provider-mysqlcdc"):
         lease.check()

@@ -23,7 +23,12 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.engine import snapshot_batch
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import (
+    LakeFormatError,
+    NewerLakeFormatError,
+    RetiredLakeFormatError,
+    SchemaChangeError,
+)
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import (
     BatchManifest,
@@ -125,7 +130,7 @@ def test_plan_and_manifest_round_trip(snapshots: Snapshots) -> None:
     assert snapshots.store.read_plan(ORDERS) == plan
     manifest = snapshots.run_batch(plan, 1, "a1")
     read = snapshots.store.read_manifest(plan.batches[1])
-    assert read == manifest and read.format_version == 1
+    assert read == manifest and manifest.to_dict()["format_version"] == BatchManifest.FORMAT.version == 1
     assert [c.chunk for c in read.chunks] == plan.chunks_of(plan.batches[1])
     assert read.rows == 4 and read.changed_keys == 2 and read.high_watermark == hw(1003)
     assert read.files == ["_batch=1/attempt-a1-part-00000.parquet", "_batch=1/attempt-a1-part-00001.parquet"]
@@ -138,8 +143,16 @@ def test_plan_and_manifest_round_trip(snapshots: Snapshots) -> None:
     assert BatchManifest.from_dict(xcom) == manifest
 
 
-@pytest.mark.parametrize("version", [None, 0, 2, "1"])
-def test_unknown_format_versions_are_refused(snapshots: Snapshots, version: Any) -> None:
+@pytest.mark.parametrize(("version", "error", "message"), [
+    (None, RetiredLakeFormatError, r"has no format_version \(format 0\): the snapshot layout from before the "
+                                   r"current-state Delta table.*delete its folder"),
+    (0, RetiredLakeFormatError, r"has format_version 0: the snapshot layout from before.*delete its folder"),
+    (2, NewerLakeFormatError, r"has format_version 2, written by a newer version.*reads formats 1 to 1\. "
+                              r"Upgrade airflow-provider-mysqlcdc"),
+    ("1", LakeFormatError, r"has format_version '1', not a format .* restore it from a copy"),
+])
+def test_unknown_format_versions_are_refused(snapshots: Snapshots, version: Any, error: type[LakeFormatError],
+                                             message: str) -> None:
     plan = snapshots.plan(2)
     snapshots.run_batch(plan, 0, "a1")
     lake, path = snapshots.store.lake, f"{snapshots.store.batch_dir(plan.batches[0])}/_manifest.json"
@@ -151,8 +164,9 @@ def test_unknown_format_versions_are_refused(snapshots: Snapshots, version: Any)
         else:
             document["format_version"] = version
         lake.write_json(document_path, document)
-        with pytest.raises(LakeFormatError, match=f"format_version {version!r}.*delete its folder"):
+        with pytest.raises(error, match=message) as raised:
             read()
+        assert document_path in str(raised.value)
 
 
 def test_batch_read_with_picks_by_high_watermark(snapshots: Snapshots) -> None:
