@@ -1,0 +1,152 @@
+"""The fixture lakes under ``tests/fixtures/lakes/``: lakes written by a version of this package, which
+``tests/integration/test_fixture_lakes.py`` reads and streams on from with the current code.
+
+Every lake there is the replica of one source history, :data:`HISTORY`, run on a fresh MariaDB of
+``dev/mariadb.py`` (``server_id`` 1, binlog ``mysql-bin``): two tables created and filled, snapshotted
+without Spark by ``tests.replica`` (the engine functions the Spark job runs on its executors and
+driver), then three stream batches, the first two merged into the current tables, the last in the
+changelogs only. The snapshot and the stream write nothing to the binlog, so replaying the history's
+statements alone (:func:`replay`) on another fresh server of the same MariaDB version gives the same
+binlog: the same files, positions and GTIDs as the lake's plan, manifests and checkpoint name. That is
+how the test recreates the source and streams on from the lake.
+
+Made by (a few seconds each; each run makes new attempt ids and timestamps, nothing else changes)::
+
+    python dev/fixture_lakes.py tests/fixtures/lakes/current
+
+and a lake of an earlier format by the same file run against the code of that commit (it uses only
+``dev.mariadb``, ``tests.replica`` and ``ConnectionConfig.from_parts``, which both have), e.g.
+``ae74a61``, the last commit before the stream followed DDL (checkpoint format 2 without ``ddl``,
+``visible_seq``, ``history_from`` and ``kept``, schemas without ``key_index``, changelogs without
+``_ddl``)::
+
+    git worktree add ../old ae74a61
+    (cd ../old && PYTHONPATH=. python <this checkout>/dev/fixture_lakes.py <this checkout>/tests/fixtures/lakes/ae74a61)
+    git worktree remove ../old
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from dev import mariadb
+from tests import replica
+
+TABLES = ["shop.orders", "shop.tags"]
+SERVER_IDS = "5900-5910"
+
+Step = tuple[str, Any]
+"""``("sql", [statements])``, ``("snapshot", table)`` or ``("stream", merge)``."""
+
+HISTORY: list[Step] = [
+    ("sql", [
+        "CREATE DATABASE shop CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+        "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2), "
+        "note TEXT, placed DATETIME(3))",
+        "INSERT INTO shop.orders SELECT seq, seq % 7, seq * 1.25, IF(seq % 5 = 0, NULL, CONCAT('n', seq)), "
+        "TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq MINUTE FROM shop.seq_1_to_120",
+        "CREATE TABLE shop.tags (code VARCHAR(20) PRIMARY KEY, label VARCHAR(50), weight DOUBLE)",
+        "INSERT INTO shop.tags SELECT CONCAT('T', LPAD(seq, 3, '0')), CONCAT('label ', seq), seq / 8 "
+        "FROM shop.seq_1_to_45",
+    ]),
+    ("snapshot", "shop.orders"),
+    ("snapshot", "shop.tags"),
+    ("sql", [
+        "BEGIN",
+        "UPDATE shop.orders SET amount = amount + 1, note = 'first' WHERE id IN (3, 33, 63, 93)",
+        "DELETE FROM shop.orders WHERE id IN (10, 70)",
+        "INSERT INTO shop.orders VALUES (121, 1, 9.99, 'new', '2026-02-01 10:00:00.123'), "
+        "(122, 2, NULL, NULL, NULL)",
+        "UPDATE shop.tags SET weight = -1 WHERE code IN ('T001', 't002')",
+        "COMMIT",
+    ]),
+    ("stream", True),
+    ("sql", [
+        "UPDATE shop.orders SET id = 200 WHERE id = 121",
+        "DELETE FROM shop.tags WHERE code = 'T045'",
+        "INSERT INTO shop.tags VALUES ('t046', 'lower case', 0.5)",
+    ]),
+    ("stream", True),
+    ("sql", [
+        "BEGIN",
+        "UPDATE shop.orders SET customer = customer + 10 WHERE id BETWEEN 40 AND 49",
+        "DELETE FROM shop.orders WHERE id = 122",
+        "UPDATE shop.tags SET label = 'unmerged' WHERE code = 'T010'",
+        "COMMIT",
+    ]),
+    ("stream", False),
+]
+
+
+def config_of(server: mariadb.MariaDbServer) -> ConnectionConfig:
+    return ConnectionConfig.from_parts(host=server.host, port=server.port, user=server.cdc_user,
+                                       password=server.cdc_password, database=None,
+                                       extra={"server_id": SERVER_IDS})
+
+
+def run_sql(server: mariadb.MariaDbServer, statements: list[str]) -> None:
+    """The statements on one root connection, as the history ran them (the same session settings, so the
+    same binlog events)."""
+    conn = server.admin_connect()
+    try:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
+def replay(server: mariadb.MariaDbServer) -> None:
+    """The history's statements on ``server`` (a fresh one), without snapshot or stream."""
+    for kind, what in HISTORY:
+        if kind == "sql":
+            run_sql(server, what)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make(out: Path) -> None:
+    """Run the history on a fresh server and keep its lake at ``out`` (replaced)."""
+    with tempfile.TemporaryDirectory(prefix="fixture-lake-") as work:
+        base, lake = Path(work) / "mariadb", Path(work) / "lake"
+        server = mariadb.start(base, free_port())
+        try:
+            config = config_of(server)
+            for kind, what in HISTORY:
+                if kind == "sql":
+                    run_sql(server, what)
+                elif kind == "snapshot":
+                    replica.snapshot(config, str(lake), what, chunk_size=30, chunks_per_batch=2, parts=1)
+                else:
+                    replica.stream(config, str(lake), TABLES, merge=what)
+        finally:
+            mariadb.stop(base)
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(lake, out)
+    _forget_folder(out, lake)
+
+
+def _forget_folder(out: Path, made_at: Path) -> None:
+    """A Delta table's first commit records the folder it was created in (``commitInfo``'s
+    ``operationParameters.location``, informational: no reader uses it); name a neutral one instead, so
+    the fixture names no folder of the machine that made it."""
+    for log in out.glob("**/_delta_log/*.json"):
+        text = log.read_text()
+        if made_at.as_uri() in text:
+            log.write_text(text.replace(made_at.as_uri(), "file:///fixture-lake"))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python dev/fixture_lakes.py <folder of the lake to write>")
+    make(Path(sys.argv[1]).resolve())
