@@ -25,7 +25,8 @@ from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from dev import mariadb
 from dev.fixture_lakes import TABLES, config_of, free_port, replay, run_sql
@@ -99,10 +100,12 @@ def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_p
         f"the lake {name} ends at {found}, the replayed history at {expected}: this MariaDB writes another binlog "
         "than the one that made the fixture; regenerate it as dev/fixture_lakes.py says")
 
-    # read as the source stood at the history's end (the last batch's changes are not merged yet)
+    # read as the source stood at the history's end (the last batch's changes are not merged yet), the
+    # changelog with this version's columns
     for table in TABLES:
         schema = checkpoint.schemas[TableId.parse(table)]
         assert lake_rows(base_uri, schema) == source.at_end[table], f"{name}: {table} at the history's end"
+        assert DDL_COLUMN in read_changes(base_uri, table).column_names
 
     replica.stream(config_of(source.server), base_uri, TABLES, merge=True)
 
