@@ -5,10 +5,11 @@ Every lake there is the replica of one source history, :data:`HISTORY`, run on a
 ``dev/mariadb.py`` (``server_id`` 1, binlog ``mysql-bin``): two tables created and filled, snapshotted
 without Spark by ``tests.replica`` (the engine functions the Spark job runs on its executors and
 driver), then three stream batches, the first two merged into the current tables, the last in the
-changelogs only. The snapshot and the stream write nothing to the binlog, so replaying the history's
-statements alone (:func:`replay`) on another fresh server of the same MariaDB version gives the same
-binlog: the same files, positions and GTIDs as the lake's plan, manifests and checkpoint name. That is
-how the test recreates the source and streams on from the lake.
+changelog only and without ``shop.tags``, which stops (a stopped table in the checkpoint). The
+snapshot and the stream write nothing to the binlog, so replaying the history's statements alone
+(:func:`replay`) on another fresh server of the same MariaDB version gives the same binlog: the same
+files, positions and GTIDs as the lake's plans, manifests and checkpoint name. That is how the test
+recreates the source and streams on from the lake.
 
 Made by (a few seconds each; each run makes new attempt ids and timestamps, nothing else changes)::
 
@@ -31,21 +32,40 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from dev import mariadb
 from tests import replica
 
-TABLES = ["shop.orders", "shop.tags"]
+TABLES = ("shop.orders", "shop.tags")
 SERVER_IDS = "5900-5910"
 
-Step = tuple[str, Any]
-"""``("sql", [statements])``, ``("snapshot", table)`` or ``("stream", merge)``."""
 
-HISTORY: list[Step] = [
-    ("sql", [
+@dataclass(frozen=True)
+class Sql:
+    """Statements run on one root connection, in order."""
+
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    table: str
+
+
+@dataclass(frozen=True)
+class Stream:
+    """The stream catching up with the server for ``tables`` (a captured table left out stops)."""
+
+    tables: tuple[str, ...]
+    merge: bool
+
+
+HISTORY: tuple[Sql | Snapshot | Stream, ...] = (
+    Sql((
         "CREATE DATABASE shop CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
         "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2), "
         "note TEXT, placed DATETIME(3))",
@@ -54,10 +74,10 @@ HISTORY: list[Step] = [
         "CREATE TABLE shop.tags (code VARCHAR(20) PRIMARY KEY, label VARCHAR(50), weight DOUBLE)",
         "INSERT INTO shop.tags SELECT CONCAT('T', LPAD(seq, 3, '0')), CONCAT('label ', seq), seq / 8 "
         "FROM shop.seq_1_to_45",
-    ]),
-    ("snapshot", "shop.orders"),
-    ("snapshot", "shop.tags"),
-    ("sql", [
+    )),
+    Snapshot("shop.orders"),
+    Snapshot("shop.tags"),
+    Sql((
         "BEGIN",
         "UPDATE shop.orders SET amount = amount + 1, note = 'first' WHERE id IN (3, 33, 63, 93)",
         "DELETE FROM shop.orders WHERE id IN (10, 70)",
@@ -65,23 +85,24 @@ HISTORY: list[Step] = [
         "(122, 2, NULL, NULL, NULL)",
         "UPDATE shop.tags SET weight = -1 WHERE code IN ('T001', 't002')",
         "COMMIT",
-    ]),
-    ("stream", True),
-    ("sql", [
+    )),
+    Stream(TABLES, merge=True),
+    Sql((
         "UPDATE shop.orders SET id = 200 WHERE id = 121",
         "DELETE FROM shop.tags WHERE code = 'T045'",
         "INSERT INTO shop.tags VALUES ('t046', 'lower case', 0.5)",
-    ]),
-    ("stream", True),
-    ("sql", [
+    )),
+    Stream(TABLES, merge=True),
+    Sql((
         "BEGIN",
         "UPDATE shop.orders SET customer = customer + 10 WHERE id BETWEEN 40 AND 49",
         "DELETE FROM shop.orders WHERE id = 122",
-        "UPDATE shop.tags SET label = 'unmerged' WHERE code = 'T010'",
+        "UPDATE shop.tags SET label = 'while stopped' WHERE code = 'T010'",
         "COMMIT",
-    ]),
-    ("stream", False),
-]
+    )),
+    Stream(("shop.orders",), merge=False),  # tags stops: its changes from here on are not in the lake
+)
+"""Two tables created and snapshotted; three stream batches, two merged; ``shop.tags`` stopped in the last."""
 
 
 def config_of(server: mariadb.MariaDbServer) -> ConnectionConfig:
@@ -90,7 +111,7 @@ def config_of(server: mariadb.MariaDbServer) -> ConnectionConfig:
                                        extra={"server_id": SERVER_IDS})
 
 
-def run_sql(server: mariadb.MariaDbServer, statements: list[str]) -> None:
+def run_sql(server: mariadb.MariaDbServer, statements: Sequence[str]) -> None:
     """The statements on one root connection, as the history ran them (the same session settings, so the
     same binlog events)."""
     conn = server.admin_connect()
@@ -102,11 +123,14 @@ def run_sql(server: mariadb.MariaDbServer, statements: list[str]) -> None:
         conn.close()
 
 
-def replay(server: mariadb.MariaDbServer) -> None:
-    """The history's statements on ``server`` (a fresh one), without snapshot or stream."""
-    for kind, what in HISTORY:
-        if kind == "sql":
-            run_sql(server, what)
+def replay(server: mariadb.MariaDbServer, streamed: Callable[[Stream], None]) -> None:
+    """The history's statements on ``server`` (a fresh one), without snapshot or stream; ``streamed`` is
+    called where the history streamed (the source as the lake holds the step's tables)."""
+    for step in HISTORY:
+        if isinstance(step, Sql):
+            run_sql(server, step.statements)
+        elif isinstance(step, Stream):
+            streamed(step)
 
 
 def free_port() -> int:
@@ -122,13 +146,13 @@ def make(out: Path) -> None:
         server = mariadb.start(base, free_port())
         try:
             config = config_of(server)
-            for kind, what in HISTORY:
-                if kind == "sql":
-                    run_sql(server, what)
-                elif kind == "snapshot":
-                    replica.snapshot(config, str(lake), what, chunk_size=30, chunks_per_batch=2, parts=1)
+            for step in HISTORY:
+                if isinstance(step, Sql):
+                    run_sql(server, step.statements)
+                elif isinstance(step, Snapshot):
+                    replica.snapshot(config, str(lake), step.table, chunk_size=30, chunks_per_batch=2, parts=1)
                 else:
-                    replica.stream(config, str(lake), TABLES, merge=what)
+                    replica.stream(config, str(lake), list(step.tables), merge=step.merge)
         finally:
             mariadb.stop(base)
         shutil.rmtree(out, ignore_errors=True)

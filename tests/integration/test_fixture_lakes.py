@@ -3,11 +3,13 @@
 ``tests/fixtures/lakes/<name>/`` holds lakes that ``dev/fixture_lakes.py`` wrote (its docstring says how):
 ``current`` by this version, ``ae74a61`` by that commit (stream checkpoint of format 2 without ``ddl``,
 ``visible_seq``, ``history_from`` and ``kept``; schemas without ``key_index``; changelogs without ``_ddl``).
-Each is the replica of ``dev.fixture_lakes.HISTORY`` on a fresh MariaDB. The test replays that history's
-statements on a fresh server of its own, which gives the same binlog, so each lake's offsets name the same
-transactions; checks that each lake reads as the source stood at the history's end; then changes the
-source (inserts, updates, a key moved, deletes, a column added) and streams each lake on from its
-checkpoint: the replica equals the source, and the checkpoint is written in the current format.
+Each is the replica of ``dev.fixture_lakes.HISTORY`` on a fresh MariaDB, ``shop.tags`` stopped in its
+last stream batch. The test replays that history's statements on a fresh server of its own, which
+gives the same binlog, so each lake's offsets name the same transactions; checks that each lake reads
+as the source stood where the lake last streamed each table; then changes the source (inserts,
+updates, a key moved, deletes, a column added) and streams each lake on from its checkpoint with both
+tables (``shop.tags`` resumes where it stopped): the replica equals the source, and the checkpoint is
+written in the current format.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from dev import mariadb
-from dev.fixture_lakes import TABLES, config_of, free_port, replay, run_sql
+from dev.fixture_lakes import TABLES, Stream, config_of, free_port, replay, run_sql
 from tests import replica
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import current_rows, table_contents
@@ -57,8 +59,8 @@ class Source:
     server: mariadb.MariaDbServer
     end: BinlogOffset
     """Where the history ended: the fixture lakes' checkpoints."""
-    at_end: dict[str, dict[Hashable, tuple[Any, ...]]]
-    """Each table's rows there."""
+    streamed: dict[str, dict[Hashable, tuple[Any, ...]]]
+    """Each table's rows where the history last streamed it: what its lake holds."""
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +68,19 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
     """A fresh MariaDB (``server_id`` 1, as the lakes' source) with the history replayed, then ``AFTER``."""
     base = tmp_path_factory.mktemp("fixture-lakes-source")
     server = mariadb.start(base, free_port())
+    conn = server.cdc_connect()
+    streamed: dict[str, dict[Hashable, tuple[Any, ...]]] = {}
+
+    def keep(step: Stream) -> None:
+        streamed.update({t: table_contents(conn, load_table_schema(conn, TableId.parse(t))) for t in step.tables})
+
     try:
-        replay(server)
-        conn = server.cdc_connect()
-        try:
-            end = read_current_offset(conn, ServerInfo.read(conn))
-            at_end = {t: table_contents(conn, load_table_schema(conn, TableId.parse(t))) for t in TABLES}
-        finally:
-            conn.close()
+        replay(server, keep)
+        end = read_current_offset(conn, ServerInfo.read(conn))
         run_sql(server, AFTER)
-        yield Source(server, end, at_end)
+        yield Source(server, end, streamed)
     finally:
+        conn.close()
         mariadb.stop(base)
 
 
@@ -100,14 +104,16 @@ def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_p
         f"the lake {name} ends at {found}, the replayed history at {expected}: this MariaDB writes another binlog "
         "than the one that made the fixture; regenerate it as dev/fixture_lakes.py says")
 
-    # read as the source stood at the history's end (the last batch's changes are not merged yet), the
-    # changelog with this version's columns
+    # read as the source stood where the lake last streamed each table (the last batch is not merged yet),
+    # the changelog with this version's columns
+    assert list(checkpoint.stopped) == [TableId("shop", "tags")]
     for table in TABLES:
-        schema = checkpoint.schemas[TableId.parse(table)]
-        assert lake_rows(base_uri, schema) == source.at_end[table], f"{name}: {table} at the history's end"
+        schema = checkpoint.schema_of(TableId.parse(table))
+        assert schema is not None
+        assert lake_rows(base_uri, schema) == source.streamed[table], f"{name}: {table} where it was streamed"
         assert DDL_COLUMN in read_changes(base_uri, table).column_names
 
-    replica.stream(config_of(source.server), base_uri, TABLES, merge=True)
+    replica.stream(config_of(source.server), base_uri, list(TABLES), merge=True)
 
     conn = source.server.cdc_connect()
     try:
@@ -120,3 +126,5 @@ def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_p
     finally:
         conn.close()
     assert store.lake.read_json(store.checkpoint_path)["format_version"] == Checkpoint.FORMAT.version
+    streamed_on = store.read_checkpoint()
+    assert streamed_on is not None and streamed_on.stopped == {}
