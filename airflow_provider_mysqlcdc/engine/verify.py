@@ -161,11 +161,12 @@ class VerifyReport:
     def to_dict(self, differing_only: bool = False) -> dict[str, Any]:
         """The lake's document; ``differing_only``: XCom's form, the verdicts of differing chunks alone (the
         equal chunks' are in the lake's report)."""
-        return self.FORMAT.write({"table": str(self.table), "run": self.run,
-                "batches": list(self.batches), "seconds": round(self.seconds, 3), "rows": self.rows,
-                "chunks": len(self.verdicts), "equal": self.equal, **self.totals(),
-                "differing_chunks": [v.chunk.index for v in self.differing],
-                "verdicts": [v.to_dict() for v in (self.differing if differing_only else self.verdicts)]})
+        return self.FORMAT.write({
+            "table": str(self.table), "run": self.run, "batches": list(self.batches),
+            "seconds": round(self.seconds, 3), "rows": self.rows, "chunks": len(self.verdicts), "equal": self.equal,
+            **self.totals(), "differing_chunks": [v.chunk.index for v in self.differing],
+            "verdicts": [v.to_dict() for v in (self.differing if differing_only else self.verdicts)],
+        })
 
     @classmethod
     def from_dict(cls, document: dict[str, Any], path: str = "") -> VerifyReport:
