@@ -9,7 +9,8 @@ changelog only and without ``shop.tags``, which stops (a stopped table in the ch
 snapshot and the stream write nothing to the binlog, so replaying the history's statements alone
 (:func:`replay`) on another fresh server of the same MariaDB version gives the same binlog: the same
 files, positions and GTIDs as the lake's plans, manifests and checkpoint name. That is how the test
-recreates the source and streams on from the lake.
+recreates the source and streams on from the lake. The lakes there were made with MariaDB 10.11.19
+(Debian 12); another version may write other binlog positions, and the test says so.
 
 Made by (a few seconds each; each run makes new attempt ids and timestamps, nothing else changes)::
 

@@ -60,7 +60,8 @@ def _checkpoint_2_to_3(d: dict[str, Any]) -> dict[str, Any]:
     """Version 2 got fields one by one under the same number, none of them released: finished chunks as
     ``[start, end, hw]`` lists until 362b35d, stopped tables without ``ddl`` (and with a version of their
     own) until 05122bd, no ``visible_seq``/``visible_offset`` (visible up to its own batch) until 8756d12,
-    no ``history_from`` until a517b08, no ``kept`` until f60e00f. Version 3 has every field."""
+    no ``history_from`` until a517b08, no ``kept`` until f60e00f. Version 3 has every field. (Schemas
+without ``key_index``, in every document, are read by ``TableSchema.from_dict``.)"""
     def stopped(s: dict[str, Any]) -> dict[str, Any]:
         return {"schema": s["schema"], "offset": s["offset"], "chunks": [_chunk_2_to_3(c) for c in s["chunks"]],
                 "ddl": s.get("ddl", "")}
