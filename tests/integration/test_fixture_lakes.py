@@ -9,7 +9,8 @@ gives the same binlog, so each lake's offsets name the same transactions; checks
 as the source stood where the lake last streamed each table; then changes the source (inserts,
 updates, a key moved, deletes, a column added) and streams each lake on from its checkpoint with both
 tables (``shop.tags`` resumes where it stopped): the replica equals the source, and the checkpoint is
-written in the current format.
+written in the current format. A lake whose checkpoint a newer version wrote is refused before the stream
+commits anything.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.exceptions import NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
@@ -128,3 +131,19 @@ def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_p
     assert store.lake.read_json(store.checkpoint_path)["format_version"] == Checkpoint.FORMAT.version
     streamed_on = store.read_checkpoint()
     assert streamed_on is not None and streamed_on.stopped == {}
+
+
+def test_a_lake_of_a_newer_version_is_refused_before_the_stream_commits(source: Source, tmp_path: Path) -> None:
+    base_uri = str(tmp_path / "lake")
+    shutil.copytree(FIXTURES / "current", base_uri)
+    store = StreamStore(base_uri)
+    newer = {**store.lake.read_json(store.checkpoint_path), "format_version": Checkpoint.FORMAT.version + 1}
+    store.lake.write_json(store.checkpoint_path, newer)
+    versions = {t: DeltaTable(store.changelog_uri(TableId.parse(t))).version() for t in TABLES}
+
+    with pytest.raises(NewerLakeFormatError, match=r"checkpoint\.json has format_version 4, written by a newer version "
+                                                   r"of airflow-provider-mysqlcdc; this one reads formats 2 to 3\. "
+                                                   r"Upgrade airflow-provider-mysqlcdc"):
+        replica.stream(config_of(source.server), base_uri, list(TABLES), merge=True)
+    assert store.lake.read_json(store.checkpoint_path) == newer
+    assert {t: DeltaTable(store.changelog_uri(TableId.parse(t))).version() for t in TABLES} == versions
