@@ -51,6 +51,7 @@ from airflow_provider_mysqlcdc.lake.storage import Lake
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable, WriterProperties
 
+
 def _chunk_2_to_3(chunk: Any) -> Any:
     """A finished chunk as ``[start, end, high watermark]`` (the first form of version 2) as ``{s, e, hw}``."""
     return {"s": chunk[0], "e": chunk[1], "hw": chunk[2]} if isinstance(chunk, list) else chunk
@@ -61,7 +62,8 @@ def _checkpoint_2_to_3(d: dict[str, Any]) -> dict[str, Any]:
     ``[start, end, hw]`` lists until 362b35d, stopped tables without ``ddl`` (and with a version of their
     own) until 05122bd, no ``visible_seq``/``visible_offset`` (visible up to its own batch) until 8756d12,
     no ``history_from`` until a517b08, no ``kept`` until f60e00f. Version 3 has every field. (Schemas
-without ``key_index``, in every document, are read by ``TableSchema.from_dict``.)"""
+    without ``key_index``, in every document, are read by ``TableSchema.from_dict``.)"""
+
     def stopped(s: dict[str, Any]) -> dict[str, Any]:
         return {"schema": s["schema"], "offset": s["offset"], "chunks": [_chunk_2_to_3(c) for c in s["chunks"]],
                 "ddl": s.get("ddl", "")}
