@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_scheme
 
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 SCHEME_PREFIX = "mysql-cdc+"
 LAKE_SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
 """The lake URI schemes (as pyarrow and Spark name them) an asset URI can carry after ``mysql-cdc+``."""
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 SCHEMES = tuple(SCHEME_PREFIX + s for s in LAKE_SCHEMES)
 
 REPLICA_ALIAS = "mysql-cdc-replicas"
@@ -56,8 +56,7 @@ def _lake_parts(base_uri: str) -> tuple[str, str, str]:
     if "://" not in base_uri:
         return "file", "", os.path.abspath(base_uri)
     parsed = urllib.parse.urlsplit(base_uri)
-    scheme = parsed.scheme.lower()
-    return _SCHEME_ALIASES.get(scheme, scheme), parsed.netloc, parsed.path
+    return canonical_scheme(parsed.scheme), parsed.netloc, parsed.path
 
 
 def replica_uri(base_uri: str, table: str | TableId) -> str:
@@ -72,8 +71,7 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
     """Airflow's normaliser of ``mysql-cdc+*`` asset URIs (after its own: lower-case scheme, no trailing
     slash, no fragment); a URI that names no replica is refused with what it must look like."""
     scheme = uri.scheme.lower()
-    lake_scheme = scheme.removeprefix(SCHEME_PREFIX)
-    lake_scheme = _SCHEME_ALIASES.get(lake_scheme, lake_scheme)
+    lake_scheme = canonical_scheme(scheme.removeprefix(SCHEME_PREFIX))
     example = f"{SCHEME_PREFIX}s3://bucket/lake/shop/orders or {SCHEME_PREFIX}file:/data/lake/shop/orders"
     if not scheme.startswith(SCHEME_PREFIX) or lake_scheme not in LAKE_SCHEMES:
         raise ValueError(f"asset URI {urllib.parse.urlunsplit(uri)!r}: the scheme must be {SCHEME_PREFIX}<lake "
@@ -111,14 +109,16 @@ def create_asset(*, base_uri: str, table: str, extra: dict[str, Any] | None = No
     return Asset(name=uri, uri=uri, extra=extra or {})
 
 
-def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interval: float = 5.0) -> Asset:
+def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interval: float = 5.0,
+                  lake_conn_id: str | None = None) -> Asset:
     """The asset of ``table`` replicated into ``base_uri``, for ``schedule=[...]`` of a downstream DAG.
 
     With ``watch`` (the default) it carries an ``AssetWatcher``: a trigger in the triggerer that polls the
     lake's stream checkpoint every ``poll_interval`` seconds and emits an asset event for each stream
     commit that wrote rows of the table (``triggers.lake_commits.MySqlCdcCommitTrigger``), so that a
     stream that never ends still schedules the DAG. Snapshot batches emit their events from their tasks
-    either way. ``watch=False`` gives the bare asset (e.g. as a task's inlet)."""
+    either way. ``watch=False`` gives the bare asset (e.g. as a task's inlet). ``lake_conn_id``: the
+    watcher's lake credentials, as the operators' (None: the triggerer's environment)."""
     from airflow.sdk import Asset, AssetWatcher
 
     from airflow_provider_mysqlcdc.triggers.lake_commits import MySqlCdcCommitTrigger
@@ -126,7 +126,8 @@ def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interva
     asset = create_asset(base_uri=base_uri, table=table)
     if not watch:
         return asset
-    trigger = MySqlCdcCommitTrigger(base_uri=base_uri, table=table, poll_interval=poll_interval)
+    trigger = MySqlCdcCommitTrigger(base_uri=base_uri, table=table, poll_interval=poll_interval,
+                                    lake_conn_id=lake_conn_id)
     return Asset(name=asset.name, uri=asset.uri, watchers=[AssetWatcher(name=f"stream commits of {asset.uri}",
                                                                         trigger=trigger)])
 
@@ -168,7 +169,7 @@ def openlineage_location(delta_uri: str) -> tuple[str, str]:
     if "://" not in delta_uri:
         return "file", os.path.abspath(delta_uri)
     parsed = urllib.parse.urlsplit(delta_uri)
-    scheme = _SCHEME_ALIASES.get(parsed.scheme.lower(), parsed.scheme.lower())
+    scheme = canonical_scheme(parsed.scheme)
     if scheme == "file":
         return "file", parsed.path
     if scheme == "hdfs":
@@ -180,10 +181,8 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:
     """The provider info's ``to_openlineage_converter``: the replica as its current-state Delta table."""
     from airflow.providers.common.compat.openlineage.facet import Dataset
 
-    from airflow_provider_mysqlcdc.lake.delta import table_uri
-
     base_uri, table = parse_replica_uri(asset.uri)
-    namespace, name = openlineage_location(table_uri(base_uri, table))
+    namespace, name = openlineage_location(Lake.at(base_uri).table(table).current.uri)
     return Dataset(namespace=namespace, name=name)
 
 
@@ -198,14 +197,12 @@ def _appended_seq(commit: dict[str, Any]) -> int | None:
     return int(seq) if seq is not None else None
 
 
-def stream_rows(base_uri: str, table: str | TableId, after_seq: int, through_seq: int) -> int:
+def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: int) -> int:
     """The changelog rows of ``table`` that the stream batches ``after_seq < seq <= through_seq`` committed,
     from the Delta log's commit metrics (no data read). A batch appended twice (a run killed before its
     checkpoint, whose rows the next run deleted before writing the batch again) counts once: its last
     append. Only batches up to a checkpoint's ``seq`` are final; the caller passes such a ``through_seq``."""
-    from airflow_provider_mysqlcdc.lake.delta import changelog_uri, open_delta
-
-    changelog = open_delta(changelog_uri(base_uri, table)) if through_seq > after_seq else None
+    changelog = lake.table(table).changelog.open() if through_seq > after_seq else None
     if changelog is None:
         return 0
     appended: dict[int, tuple[int, int]] = {}  # seq -> (version, rows) of its last append
@@ -222,15 +219,15 @@ def stream_rows(base_uri: str, table: str | TableId, after_seq: int, through_seq
         limit *= 4
 
 
-def checkpoint_seq(base_uri: str) -> int:
+def checkpoint_seq(lake: Lake) -> int:
     """The stream checkpoint's ``seq`` (its last committed batch), -1 before the stream's first."""
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint()
     return checkpoint.visible[0] if checkpoint is not None else -1
 
 
-def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[int, dict[str, Any] | None]:
+def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int, dict[str, Any] | None]:
     """The stream's commits of ``table`` since the batch ``after_seq``: the checkpoint's ``seq`` now (-1
     before the stream's first), and the asset event extra for them, None when they wrote no row of the
     table. The extra: ``seq`` and ``first_seq``, the batches it covers; ``offset``/``gtid``, the
@@ -239,13 +236,13 @@ def stream_extra(base_uri: str, table: str | TableId, after_seq: int) -> tuple[i
     replica is kept as of ``stopped_at`` and no longer follows the source."""
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is None:
         return -1, None
     seq, offset = checkpoint.visible  # whole transactions only
     if seq <= after_seq:
         return seq, None
-    rows = stream_rows(base_uri, table, after_seq, seq)
+    rows = stream_rows(lake, table, after_seq, seq)
     if not rows:
         return seq, None
     extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,

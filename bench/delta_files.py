@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
 from airflow_provider_mysqlcdc.lake.merge import merge_changes
 from bench.delta_merge import change_set, rows_table
@@ -54,7 +55,7 @@ def stream_commits(uri: str, commits: int, rows: int, policy: MaintenancePolicy)
         write_deltalake(uri, batch, mode="append")
         since += 1
         t = time.perf_counter()
-        if maintain(uri, policy, since).checked:
+        if maintain(DeltaLocation(uri), policy, since).checked:
             since = 0
         maintenance += time.perf_counter() - t
         if (i + 1) % 10 == 0:
@@ -81,14 +82,15 @@ def merged_current(tmp: str, rows: int, merges: int, changes: int) -> tuple[list
     write_deltalake(uri, rows_table(np.arange(rows), rows // 100, np.random.default_rng(1)), partition_by=["_batch"])
     for m in range(merges):  # each in a 5% key range (a few batches), as clustered changes would be
         lo = (m * rows // 20) % rows
-        merge_changes(uri, change_set(rows + m * changes, changes, rows // 100, [(lo, lo + rows // 20)], m),
+        merge_changes(DeltaLocation(uri),
+                      change_set(rows + m * changes, changes, rows // 100, [(lo, lo + rows // 20)], m),
                       ["id"], through_seq=m)
     files = len(DeltaTable(uri).file_uris())
     current = DeltaTable(uri).to_pyarrow_table()
     write_deltalake(fresh, current, partition_by=["_batch"])
     lines = [f"| after {merges} MERGEs | {files} | {read_seconds(uri):.2f} s | {read_seconds(fresh):.2f} s |"]
     policy = MaintenancePolicy(vacuum_retention_hours=0, log_retention_hours=0, max_small_files=1)
-    maintain(uri, policy, policy.check_every_commits)
+    maintain(DeltaLocation(uri), policy, policy.check_every_commits)
     lines.append(f"| after `maintain` | {len(DeltaTable(uri).file_uris())} | {read_seconds(uri):.2f} s | "
                  f"{read_seconds(fresh):.2f} s |")
     return lines, current.num_rows

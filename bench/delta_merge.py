@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.merge import _merge, merge_changes, prepare_source, quote
 from bench.measure import write_sections
 
@@ -100,7 +101,7 @@ def measure(template: str, work: str, changes: pa.Table, *, partitioned: bool) -
     before = sizes(work)
     started = time.perf_counter()
     if partitioned:
-        scanned = merge_changes(work, changes, ["id"], through_seq=1).files_scanned
+        scanned = merge_changes(DeltaLocation(work), changes, ["id"], through_seq=1).files_scanned
     else:
         source = prepare_source(changes, ["id"])
         metrics = _merge(DeltaTable(work), source, ["id"], 1, predicate=f"t.{quote('id')} = s.{quote('id')}")

@@ -29,6 +29,7 @@ from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.engine.verify import verify_batch_locally
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from bench.server import load_orders, throwaway_server
 
@@ -47,7 +48,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def snapshot(config: ConnectionConfig, plan: Plan, base_uri: str) -> float:
     """Every batch of ``plan`` into the lake at ``base_uri``; the seconds it took."""
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     store.write_plan(plan)
     started = time.perf_counter()
     for batch in plan.batches:
@@ -66,7 +67,7 @@ def stream(config: ConnectionConfig, base_uri: str, table: TableId) -> None:
     try:
         checkpoint = runner.open(control)
         runner.catch_up(control, checkpoint, StreamProgress.start())
-        StateMerger(base_uri, control).merge(checkpoint)
+        StateMerger(Lake.at(base_uri), control).merge(checkpoint)
         runner.lease.release()
     finally:
         control.close()
@@ -76,7 +77,8 @@ def verify(config: ConnectionConfig, plan: Plan, base_uri: str, run: str) -> tup
     """Every batch verified; the seconds, the rows compared, and whether all were equal."""
     started, rows, equal = time.perf_counter(), 0, True
     for batch in plan.batches:
-        report = verify_batch_locally(base_uri, config, batch.with_readers(0, PARTS), run, PARTS, wait_seconds=30)
+        report = verify_batch_locally(Lake.at(base_uri), config, batch.with_readers(0, PARTS), run, PARTS,
+                                      wait_seconds=30)
         rows += report.rows
         equal = equal and report.equal
     return time.perf_counter() - started, rows, equal

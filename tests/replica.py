@@ -24,6 +24,7 @@ from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 from tests.stream_worker import ROOT
@@ -41,7 +42,7 @@ def snapshot(config: ConnectionConfig, base_uri: str, table: str, chunk_size: in
     finally:
         control.close()
     plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     store.write_plan(plan)
     for batch in plan.batches:
         mine = plan.chunks_of(batch)
@@ -65,7 +66,7 @@ def stream(config: ConnectionConfig, base_uri: str, tables: list[str], merge: bo
         checkpoint = runner.open(control)
         runner.catch_up(control, checkpoint, StreamProgress.start())
         if merge:
-            StateMerger(base_uri, control).merge(checkpoint)
+            StateMerger(Lake.at(base_uri), control).merge(checkpoint)
         runner.lease.release()
     finally:
         control.close()

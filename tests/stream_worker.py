@@ -25,13 +25,14 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     if checkpoint is None:
         raise SystemExit(f"no stream checkpoint in {base_uri}: the test commits the first one")
     # one writer name for all the workers, so that each restart takes over the killed one's lease
@@ -53,7 +54,7 @@ def kill_repeatedly(base_uri: str, config: ConnectionConfig, rnd: random.Random,
     """Start a worker, let it commit once (its start, imports and lease take a while on a loaded machine),
     then kill -9 it at a random moment: reading, in a Delta commit, writing its checkpoint. Repeats while
     ``go_on(kills so far)``; returns the number of kills."""
-    store, kills = StreamStore(base_uri), 0
+    store, kills = StreamStore(Lake.at(base_uri)), 0
     env = {**os.environ, "MYSQL_CDC_PASSWORD": config.password, "PYTHONPATH": str(ROOT)}
     while go_on(kills):
         committed = store.read_checkpoint().seq  # type: ignore[union-attr]
@@ -85,11 +86,11 @@ def tear_and_catch_up(base_uri: str, config: ConnectionConfig, table: TableId, s
     from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
     from airflow_provider_mysqlcdc.lake.read import read_changes
 
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     seq = store.read_checkpoint().seq + 1  # type: ignore[union-attr]
     torn = pa.Table.from_pylist([{"id": 0, "_op": "+I", "_binlog_file": 1}], schema=lake_schema(schema))
     torn = for_delta(torn).append_column(STREAM_SEQ_COLUMN, pa.array([seq], pa.int64()))
-    write_deltalake(store.changelog_uri(table), torn, mode="append", schema_mode="merge",
+    write_deltalake(store.lake.table(table).changelog.uri, torn, mode="append", schema_mode="merge",
                     commit_properties=CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, seq)]))
     assert 0 not in read_changes(base_uri, str(table)).column("id").to_pylist()
 

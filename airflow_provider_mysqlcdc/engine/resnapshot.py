@@ -40,7 +40,8 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta, table_uri
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
 from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes
 from airflow_provider_mysqlcdc.lake.multiset import check_not_keyless
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore
@@ -182,29 +183,29 @@ def resnapshot_server_id(config: ConnectionConfig, conn_id: str) -> int:
 
 
 def resnapshot(
-    config: ConnectionConfig, base_uri: str, request: ResnapshotRequest, server_id: int,
+    config: ConnectionConfig, lake: Lake, request: ResnapshotRequest, server_id: int,
     log: logging.Logger | Any = _log,
 ) -> ResnapshotReport:
     """Read the requested chunks of ``request.table`` again and MERGE them into its current state."""
     started = time.monotonic()
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(lake)
     plan = store.read_plan(request.table)
-    uri = table_uri(base_uri, request.table)
-    if plan is None or open_delta(uri) is None:
+    current = lake.table(request.table).current
+    if plan is None or current.open() is None:
         raise SnapshotStateError(
-            f"{request.table} has no snapshot in {base_uri} to repair: snapshot it first (the split and snapshot "
+            f"{request.table} has no snapshot in {lake.base_uri} to repair: snapshot it first (the split and snapshot "
             f"tasks of the pipeline), then re-snapshot ranges of it"
         )
     # re-read rows are merged by key, newer than the row they replace; a multiset has neither
     check_not_keyless(plan.schema, "the repair re-snapshot (resnapshot_tables)")
-    schema = batch_schema(plan.schema, config, base_uri)
+    schema = batch_schema(plan.schema, config, lake)
     control = config.connect()
     try:
         ranges = chunk_ranges(plan, KeyOrder.for_column(control, plan.schema.column(plan.schema.chunk_key)))
         chunks = request.chunks_of(plan, ranges)
         log.info("re-snapshot of %s: %d of its %d chunks, binlog server id %d", request.table, len(chunks),
                  len(plan.chunks), server_id)
-        lake_keys = _LakeKeys(uri, plan, ranges)
+        lake_keys = _LakeKeys(current, plan, ranges)
         repaired: list[RepairedChunk] = []
         pending: list[pa.Table] = []
         totals = [0, 0, 0]
@@ -214,11 +215,11 @@ def resnapshot(
             pending.extend(_in_batch(part, batch) for part in (rows, deletes))
             repaired.append(RepairedChunk(snapshot.chunk, rows.num_rows, gone.num_rows, snapshot.high_watermark))
             if sum(p.num_rows for p in pending) >= MERGE_ROWS:
-                _add(totals, _merge(uri, pending, schema))
+                _add(totals, _merge(current, pending, schema))
                 pending = []
                 log.info("re-snapshot of %s: %d/%d chunks merged", request.table, len(repaired), len(chunks))
         if pending:
-            _add(totals, _merge(uri, pending, schema))
+            _add(totals, _merge(current, pending, schema))
     finally:
         control.close()
     report = ResnapshotReport(request.table, tuple(repaired), totals[0], totals[1], totals[2],
@@ -242,17 +243,17 @@ def _in_batch(rows: pa.Table, batch: int) -> pa.Table:
     return rows.append_column(BATCH_COLUMN, pa.array([batch] * rows.num_rows, pa.int32()))
 
 
-def read_whole_table(config: ConnectionConfig, base_uri: str, table: TableId, server_id: int,
+def read_whole_table(config: ConnectionConfig, lake: Lake, table: TableId, server_id: int,
                      log: logging.Logger | Any = _log, plan: Plan | None = None) -> tuple[pa.Table, BinlogOffset]:
     """Every chunk of ``table``'s plan read again: the current state's rows (with ``_batch``), each as of
     its chunk's new high watermark, and the highest of those watermarks. For a caller that replaces the
     whole current table with them in one commit (a DDL that gave every row new values,
     ``engine.schema_changes``): nothing of the table's old rows is kept, so no key is compared and no
     delete is needed. ``plan``: the chunks to read (None: the table's snapshot plan)."""
-    plan = plan or SnapshotStore(base_uri).read_plan(table)
+    plan = plan or SnapshotStore(lake).read_plan(table)
     if plan is None:
-        raise SnapshotStateError(f"{table} has no snapshot plan in {base_uri} to read its rows again by")
-    schema = batch_schema(plan.schema, config, base_uri)
+        raise SnapshotStateError(f"{table} has no snapshot plan in {lake.base_uri} to read its rows again by")
+    schema = batch_schema(plan.schema, config, lake)
     log.info("reading all %d chunks of %s again, binlog server id %d", len(plan.chunks), table, server_id)
     parts, highest = [], None
     for snapshot, rows, batch in _chunk_rows(config, schema, plan, plan.chunks, server_id):
@@ -265,8 +266,8 @@ def read_whole_table(config: ConnectionConfig, base_uri: str, table: TableId, se
 class _LakeKeys:
     """The keys the current state holds, per chunk of the plan: read per batch partition, once."""
 
-    def __init__(self, uri: str, plan: Plan, ranges: KeyRanges) -> None:
-        self.uri, self.plan, self.ranges = uri, plan, ranges
+    def __init__(self, current: DeltaLocation, plan: Plan, ranges: KeyRanges) -> None:
+        self.current, self.plan, self.ranges = current, plan, ranges
         self._batch: tuple[int, pa.Table] | None = None  # the last partition read: chunks come in order
 
     def missing_from(self, chunk: Chunk, rows: pa.Table, schema: TableSchema) -> pa.Table:
@@ -287,11 +288,12 @@ class _LakeKeys:
         return keys.filter(pc.equal(keys.column("__chunk"), chunk.index)).select(list(schema.row_key))
 
     def _read(self, batch: int, schema: TableSchema) -> pa.Table:
-        from deltalake import DeltaTable
-
         key = self.plan.schema.chunk_key
         columns = list(dict.fromkeys([*schema.row_key, key]))
-        keys = DeltaTable(self.uri).to_pyarrow_table(filters=[(BATCH_COLUMN, "=", batch)], columns=columns)
+        table = self.current.open()
+        if table is None:
+            raise SnapshotStateError(f"the current table at {self.current} is gone: repair needs the snapshot's rows")
+        keys = table.to_pyarrow_table(filters=[(BATCH_COLUMN, "=", batch)], columns=columns)
         indexes = self.ranges.numbers_of(keys.column(key).to_pylist())
         return keys.append_column("__chunk", pa.array(indexes, pa.int64()))
 
@@ -312,14 +314,14 @@ def _deletes(keys: pa.Table, schema: pa.Schema, table: TableId, high_watermark: 
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _merge(uri: str, parts: Sequence[pa.Table], schema: TableSchema) -> MergeReport:
+def _merge(current: DeltaLocation, parts: Sequence[pa.Table], schema: TableSchema) -> MergeReport:
     """One MERGE of the gathered rows, retried when the stream's MERGE or compaction committed first."""
     from deltalake.exceptions import CommitFailedError
 
     changes, attempt = pa.concat_tables(parts), 1
     while True:
         try:
-            return merge_changes(uri, changes, list(schema.row_key), through_seq=None, changed_only=True)
+            return merge_changes(current, changes, list(schema.row_key), through_seq=None, changed_only=True)
         except CommitFailedError:
             if attempt == COMMIT_TRIES:
                 raise

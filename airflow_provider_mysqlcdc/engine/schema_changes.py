@@ -49,7 +49,7 @@ from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.table_events import replace_current, reshape_current, truncate_current
@@ -68,17 +68,17 @@ class AppliedStatement:
 
 
 class SchemaChanges:
-    """Applies DDL statements to the lake at ``base_uri``. ``merge(checkpoint)`` brings the current tables
+    """Applies DDL statements to ``lake``. ``merge(checkpoint)`` brings the current tables
     up to ``checkpoint``; ``reload_schema`` reads a table's schema from the server; ``selection`` chooses
     the tables the stream captures (a table created or renamed under a name it matches is captured);
     ``reread_server_id()`` gives the binlog reader id of the re-reads (asked for only when one
     is needed: it may refuse a connection with a single server id)."""
 
-    def __init__(self, behavior: SchemaChangeBehavior, base_uri: str, config: ConnectionConfig,
+    def __init__(self, behavior: SchemaChangeBehavior, lake: Lake, config: ConnectionConfig,
                  merge: Callable[[Checkpoint], Any], reload_schema: Callable[[TableId], TableSchema],
                  selection: TableSelection, reread_server_id: Callable[[], int]) -> None:
         self.behavior = behavior
-        self.base_uri = base_uri
+        self.lake = lake
         self.config = config
         self.merge = merge
         self.reload_schema = reload_schema
@@ -123,7 +123,7 @@ class SchemaChanges:
             rereads += self._alter(change, statement, target, applied, exact)
         elif captured and kind is TableChangeKind.TRUNCATE:
             if exact:
-                truncate_current(table_uri(self.base_uri, table), target.seq, statement.offset)
+                truncate_current(self.lake.table(table).current, target.seq, statement.offset)
                 target.history_from[table] = target.offset
             else:
                 _log.warning("%s: TRUNCATE at %s recorded in the changelog, but its current table keeps its rows "
@@ -177,7 +177,7 @@ class SchemaChanges:
             _log.info("%s: %r at %s gave existing rows values the binlog does not carry (%s): its rows are read "
                       "again", table, statement.ddl.statement, statement.offset, ", ".join([*converted, *filled]))
             return [table]
-        reshape_current(table_uri(self.base_uri, table), new, renamed, target.seq)
+        reshape_current(self.lake.table(table).current, new, renamed, target.seq)
         return []
 
     def _schema_after(self, old: TableSchema, change: TableChange, statement: SchemaStatement,
@@ -277,7 +277,7 @@ class SchemaChanges:
         _log.warning("%s: %r at %s: captured %s from here on", table, statement.ddl.statement, statement.offset,
                      "for the first time" if old is None else "again")
         if not refill:
-            reshape_current(table_uri(self.base_uri, table), schema, {}, target.seq, empty=True)
+            reshape_current(self.lake.table(table).current, schema, {}, target.seq, empty=True)
             target.history_from[table] = target.offset
             return []
         _refuse_keyless_reread(schema, statement)
@@ -287,15 +287,15 @@ class SchemaChanges:
         """Replace ``table``'s current table with every row read again, in one commit at batch ``seq``; returns
         the highest high watermark of its chunks (from where its as-of history is whole again). A table
         captured without a snapshot (by the stream alone) is read by chunks planned now."""
-        plan = SnapshotStore(self.base_uri).read_plan(table)
+        plan = SnapshotStore(self.lake).read_plan(table)
         if plan is None:
             conn = self.config.connect()
             try:
                 plan = plan_in_one_batch(conn, self.reload_schema(table))
             finally:
                 conn.close()
-        return replace_current(table_uri(self.base_uri, table), seq, lambda: read_whole_table(
-            self.config, self.base_uri, table, self.reread_server_id(), log=_log, plan=plan))
+        return replace_current(self.lake.table(table).current, seq, lambda: read_whole_table(
+            self.config, self.lake, table, self.reread_server_id(), log=_log, plan=plan))
 
     @staticmethod
     def _record(applied: AppliedStatement, target: Checkpoint, table: TableId, kind: ChangeKind,

@@ -27,14 +27,15 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.delta import for_delta, table_uri
+from airflow_provider_mysqlcdc.lake.delta import for_delta
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.multiset import with_dup
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
 from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 
-def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) -> TableSchema:
+def batch_schema(planned: TableSchema, config: ConnectionConfig, lake: Lake) -> TableSchema:
     """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
     after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
     same; a column added since is added to the Delta table when the batch commits.
@@ -52,7 +53,7 @@ def batch_schema(planned: TableSchema, config: ConnectionConfig, base_uri: str) 
     if key not in current.column_names or current.column(key) != planned.column(key):
         raise SchemaChangeError(
             f"the chunk key column {key} of {planned.id} changed since its snapshot was planned, so its chunks no "
-            f"longer hold: delete the table's folder {base_uri.rstrip('/')}/{planned.id.database}/{planned.id.table} "
+            f"longer hold: delete the table's folder {lake.table(planned.id).folder} "
             f"(its snapshot plan and its Delta tables) and run the DAG again to plan and read it anew"
         )
     print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
@@ -121,7 +122,7 @@ def refuse_keyless_rerun(store: SnapshotStore, batch: Batch) -> None:
     would count twice in the multiset (``lake.multiset`` says why only a whole re-snapshot is exact)."""
     if store.read_manifest(batch) is None:
         return
-    checkpoint = StreamStore(store.base_uri).read_checkpoint()
+    checkpoint = StreamStore(store.lake).read_checkpoint()
     if checkpoint is None or checkpoint.schema_of(batch.table) is None:
         return
     raise SnapshotStateError(
@@ -129,7 +130,7 @@ def refuse_keyless_rerun(store: SnapshotStore, batch: Batch) -> None:
         f"before and the stream has captured changes of it since: replacing the batch's rows with rows read at a "
         f"later binlog position would count the changes between the two twice. Nothing was committed. To read "
         f"the table again, re-snapshot all of it: delete its folder "
-        f"{store.base_uri.rstrip('/')}/{batch.table.database}/{batch.table.table} in the lake and run the DAG again"
+        f"{store.lake.table(batch.table).folder} in the lake and run the DAG again"
     )
 
 
@@ -147,11 +148,10 @@ def commit_batch(
     if schema.keyless:
         refuse_keyless_rerun(store, batch)
     files = sorted({r.file for r in results})
-    current = store.current_dir(batch.table)
-    adds = [add_action(store.lake.fs, current, f, batch.number) for f in files]
+    table = store.lake.table(batch.table)
+    adds = [add_action(store.lake.fs, table.current_dir, f, batch.number) for f in files]
     version = replace_partition(
-        table_uri(store.base_uri, batch.table), store.lake.fs, current, batch.table, batch.number, adds,
-        file_schema(schema),
+        table, batch.number, adds, file_schema(schema),
         {"mysql_cdc.operation": "snapshot batch", "mysql_cdc.table": str(batch.table),
          "mysql_cdc.batch": str(batch.number), "mysql_cdc.attempt": attempt,
          "mysql_cdc.chunks": f"{batch.first_chunk}-{batch.last_chunk}"},

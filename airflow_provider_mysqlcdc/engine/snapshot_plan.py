@@ -57,9 +57,9 @@ def plan_snapshot(
                 refused.append(str(error))
         if refused:  # one error naming every such table, as discovery does
             raise TableNotSupportedError("\n".join(refused))
-        store = SnapshotStore(options.base_uri)
+        store = SnapshotStore(options.lake)
         plans = {s.id: store.read_plan(s.id) for s in schemas}
-        schemas = _not_streamed_only(schemas, plans, StreamStore(options.base_uri).read_checkpoint(), log)
+        schemas = _not_streamed_only(schemas, plans, StreamStore(options.lake).read_checkpoint(), log)
         new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
                                  options.distribution_factor_upper) for s in schemas if plans[s.id] is None}
         if options.retention_check is not RetentionCheck.OFF:
@@ -148,7 +148,7 @@ def _table_work(
     if todo and done:
         now = time.time()
         for manifest in done:
-            info = store.lake.fs.get_file_info(f"{store.batch_dir(manifest.batch)}/_manifest.json")
+            info = store.lake.fs.get_file_info(store.lake.table(manifest.batch.table).manifest(manifest.batch.number))
             if info.mtime_ns is not None:
                 age = max(age, now - info.mtime_ns / 1e9 + manifest.seconds)
     return TableWork(

@@ -8,6 +8,8 @@ wrong with a value and what to set, before the task touches the source or the la
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,7 @@ from airflow_provider_mysqlcdc.cdc.splitter import (
 )
 from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,12 @@ class SplitOptions:
     """Snapshot each table's last chunk ``[x, +inf)`` first: its batch first, and first in its batch's job.
     Rows inserted above the split's maximum key land there, so read late it can hold far more rows than
     ``chunk_size`` and run an executor out of memory (Flink CDC's ``unbounded-chunk-first``)."""
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """How the lake is reached (``lake.handle``; from the lake connection): secrets, never shown."""
+
+    @functools.cached_property
+    def lake(self) -> Lake:
+        return Lake.at(self.base_uri, self.storage_options)
 
     def __post_init__(self) -> None:
         if not self.base_uri:
@@ -64,7 +73,7 @@ class SplitOptions:
         cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
         chunk_key_columns: Any, chunk_size: Any, distribution_factor_lower: Any, distribution_factor_upper: Any,
         rows_per_batch: Any, max_batches: Any, readers_per_batch: Any, retention_check: Any,
-        unbounded_chunk_first: Any = True,
+        unbounded_chunk_first: Any = True, storage_options: Mapping[str, str] | None = None,
     ) -> SplitOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         return cls(
@@ -82,6 +91,7 @@ class SplitOptions:
             readers_per_batch=rendered.whole_number("readers_per_batch", readers_per_batch),
             retention_check=RetentionCheck.parse(retention_check),
             unbounded_chunk_first=rendered.flag("unbounded_chunk_first", unbounded_chunk_first),
+            storage_options=dict(storage_options or {}),
         )
 
     def selection(self) -> TableSelection:

@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta, open_delta, table_uri
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
@@ -31,8 +32,8 @@ _log = logging.getLogger(__name__)
 class StateMerger:
     """Merges the stream's committed changes into the current-state tables of one lake."""
 
-    def __init__(self, base_uri: str, control: Any) -> None:
-        self.base_uri = base_uri
+    def __init__(self, lake: Lake, control: Any) -> None:
+        self.lake = lake
         self.control = control
         self._ranges: dict[TableId, tuple[str, KeyRanges] | None] = {}
 
@@ -50,20 +51,20 @@ class StateMerger:
         return merged
 
     def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int) -> int:
-        current = open_delta(table_uri(self.base_uri, table))
+        location = self.lake.table(table).current
+        current = location.open()
         merged = merged_through(current) if current is not None else -1
         if merged >= through_seq:
             return 0
-        changes = unmerged_changes(self.base_uri, table, schema, merged, through_seq)
+        changes = unmerged_changes(self.lake, table, schema, merged, through_seq)
         if not changes.num_rows:
             return 0
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
-        uri = table_uri(self.base_uri, table)
         if schema.keyless:  # a multiset: every change counts once (lake.multiset says why)
-            report = merge_multiset(uri, changes, schema.column_names, schema.chunk_key, through_seq)
+            report = merge_multiset(location, changes, schema.column_names, schema.chunk_key, through_seq)
         else:
-            report = merge_changes(uri, changes, list(schema.state_key), through_seq)
+            report = merge_changes(location, changes, list(schema.state_key), through_seq)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
                   "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
                   through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
@@ -81,7 +82,7 @@ class StateMerger:
 
     def _batch_ranges(self, table: TableId, schema: TableSchema) -> tuple[str, KeyRanges] | None:
         """The chunk-key column and the key ranges of the table's snapshot batches; None without a plan."""
-        plan = SnapshotStore(self.base_uri).read_plan(table)
+        plan = SnapshotStore(self.lake).read_plan(table)
         if plan is None or not plan.batches:
             return None
         column = plan.schema.chunk_key

@@ -8,9 +8,11 @@ value and what to set.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -20,6 +22,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
 from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
 class SchemaChangeBehavior(StrEnum):
@@ -94,6 +97,12 @@ class StreamOptions:
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """How the lake is reached (``lake.handle``; from the lake connection): secrets, never shown."""
+
+    @functools.cached_property
+    def lake(self) -> Lake:
+        return Lake.at(self.base_uri, self.storage_options)
 
     def __post_init__(self) -> None:
         if not self.base_uri:
@@ -122,7 +131,7 @@ class StreamOptions:
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
         merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
         schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE, include_databases: Any = None,
-        include_tables: Any = None, exclude_tables: Any = (),
+        include_tables: Any = None, exclude_tables: Any = (), storage_options: Mapping[str, str] | None = None,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
@@ -147,6 +156,7 @@ class StreamOptions:
             include_databases=rendered.optional_text(include_databases),
             include_tables=rendered.optional_text(include_tables),
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
+            storage_options=dict(storage_options or {}),
         )
 
 

@@ -43,7 +43,6 @@ from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
-from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
@@ -65,10 +64,10 @@ class StreamRunner:
         # changelog rows per table committed since the last MERGE, and whether any since the last
         # CaughtUp: what the observer is told of merges and of idleness
         self._wrote_since_caught_up = False
-        self.lease = StreamLease(Lake.at(options.base_uri), options.writer, options.lease_seconds)
-        self.store = StreamStore(options.base_uri, fence=self.lease.check)
+        self.lease = StreamLease(options.lake, options.writer, options.lease_seconds)
+        self.store = StreamStore(options.lake, fence=self.lease.check)
         self.server_id = config.server_id.stream_id
-        self.upkeep = TableUpkeep(options.base_uri)
+        self.upkeep = TableUpkeep(options.lake)
         self._stop_at: BinlogOffset | None = None
         self.schema_check = SchemaSelfCheck(options.schema_check_seconds)
 
@@ -126,7 +125,7 @@ class StreamRunner:
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
         the server meanwhile, with server heartbeats while it is idle. The current-state tables are
         merged every ``merge_interval_seconds`` and before it returns."""
-        merger = StateMerger(self.options.base_uri, control)
+        merger = StateMerger(self.options.lake, control)
         batches = self._batches(control, checkpoint, follow=True)
         lease_checked = merged = time.monotonic()
         try:
@@ -170,8 +169,8 @@ class StreamRunner:
     ) -> Generator[BatchReport | CaughtUp, None, None]:
         check_offset_available(control, checkpoint.offset)
         reload = partial(load_table_schema, control)
-        merger = StateMerger(self.options.base_uri, control)
-        schema_changes = SchemaChanges(self.options.schema_change_behavior, self.options.base_uri, self.config,
+        merger = StateMerger(self.options.lake, control)
+        schema_changes = SchemaChanges(self.options.schema_change_behavior, self.options.lake, self.config,
                                        lambda at: self._merge(merger, at), reload, self.options.selection(),
                                        lambda: resnapshot_server_id(self.config, "mysql_cdc_conn_id"))
         return stream_batches(self.config, self.server_id, self.store, checkpoint, control, reload,
@@ -269,7 +268,7 @@ class StreamRunner:
         if self.options.startup_mode is not StartupMode.INITIAL:
             return found
         known = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
-        snapshots = SnapshotStore(self.options.base_uri)
+        snapshots = SnapshotStore(self.options.lake)
         later = [t for t in found if t not in known and snapshots.read_plan(t) is None]
         if later:
             _log.warning("%s match %s but have no snapshot yet (made after this run's split): the next run's split "
@@ -280,7 +279,7 @@ class StreamRunner:
         """The table's finished snapshot as a capture start; required in ``initial`` mode, unused otherwise."""
         if self.options.startup_mode is not StartupMode.INITIAL:
             return None
-        snapshots = SnapshotStore(self.options.base_uri)
+        snapshots = SnapshotStore(self.options.lake)
         plan = snapshots.read_plan(table)
         manifests = snapshots.manifests(plan) if plan else []
         if plan is None or any(m is None for m in manifests):

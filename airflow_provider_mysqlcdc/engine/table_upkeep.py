@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
 from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
 
 _log = logging.getLogger(__name__)
@@ -25,24 +25,25 @@ _log = logging.getLogger(__name__)
 class TableUpkeep:
     """Counts the commits to each Delta table of one lake and maintains a table when they are due."""
 
-    def __init__(self, base_uri: str, policy: MaintenancePolicy = MaintenancePolicy()) -> None:
-        self.base_uri = base_uri
+    def __init__(self, lake: Lake, policy: MaintenancePolicy = MaintenancePolicy()) -> None:
+        self.lake = lake
         self.policy = policy
         self._commits: Counter[str] = Counter()
 
     def changelogs_committed(self, tables: Iterable[TableId]) -> None:
-        self._committed(changelog_uri(self.base_uri, t) for t in tables)
+        self._committed(self.lake.table(t).changelog for t in tables)
 
     def current_committed(self, tables: Iterable[TableId]) -> None:
-        self._committed(table_uri(self.base_uri, t) for t in tables)
+        self._committed(self.lake.table(t).current for t in tables)
 
-    def _committed(self, uris: Iterable[str]) -> None:
+    def _committed(self, locations: Iterable[DeltaLocation]) -> None:
         from deltalake.exceptions import CommitFailedError
 
-        for uri in uris:
+        for location in locations:
+            uri = location.uri
             self._commits[uri] += 1
             try:
-                report = maintain(uri, self.policy, self._commits[uri])
+                report = maintain(location, self.policy, self._commits[uri])
             except CommitFailedError as error:
                 # another writer committed to the table meanwhile (a re-run snapshot batch replacing its
                 # partition, a repair's MERGE): maintenance is never worth failing the stream for; the

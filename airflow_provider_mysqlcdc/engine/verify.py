@@ -54,9 +54,9 @@ from airflow_provider_mysqlcdc.exceptions import (
 )
 from airflow_provider_mysqlcdc.lake.as_of import History
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.multiset import images
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 _log = logging.getLogger(__name__)
@@ -197,11 +197,11 @@ def run_name(run: str) -> str:
 class VerifyStore:
     """Verification reports under ``<db>/<table>/verify/`` of the lake."""
 
-    def __init__(self, base_uri: str) -> None:
-        self.lake = Lake.at(base_uri)
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
 
     def _dir(self, table: TableId, run: str) -> str:
-        return self.lake.path(table.database, table.table, "verify", run_name(run))
+        return self.lake.table(table).verification_dir(run_name(run))
 
     def batch_path(self, table: TableId, run: str, batch: int) -> str:
         return f"{self._dir(table, run)}/batch={batch}.json"
@@ -301,10 +301,10 @@ def compare_multisets(columns: Sequence[str], source: pa.Table, replica: pa.Tabl
 # -- one Spark task's share of a batch ---------------------------------------------------------------
 
 
-def wait_for_checkpoint(base_uri: str, table: TableId, offset: BinlogOffset, wait_seconds: float,
+def wait_for_checkpoint(lake: Lake, table: TableId, offset: BinlogOffset, wait_seconds: float,
                         poll_seconds: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> None:
     """Until the stream's checkpoint has passed ``offset`` for ``table`` (at most ``wait_seconds``)."""
-    store = StreamStore(base_uri)
+    store = StreamStore(lake)
     deadline = time.monotonic() + wait_seconds
     while True:
         checkpoint = store.read_checkpoint()
@@ -323,7 +323,7 @@ def wait_for_checkpoint(base_uri: str, table: TableId, offset: BinlogOffset, wai
 
 
 def verify_chunks(
-    base_uri: str,
+    lake: Lake,
     config: ConnectionConfig,
     schema: TableSchema,
     plan_chunks: Sequence[Chunk],
@@ -340,7 +340,7 @@ def verify_chunks(
         return []
     with ChunkReader(config, schema, server_id=server_id) as reader:
         snapshots: list[ChunkSnapshot] = list(reader.read(sorted(chunks, key=lambda c: c.index)))
-    wait_for_checkpoint(base_uri, schema.id, max(s.high_watermark for s in snapshots), wait_seconds)
+    wait_for_checkpoint(lake, schema.id, max(s.high_watermark for s in snapshots), wait_seconds)
     # a key's rows share its chunk when the chunk key is part of the row key: then each chunk's history
     # alone gives its state, and the current table's rows are all in the batch's partition; otherwise a
     # key can move between chunks and batches, and the whole table's state is rolled for each chunk
@@ -348,9 +348,9 @@ def verify_chunks(
     column = schema.chunk_key_column
     if by_key and column.data_type in INTEGER_TYPES:  # the chunks' keys from every partition: a misplaced row shows
         ordered = sorted(chunks, key=lambda c: c.index)
-        history = History.load(base_uri, schema.id, key_range=(ordered[0].start, ordered[-1].end))
+        history = History.load(lake, schema.id, key_range=(ordered[0].start, ordered[-1].end))
     else:
-        history = History.load(base_uri, schema.id, batch=batch.number if by_key else None)
+        history = History.load(lake, schema.id, batch=batch.number if by_key else None)
     control = config.connect() if column.data_type in STRING_TYPES else None  # collation weights from the server
     try:
         ranges = KeyRanges.from_starts(KeyOrder.for_column(control, column), [c.start for c in plan_chunks[1:]],
@@ -384,34 +384,34 @@ def verify_chunks(
     return verdicts
 
 
-def verify_batch_locally(base_uri: str, config: ConnectionConfig, batch: Batch, run: str, parts: int,
+def verify_batch_locally(lake: Lake, config: ConnectionConfig, batch: Batch, run: str, parts: int,
                          wait_seconds: float) -> VerifyReport:
     """One batch in this process, in ``parts`` sequential parts as its Spark tasks would cut it (readers
     from the batch's server ids): for tests and benchmarks without Spark; the Spark job runs the parts
     in parallel and writes the same report."""
     from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
 
-    plan = SnapshotStore(base_uri).read_plan(batch.table)
+    plan = SnapshotStore(lake).read_plan(batch.table)
     if plan is None:
-        raise VerifyError(f"no snapshot plan of {batch.table} under {base_uri}: nothing to verify against; run its "
-                          f"split and snapshot tasks first")
-    schema = batch_schema(plan.schema, config, base_uri)
+        raise VerifyError(f"no snapshot plan of {batch.table} under {lake.base_uri}: nothing to verify against; "
+                          f"run its split and snapshot tasks first")
+    schema = batch_schema(plan.schema, config, lake)
     mine = plan.chunks_of(batch)
     started = time.monotonic()
     verdicts = [v for part in range(parts)
-                for v in verify_chunks(base_uri, config, schema, plan.chunks, batch,
+                for v in verify_chunks(lake, config, schema, plan.chunks, batch,
                                        mine[len(mine) * part // parts: len(mine) * (part + 1) // parts],
                                        batch.server_id(config.server_id, part), wait_seconds)]
     report = VerifyReport(batch.table, run, tuple(verdicts), time.monotonic() - started, (batch.number,))
-    VerifyStore(base_uri).write_batch(report)
+    VerifyStore(lake).write_batch(report)
     return report
 
 
-def summarize(base_uri: str, table: TableId, run: str, batches: Iterable[int], fail_on_difference: bool,
+def summarize(lake: Lake, table: TableId, run: str, batches: Iterable[int], fail_on_difference: bool,
               log: Any = _log) -> VerifyReport:
     """The run's batch reports as one report in the lake, its summary in ``log`` (a logger, or a task's);
     ``ReplicaMismatchError`` when chunks differ and ``fail_on_difference``."""
-    store = VerifyStore(base_uri)
+    store = VerifyStore(lake)
     wanted = sorted(set(batches))
     parts = [store.read_batch(table, run, b) for b in wanted]
     absent = [b for b, p in zip(wanted, parts, strict=True) if p is None]

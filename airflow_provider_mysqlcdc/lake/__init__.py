@@ -2,6 +2,8 @@
 
 Each table is two Delta tables: its current state at ``table_uri(base_uri, "db.table")`` and its
 changelog at ``changelog_uri(...)``; any Delta reader (Spark, DuckDB, Polars, Trino) reads them.
+The readers take the base URI (reached through the standard AWS variables) or a ``Lake`` handle made
+with storage options (``Lake.at("s3://bucket/lake", {"AWS_ACCESS_KEY_ID": ...})``).
 ``read_table`` / ``read_changes`` return pyarrow tables of the committed data (the current state
 with the changes not merged yet applied); ``register_views`` makes Spark views of the same data for
 tables too big for one process, on a Spark without the Delta jars. Imported lazily so that
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["changelog_uri", "read_changes", "read_table", "register_views", "table_uri"]
+__all__ = ["Lake", "changelog_uri", "read_changes", "read_table", "register_views", "table_uri"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,10 +22,10 @@ def __getattr__(name: str) -> Any:
         from airflow_provider_mysqlcdc.lake import read
 
         return getattr(read, name)
-    if name in ("table_uri", "changelog_uri"):
-        from airflow_provider_mysqlcdc.lake import delta
+    if name in ("Lake", "table_uri", "changelog_uri"):
+        from airflow_provider_mysqlcdc.lake import handle
 
-        return getattr(delta, name)
+        return getattr(handle, name)
     if name == "register_views":
         from airflow_provider_mysqlcdc.lake.spark_views import register_views
 

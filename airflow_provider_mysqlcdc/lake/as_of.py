@@ -53,6 +53,7 @@ from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
 from airflow_provider_mysqlcdc.lake.multiset import CURRENT_ROW, multiset_at
 from airflow_provider_mysqlcdc.lake.read import METADATA, ORDER, CommittedTable, _changes, _conform, committed_table
@@ -174,13 +175,13 @@ class Coverage:
         return f"{self.low} .. {self.high}"
 
 
-def coverage(base_uri: str, table: TableId) -> Coverage:
+def coverage(lake: Lake, table: TableId) -> Coverage:
     """What as-of reads of ``table`` can cover now (``AsOfError`` when nothing)."""
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(lake)
     plan = store.read_plan(table)
     if plan is None:
         raise AsOfError(
-            f"{table} has no snapshot in the lake at {base_uri} (captured by a stream-only startup mode, or not "
+            f"{table} has no snapshot in the lake at {lake.base_uri} (captured by a stream-only startup mode, or not "
             f"at all): the lake never held its full state, so it cannot be read as of a position"
         )
     manifests = store.manifests(plan)
@@ -188,7 +189,7 @@ def coverage(base_uri: str, table: TableId) -> Coverage:
         raise AsOfError(f"the snapshot of {table} is not finished ({sum(m is None for m in manifests)} of "
                         f"{len(manifests)} batches not committed): run its snapshot tasks, then read as of a position")
     last = max((m for m in manifests if m is not None), key=lambda m: m.high_watermark)
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is not None and table in checkpoint.stopped:
         high = checkpoint.stopped[table].offset
     elif checkpoint is not None and table in checkpoint.schemas:
@@ -205,15 +206,12 @@ def coverage(base_uri: str, table: TableId) -> Coverage:
     if high < last.high_watermark:
         raise AsOfError(f"the stream's checkpoint ({high}) has not yet passed the highest high watermark of "
                         f"{table}'s snapshot ({last.high_watermark}): run the stream, then read as of a position")
-    return Coverage(table, low, high, _commit_ms(base_uri, table, last.delta_version), replaced=low is replaced)
+    return Coverage(table, low, high, _commit_ms(lake, table, last.delta_version), replaced=low is replaced)
 
 
-def _commit_ms(base_uri: str, table: TableId, version: int) -> int:
-    from deltalake import DeltaTable
-
-    from airflow_provider_mysqlcdc.lake.delta import table_uri
-
-    for entry in DeltaTable(table_uri(base_uri, table)).history():
+def _commit_ms(lake: Lake, table: TableId, version: int) -> int:
+    current = lake.table(table).current.open()
+    for entry in current.history() if current is not None else []:
         if entry.get("version") == version:
             return int(entry.get("timestamp", 0))
     return 0  # vacuumed log: no time bound from the snapshot, the changelog's must do
@@ -248,15 +246,15 @@ class History:
     coverage: Coverage
 
     @classmethod
-    def load(cls, base_uri: str, table: str | TableId, batch: int | None = None,
+    def load(cls, lake: Lake, table: str | TableId, batch: int | None = None,
              key_range: tuple[Any, Any] | None = None) -> History:
         """``batch``: only that snapshot batch's partition of the current table (the rows of its key range;
         the changelog rows of other keys are kept and harmless: the caller filters keys). ``key_range``:
         ``[start, end)`` of the chunk key (``None`` unbounded), for an integer chunk key that is part of the
         row key: only those keys' rows, from every partition and the changelog (file statistics prune)."""
         table = table if isinstance(table, TableId) else TableId.parse(table)
-        covered = coverage(base_uri, table)
-        committed = committed_table(base_uri, table)
+        covered = coverage(lake, table)
+        committed = committed_table(lake, table)
         where = _key_filter(committed.schema, key_range) if key_range is not None else None
         return cls(committed.schema, _history_rows(committed, batch, where), covered)
 
@@ -367,7 +365,7 @@ def state_at(schema: TableSchema, rows: pa.Table, before: pa.Array | pa.ChunkedA
     return kept.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
 
 
-def read_table_as_of(base_uri: str, table: str, as_of: Any) -> pa.Table:
-    """``read_table(base_uri, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``)."""
-    return History.load(base_uri, table).at(as_of)
+def read_table_as_of(lake: Lake, table: str, as_of: Any) -> pa.Table:
+    """``read_table(lake, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``)."""
+    return History.load(lake, table).at(as_of)
 

@@ -1,10 +1,10 @@
-"""Where each replicated table's two Delta Lake tables live, and how delta-rs reaches them.
+"""What each replicated table's two Delta Lake tables hold, and the types Delta lacks.
 
-Per source table ``db.table`` under the base URI::
+Per source table (the lake handle, ``lake.handle``, says where, and opens them)::
 
-    <db>/<table>/current/     the current state: one row per key, deletes applied (``table_uri``),
+    <db>/<table>/current/     the current state: one row per key, deletes applied,
                               partitioned by ``_batch``, the snapshot batch whose key range holds the row
-    <db>/<table>/changelog/   every change the stream committed, append-only (``changelog_uri``)
+    <db>/<table>/changelog/   every change the stream committed, append-only
 
 Both are ordinary Delta tables written with ``deltalake`` (delta-rs), so Spark, DuckDB, Polars and
 Trino read them with their own Delta readers. Delta has no unsigned integers, no durations and no
@@ -13,70 +13,22 @@ holds every value (``stored_type``, ``for_delta``), and our readers cast them ba
 Arrow types. Partitioning the current state by snapshot batch is
 what lets a re-run of one batch replace exactly its rows in one Delta transaction (an overwrite of
 its partition), and lets a MERGE of changes rewrite only the partitions whose keys changed.
-
-delta-rs takes the standard AWS variables for ``s3://`` (and needs ``AWS_ALLOW_HTTP=true`` for a
-plain-http endpoint); Spark's ``s3a://`` is the same bucket to it.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-CURRENT = "current"
-CHANGELOG = "changelog"
 BATCH_COLUMN = "_batch"
 """The current state's partition column: the snapshot batch (of the table's plan) whose chunks hold the
 row's key; 0 for a table captured without a snapshot."""
-
-_SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
-
-
-def _table_root(base_uri: str, table: TableId) -> str:
-    if "://" not in base_uri:
-        base_uri = os.path.abspath(base_uri)
-    for alias, scheme in _SCHEME_ALIASES.items():
-        if base_uri.startswith(alias):
-            base_uri = scheme + base_uri[len(alias) :]
-    return f"{base_uri.rstrip('/')}/{table.database}/{table.table}"
-
-
-def table_uri(base_uri: str, table: str | TableId) -> str:
-    """The URI of the table's current-state Delta table (``DeltaTable(table_uri(...))`` reads it)."""
-    table = table if isinstance(table, TableId) else TableId.parse(table)
-    return f"{_table_root(base_uri, table)}/{CURRENT}"
-
-
-def changelog_uri(base_uri: str, table: str | TableId) -> str:
-    """The URI of the table's changelog Delta table: the stream's changes with their metadata columns."""
-    table = table if isinstance(table, TableId) else TableId.parse(table)
-    return f"{_table_root(base_uri, table)}/{CHANGELOG}"
-
-
-def open_delta(uri: str) -> DeltaTable | None:
-    """The Delta table at ``uri``, or None when none has been created there yet."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(uri):
-        return None
-    table = DeltaTable(uri)
-    mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-    if mode != "none":
-        # measured on delta-rs 1.6 (bench/RESULTS.md): its pyarrow readers return a renamed column of such a
-        # table as NULLs without an error, and it cannot add columns to it: the stream would write wrong rows
-        raise LakeFormatError(
-            f"the Delta table at {uri} has column mapping (delta.columnMapping.mode={mode}), which another writer "
-            f"turned on; this provider writes and reads plain Delta tables only: recreate the table without "
-            f"column mapping (or re-snapshot the replica into a new base_uri)")
-    return table
 
 
 def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:

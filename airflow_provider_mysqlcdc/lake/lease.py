@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
-from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
 def _lease_0_to_1(d: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +71,7 @@ class StreamLease:
 
     def __init__(self, lake: Lake, holder: str, seconds: float) -> None:
         self.lake, self.holder, self.seconds = lake, holder, seconds
-        self.path = lake.path("_stream", "lease.json")
+        self.path = lake.lease
         self.token: int | None = None
 
     def _read(self) -> Lease | None:

@@ -37,10 +37,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.delta import open_delta
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
+
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 
 MIB = 1024 * 1024
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
@@ -140,19 +141,19 @@ def excess_small_files(table: DeltaTable, small_below: int) -> tuple[int, int]:
     return small.num_rows, small.num_rows - groups
 
 
-def compact(uri: str, target_file_bytes: int = MaintenancePolicy.target_file_bytes) -> dict[str, Any]:
+def compact(location: DeltaLocation, target_file_bytes: int = MaintenancePolicy.target_file_bytes) -> dict[str, Any]:
     """Rewrite each partition's small files into files of about ``target_file_bytes``; delta-rs's OPTIMIZE
     metrics (``numFilesRemoved``, ``numFilesAdded``, ...). The rows and their values do not change."""
-    table = _open(uri)
+    table = _open(location)
     return table.optimize.compact(target_size=target_file_bytes)
 
 
 def vacuum(
-    uri: str, retention_hours: int = MaintenancePolicy.vacuum_retention_hours, *, full: bool = False
+    location: DeltaLocation, retention_hours: int = MaintenancePolicy.vacuum_retention_hours, *, full: bool = False
 ) -> list[str]:
     """Delete the files no version of the last ``retention_hours`` references; the files deleted. ``full``
     also lists the folder for files no version ever referenced (a crashed writer's)."""
-    table = _open(uri)
+    table = _open(location)
     options: dict[str, Any] = {"retention_hours": retention_hours, "enforce_retention_duration": False,
                                "full": full}
     if not table.vacuum(dry_run=True, **options):
@@ -160,10 +161,10 @@ def vacuum(
     return table.vacuum(dry_run=False, **options)
 
 
-def checkpoint(uri: str) -> None:
+def checkpoint(location: DeltaLocation) -> None:
     """Write a checkpoint of the current version now, then delete the log entries the table's
     ``delta.logRetentionDuration`` lets go (e.g. when a stream stops)."""
-    table = _open(uri)
+    table = _open(location)
     table.create_checkpoint()
     table.cleanup_metadata()
 
@@ -178,8 +179,8 @@ def apply_properties(table: DeltaTable, policy: MaintenancePolicy) -> bool:
     return True
 
 
-def maintain(uri: str, policy: MaintenancePolicy, commits_since_last: int) -> MaintenanceReport:
-    """Call after each commit to the table at ``uri`` with the number of commits made since the last call
+def maintain(location: DeltaLocation, policy: MaintenancePolicy, commits_since_last: int) -> MaintenanceReport:
+    """Call after each commit to the table at ``location`` with the number of commits made since the last call
     that returned ``checked=True``. Every ``policy.check_every_commits`` commits it looks at the table:
     sets the policy's table properties and compacts when there are too many small files; about once per
     checkpoint interval (when the table's version crossed a multiple of it since the last look) it also
@@ -192,7 +193,7 @@ def maintain(uri: str, policy: MaintenancePolicy, commits_since_last: int) -> Ma
     """
     if commits_since_last < policy.check_every_commits:
         return MaintenanceReport()
-    table = open_delta(uri)
+    table = location.open()
     if table is None:
         return MaintenanceReport()
     started = time.perf_counter()
@@ -206,7 +207,7 @@ def maintain(uri: str, policy: MaintenancePolicy, commits_since_last: int) -> Ma
     crossed = version // policy.checkpoint_interval != (version - commits_since_last) // policy.checkpoint_interval
     vacuumed: list[str] = []
     if crossed:
-        vacuumed = vacuum(uri, policy.vacuum_retention_hours)
+        vacuumed = vacuum(location, policy.vacuum_retention_hours)
         table.cleanup_metadata()
     return MaintenanceReport(
         checked=True, version=version, data_files=len(table.file_uris()), small_files=small,
@@ -216,8 +217,8 @@ def maintain(uri: str, policy: MaintenancePolicy, commits_since_last: int) -> Ma
     )
 
 
-def _open(uri: str) -> DeltaTable:
-    table = open_delta(uri)
+def _open(location: DeltaLocation) -> DeltaTable:
+    table = location.open()
     if table is None:
-        raise InvalidOptionError(f"no Delta table at {uri}: maintain a table once its first commit is made")
+        raise InvalidOptionError(f"no Delta table at {location}: maintain a table once its first commit is made")
     return table

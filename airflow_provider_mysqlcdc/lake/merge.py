@@ -1,4 +1,4 @@
-"""Bring a table's current state (``table_uri``) up to date with changelog rows, in one Delta MERGE.
+"""Bring a table's current state (``LakeTable.current``) up to date with changelog rows, in one Delta MERGE.
 
 Why a MERGE and not a rewrite: the current state is partitioned by ``_batch`` (the snapshot batch whose
 key range holds the key), so a MERGE whose predicate names the batch rewrites only the files of the
@@ -48,12 +48,13 @@ from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_SEQ_COLUMN,
     allow_types_of,
     cast_to,
-    open_delta,
     wider,
 )
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
+
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 
 ORDER_COLUMNS = ("_binlog_file", "_binlog_pos", "_row_seq")
 """The changelog's total order, most significant first (``lake.changelog``)."""
@@ -166,13 +167,13 @@ def prepare_source(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
     return last_change_per_key(changes, [*row_key, BATCH_COLUMN])
 
 
-def _create(uri: str, source: pa.Table, through_seq: int) -> None:
+def _create(location: DeltaLocation, source: pa.Table, through_seq: int) -> None:
     """A first current state from changes alone (a table captured without snapshot): their live rows."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     live = source.filter(pc.is_in(source.column(OP_COLUMN), pa.array(_ACCUMULATIONS)))
-    write_deltalake(
-        uri, live, partition_by=[BATCH_COLUMN], mode="error",
+    location.write(
+        live, partition_by=[BATCH_COLUMN], mode="error",
         commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
     )
 
@@ -180,26 +181,26 @@ def _create(uri: str, source: pa.Table, through_seq: int) -> None:
 _ACCUMULATIONS = [kind.value for kind in ChangeKind.accumulations()]
 
 
-def _widened(table: DeltaTable, source: pa.Table, uri: str) -> tuple[DeltaTable, pa.Table]:
+def _widened(table: DeltaTable, source: pa.Table, location: DeltaLocation) -> tuple[DeltaTable, pa.Table]:
     """The table and the changes with one type per column: a column whose type changed upstream (INT to
     BIGINT, a wider DECIMAL) is widened in the table by one overwrite that keeps the merged sequence
     (rare; the table is read into memory once) and in the changes by a cast. Types that cannot hold
     each other's values are a SchemaChangeError naming the columns (delta-rs would cast or fail halfway)."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     stored = pa.schema(table.schema().to_arrow())
     common = [f for f in source.schema if f.name in stored.names]
     target = {f.name: wider(stored.field(f.name).type, f.type) for f in common}
     if any(target[f.name] != stored.field(f.name).type for f in common):
         widened = pa.schema([f.with_type(target.get(f.name, f.type)) for f in stored])
-        rows = cast_to(table.to_pyarrow_table(), widened, f"the current state at {uri}")
+        rows = cast_to(table.to_pyarrow_table(), widened, f"the current state at {location}")
         version = merged_through(table)
         properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, version)] if version >= 0 else None)
-        write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
-                        commit_properties=properties)
-        table = open_delta(uri) or table
+        location.write(rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
+                       commit_properties=properties)
+        table = location.open() or table
     source = cast_to(source, pa.schema([pa.field(f.name, target.get(f.name, f.type)) for f in source.schema]),
-                     f"the changes for {uri}")
+                     f"the changes for {location}")
     return table, source
 
 
@@ -250,11 +251,11 @@ def merged_through(table: DeltaTable) -> int:
 
 
 def merge_changes(
-    current_uri: str, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
+    current: DeltaLocation, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
     changed_only: bool = False,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
-    ``_batch``) to the current-state Delta table at ``current_uri``, in one commit that records
+    ``_batch``) to the current-state Delta table at ``current``, in one commit that records
     ``(MERGE_APP_ID, through_seq)``: ``through_seq`` is the last stream batch (``_stream_seq``) the changes
     cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
@@ -267,21 +268,21 @@ def merge_changes(
     """
     started = time.perf_counter()
     source = prepare_source(changes, row_key)
-    table = open_delta(current_uri)
+    table = current.open()
     if table is not None and not force and through_seq is not None and merged_through(table) >= through_seq:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     if table is None:
         if through_seq is None:
-            raise SnapshotStateError(f"no current-state table at {current_uri} to merge re-read rows into")
-        _create(current_uri, source, through_seq)
-        table = open_delta(current_uri)
+            raise SnapshotStateError(f"no current-state table at {current} to merge re-read rows into")
+        _create(current, source, through_seq)
+        table = current.open()
         assert table is not None
         inserted = table.count()
         return _report(table.version(), through_seq, changes, source, started, created=True,
                        metrics={"num_target_rows_inserted": inserted, "num_target_files_added": len(table.file_uris())})
     if source.num_rows == 0:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
-    table, source = _widened(table, source, current_uri)
+    table, source = _widened(table, source, current)
     metrics = _merge(table, source, row_key, through_seq, changed_only=changed_only)
     return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
 

@@ -53,12 +53,12 @@ from airflow_provider_mysqlcdc.lake.delta import (
     MERGE_APP_ID,
     STREAM_SEQ_COLUMN,
     allow_types_of,
-    open_delta,
 )
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
     from airflow_provider_mysqlcdc.lake.merge import MergeReport
 
 DUP_COLUMN = "_dup"
@@ -147,11 +147,11 @@ def _expanded(counts: Counter[Image], schema: pa.Schema) -> pa.Table:
 
 
 def merge_multiset(
-    current_uri: str, changes: pa.Table, columns: Sequence[str], chunk_key: str, through_seq: int,
+    current: DeltaLocation, changes: pa.Table, columns: Sequence[str], chunk_key: str, through_seq: int,
     *, force: bool = False,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one keyless table, any order, with ``_batch``) to its current
-    table at ``current_uri`` as a multiset, in one commit recording ``(MERGE_APP_ID, through_seq)``; skipped
+    table at ``current`` as a multiset, in one commit recording ``(MERGE_APP_ID, through_seq)``; skipped
     when the table has it already (unless ``force``), created from the changes when missing."""
     from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_through, quote
 
@@ -159,18 +159,18 @@ def merge_multiset(
     if STREAM_SEQ_COLUMN in changes.column_names:
         changes = changes.drop_columns([STREAM_SEQ_COLUMN])
     changes = changes.sort_by(ORDER)
-    table = open_delta(current_uri)
+    table = current.open()
     if table is not None and not force and merged_through(table) >= through_seq:
         return _report(table.version(), through_seq, changes, changes, started, skipped=True)
     if table is None:
-        _create(current_uri, changes, columns, through_seq)
-        table = open_delta(current_uri)
+        _create(current, changes, columns, through_seq)
+        table = current.open()
         assert table is not None
         return _report(table.version(), through_seq, changes, changes, started, created=True,
                        metrics={"num_target_rows_inserted": table.count()})
     if changes.num_rows == 0:
         return _report(table.version(), through_seq, changes, changes, started, skipped=True)
-    table, changes = _widened(table, changes, current_uri)
+    table, changes = _widened(table, changes, current)
     copies = _copies(table, changes, chunk_key)
     source = _merge_source(copies, changes, columns)
     if source.num_rows == 0:  # changes that cancel out: only the merged sequence moves
@@ -195,14 +195,14 @@ def merge_multiset(
     return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
 
 
-def _create(uri: str, changes: pa.Table, columns: Sequence[str], through_seq: int) -> None:
+def _create(location: DeltaLocation, changes: pa.Table, columns: Sequence[str], through_seq: int) -> None:
     """A first current state from changes alone (a table captured without snapshot): the copies they leave."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     empty = changes.slice(0, 0).append_column(DUP_COLUMN, pa.array([], pa.int32()))
     rows = pa.concat_tables([empty, _merge_source(empty, changes, columns)])
-    write_deltalake(uri, rows, partition_by=[BATCH_COLUMN], mode="error",
-                    commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]))
+    location.write(rows, partition_by=[BATCH_COLUMN], mode="error",
+                   commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]))
 
 
 def _copies(table: DeltaTable, changes: pa.Table, chunk_key: str) -> pa.Table:

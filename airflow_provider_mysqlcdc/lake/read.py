@@ -31,13 +31,8 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.delta import (
-    STREAM_SEQ_COLUMN,
-    cast_to,
-    changelog_uri,
-    open_delta,
-    table_uri,
-)
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, cast_to
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.multiset import current_rows
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
@@ -63,22 +58,23 @@ class CommittedTable:
     through: int
 
 
-def committed_table(base_uri: str, table: TableId) -> CommittedTable:
+def committed_table(lake: Lake, table: TableId) -> CommittedTable:
     """The checkpoint, then both Delta tables: the schema and the batches to read agree even while the
     stream and the MERGE commit."""
-    checkpoint = StreamStore(base_uri).read_checkpoint()
-    current, changelog = open_delta(table_uri(base_uri, table)), open_delta(changelog_uri(base_uri, table))
+    checkpoint = StreamStore(lake).read_checkpoint()
+    places = lake.table(table)
+    current, changelog = places.current.open(), places.changelog.open()
     through = checkpoint.visible[0] if checkpoint is not None else 0  # whole transactions only
     merged = merged_through(current) if current is not None else -1
     schema = checkpoint.schema_of(table) if checkpoint is not None else None
     if schema is None and current is not None:  # a table the stream does not know of yet: its snapshot's
-        plan = SnapshotStore(base_uri).read_plan(table)
+        plan = SnapshotStore(lake).read_plan(table)
         schema = plan.schema if plan is not None else None
     if current is None and (changelog is None or not _has_rows(changelog, through)):
-        raise NoSuchTableError(f"the lake at {base_uri} has no committed rows of {table}: run its split and "
+        raise NoSuchTableError(f"the lake at {lake.base_uri} has no committed rows of {table}: run its split and "
                                f"snapshot tasks (or the stream) first, or check base_uri and the table name")
     if schema is None:
-        raise NoSuchTableError(f"the lake at {base_uri} has Delta tables of {table} but neither its snapshot plan "
+        raise NoSuchTableError(f"the lake at {lake.base_uri} has Delta tables of {table} but neither its snapshot plan "
                                f"nor the stream's checkpoint knows the table: its lake folder is from elsewhere")
     return CommittedTable(schema, current, changelog, min(merged, through), through)
 
@@ -95,18 +91,19 @@ def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: li
                                                    filter=condition if where is None else condition & where)
 
 
-def read_changes(base_uri: str, table: str) -> pa.Table:
+def read_changes(lake: Lake | str, table: str) -> pa.Table:
     """The table's committed changelog, in order: the current columns, columns dropped since, the
     metadata columns, ``_ddl`` (the statement of a ``!T``/``!S`` record, else NULL), then ``_stream_seq``
-    (the stream batch that committed the row)."""
-    committed = committed_table(base_uri, TableId.parse(table))
+    (the stream batch that committed the row). ``lake``: a ``Lake`` handle, or the base URI (object
+    stores reached through the standard AWS variables)."""
+    committed = committed_table(Lake.of(lake), TableId.parse(table))
     return _changes(committed, -1, committed.through, dropped=True)
 
 
-def unmerged_changes(base_uri: str, table: TableId, schema: TableSchema, after_seq: int, through_seq: int) -> pa.Table:
+def unmerged_changes(lake: Lake, table: TableId, schema: TableSchema, after_seq: int, through_seq: int) -> pa.Table:
     """The changelog rows of stream batches ``after_seq`` < seq <= ``through_seq`` (the MERGE's input), in
     order, as ``schema``'s columns (a column added since: NULL) and the metadata columns."""
-    changelog = open_delta(changelog_uri(base_uri, table))
+    changelog = lake.table(table).changelog.open()
     return _changes(CommittedTable(schema, None, changelog, after_seq, through_seq), after_seq, through_seq,
                     dropped=False)
 
@@ -160,8 +157,9 @@ def _as_current_types(part: pa.Table, types: dict[str, pa.DataType], schema: Tab
     return cast_to(part, target, str(schema.id))
 
 
-def read_table(base_uri: str, table: str, as_of: Any = None) -> pa.Table:
-    """The table as of the last commit: its current columns, one row per key, deletes dropped.
+def read_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.Table:
+    """The table as of the last commit: its current columns, one row per key, deletes dropped. ``lake``: a
+    ``Lake`` handle, or the base URI (object stores reached through the standard AWS variables).
 
     ``as_of``: the table as it was at that source position instead (a binlog offset ``"file:pos"`` or
     ``BinlogOffset``, a datetime or epoch ms; ``lake.as_of``), an ``AsOfError`` where the lake does not
@@ -169,8 +167,8 @@ def read_table(base_uri: str, table: str, as_of: Any = None) -> pa.Table:
     if as_of is not None:
         from airflow_provider_mysqlcdc.lake.as_of import read_table_as_of
 
-        return read_table_as_of(base_uri, table, as_of)
-    committed = committed_table(base_uri, TableId.parse(table))
+        return read_table_as_of(Lake.of(lake), table, as_of)
+    committed = committed_table(Lake.of(lake), TableId.parse(table))
     schema = committed.schema
     changes = _changes(committed, committed.merged, committed.through, dropped=False)
     if schema.keyless:

@@ -6,7 +6,7 @@ Layout under the base URI, per table::
     <db>/<table>/snapshot/batch=<n>/_manifest.json     BatchManifest: chunks with LW/HW, schema read
     <db>/<table>/current/_batch=<n>/attempt-<id>-part-<k>.parquet   the batch's rows (Delta table)
 
-The rows live in the table's current-state Delta table (``lake.delta.table_uri``), partitioned by
+The rows live in the table's current-state Delta table (``Lake.table(...).current``), partitioned by
 batch: a batch commits in one Delta transaction that replaces its partition
 (``lake.snapshot_commit``), so a re-run of a batch (a retry, or one map index cleared in the UI)
 replaces exactly its rows, atomically, and the files of a failed or killed attempt are never part of
@@ -30,9 +30,9 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, CURRENT
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
-from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.lake.handle import Lake
 
 _BEFORE_DELTA = (
     "the snapshot layout from before the current-state Delta table (rows as Parquet files under "
@@ -262,41 +262,31 @@ def part_file(batch: Batch, attempt: str, part: int) -> str:
 
 
 class SnapshotStore:
-    """Plans and batch manifests of the tables under one base URI, and where batches write their files."""
+    """Plans and batch manifests of the tables of one lake, and where batches write their files."""
 
-    def __init__(self, base_uri: str) -> None:
-        self.base_uri = base_uri
-        self.lake = Lake.at(base_uri)
-
-    def _dir(self, table: TableId) -> str:
-        return self.lake.path(table.database, table.table, "snapshot")
-
-    def batch_dir(self, batch: Batch) -> str:
-        return f"{self._dir(batch.table)}/batch={batch.number}"
-
-    def current_dir(self, table: TableId) -> str:
-        """The current-state Delta table's folder, as a path of ``self.lake.fs``."""
-        return self.lake.path(table.database, table.table, CURRENT)
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
 
     def part_path(self, batch: Batch, attempt: str, part: int) -> str:
-        return f"{self.current_dir(batch.table)}/{part_file(batch, attempt, part)}"
+        return f"{self.lake.table(batch.table).current_dir}/{part_file(batch, attempt, part)}"
 
     def read_plan(self, table: TableId) -> Plan | None:
-        path = f"{self._dir(table)}/_plan.json"
+        path = self.lake.table(table).plan
         document = self.lake.read_json(path)
         return Plan.from_dict(document, path) if document is not None else None
 
     def write_plan(self, plan: Plan) -> None:
-        self.lake.write_json(f"{self._dir(plan.schema.id)}/_plan.json", plan.to_dict())
+        self.lake.write_json(self.lake.table(plan.schema.id).plan, plan.to_dict())
 
     def read_manifest(self, batch: Batch) -> BatchManifest | None:
-        path = f"{self.batch_dir(batch)}/_manifest.json"
+        path = self.lake.table(batch.table).manifest(batch.number)
         document = self.lake.read_json(path)
         return BatchManifest.from_dict(document, path) if document is not None else None
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         """Record a batch whose rows are committed to the Delta table (``lake.snapshot_commit``)."""
-        self.lake.write_json(f"{self.batch_dir(manifest.batch)}/_manifest.json", manifest.to_dict())
+        batch = manifest.batch
+        self.lake.write_json(self.lake.table(batch.table).manifest(batch.number), manifest.to_dict())
 
     def manifests(self, plan: Plan) -> list[BatchManifest | None]:
         """Each batch's committed manifest, in plan order (None for a batch not committed yet)."""

@@ -33,13 +33,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, open_delta
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
     from deltalake.transaction import AddAction, RemoveAction
+
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, LakeTable
 
 COMMIT_TRIES = 10
 MAX_STRING_STAT = 256
@@ -119,26 +120,26 @@ def _stat_value(kind: pa.DataType, value: Any) -> Any:
 
 
 def replace_partition(
-    table_uri: str, fs: pafs.FileSystem, table_dir: str, table: TableId, batch_number: int, adds: list[AddAction],
-    file_schema: pa.Schema, metadata: Mapping[str, str],
+    table: LakeTable, batch_number: int, adds: list[AddAction], file_schema: pa.Schema, metadata: Mapping[str, str],
 ) -> int:
-    """One Delta transaction that makes ``adds`` the only files of partition ``batch_number``, creating
-    the table on first use and adding the batch's new columns first. ``table_dir`` is the table's folder
-    as a path of ``fs`` (its Delta log is read there). Returns the table version the commit made."""
+    """One Delta transaction that makes ``adds`` the only files of partition ``batch_number`` of the table's
+    current state, creating the table on first use and adding the batch's new columns first (its Delta log
+    is read through the lake's filesystem). Returns the table version the commit made."""
     from deltalake.exceptions import CommitFailedError
 
     schema = table_schema(file_schema)
+    current = table.current
     for attempt in range(1, COMMIT_TRIES + 1):
         try:
-            delta = _open_or_create(table_uri, schema)
+            delta = _open_or_create(current, schema)
             read_version = delta.version()
-            evolved = _evolve(delta, table_uri, schema, table, batch_number)
+            evolved = _evolve(delta, table, schema, batch_number)
             _overwrite(delta, batch_number, adds, evolved, metadata)
-            return _version_of(fs, table_dir, read_version, metadata)
+            return _version_of(table.lake.fs, table.current_dir, read_version, metadata)
         except CommitFailedError as error:
             if attempt == COMMIT_TRIES:
                 raise BatchCommitConflictError(
-                    f"batch {batch_number} of {table} could not commit to {table_uri}: {COMMIT_TRIES} tries lost to "
+                    f"batch {batch_number} of {table.id} could not commit to {current}: {COMMIT_TRIES} tries lost to "
                     f"concurrent commits of the same table ({error}); retry the task, or run fewer of this table's "
                     f"batches at once (max_active_tis_per_dagrun on the snapshot task)"
                 ) from error
@@ -146,28 +147,27 @@ def replace_partition(
     raise AssertionError("unreachable")
 
 
-def _open_or_create(table_uri: str, schema: pa.Schema) -> DeltaTable:
-    """The table at ``table_uri``; the first batch to commit creates it (another may win that race)."""
-    from deltalake import DeltaTable
+def _open_or_create(location: DeltaLocation, schema: pa.Schema) -> DeltaTable:
+    """The table at ``location``; the first batch to commit creates it (another may win that race)."""
     from deltalake.exceptions import DeltaError
     from deltalake.transaction import CommitProperties
 
-    delta = open_delta(table_uri)
+    delta = location.open()
     if delta is not None:
         return delta
     try:
         # no commit retries: a retried creation would land as a second CREATE TABLE on top of the winner's
         # (measured), resetting the schema a concurrent batch may have evolved already
-        return DeltaTable.create(table_uri, schema, mode="error", partition_by=[BATCH_COLUMN],
-                                 commit_properties=CommitProperties(max_commit_retries=0))
+        return location.create(schema, mode="error", partition_by=[BATCH_COLUMN],
+                               commit_properties=CommitProperties(max_commit_retries=0))
     except DeltaError:
-        delta = open_delta(table_uri)  # created by a concurrent batch meanwhile
+        delta = location.open()  # created by a concurrent batch meanwhile
         if delta is None:
             raise
         return delta
 
 
-def _evolve(delta: DeltaTable, table_uri: str, schema: pa.Schema, table: TableId, batch_number: int) -> pa.Schema:
+def _evolve(delta: DeltaTable, table: LakeTable, schema: pa.Schema, batch_number: int) -> pa.Schema:
     """Add the batch's columns the table lacks; refuse a column whose Delta type differs. Returns the
     table's schema after that (the schema to commit with: it keeps columns this batch lacks)."""
     from deltalake import Field, Schema
@@ -178,9 +178,9 @@ def _evolve(delta: DeltaTable, table_uri: str, schema: pa.Schema, table: TableId
                if f.name in current and current[f.name].type != f.type]
     if changed:
         raise SchemaChangeError(
-            f"batch {batch_number} of {table} read columns of other types than the batches committed before it "
-            f"({', '.join(changed)}), which its Delta table {table_uri} cannot hold together: re-snapshot the "
-            f"table (delete its folder {table_uri.rstrip('/').rsplit('/', 1)[0]} and run the DAG again)"
+            f"batch {batch_number} of {table.id} read columns of other types than the batches committed before it "
+            f"({', '.join(changed)}), which its Delta table {table.current} cannot hold together: re-snapshot the "
+            f"table (delete its folder {table.folder} and run the DAG again)"
         )
     new = [Field(f.name, f.type, nullable=True) for f in wanted if f.name not in current]
     if new:

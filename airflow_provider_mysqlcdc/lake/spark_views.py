@@ -33,25 +33,14 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type, table_uri
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import CommittedTable, committed_table
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 METADATA = [f.name for f in METADATA_FIELDS]
-_SCHEMES = ("s3a://", "s3n://")
-
-
-def spark_uri(base_uri: str, file_uri: str) -> str:
-    """A file URI from a Delta log as Spark reads it: local paths as ``file://``, ``s3://`` in the base
-    URI's own scheme (``s3a://`` for Hadoop)."""
-    if "://" not in file_uri:
-        return "file://" + file_uri
-    for scheme in _SCHEMES:
-        if base_uri.startswith(scheme) and file_uri.startswith("s3://"):
-            return scheme + file_uri[len("s3://") :]
-    return file_uri
 
 
 def changelog_files(changelog: DeltaTable, after: int, through: int) -> list[str]:
@@ -71,7 +60,7 @@ def has_delta_reader(spark: Any) -> bool:
     return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
 
 
-def _frame(spark: Any, base_uri: str, table: DeltaTable, files: list[str], fields: pa.Schema) -> Any:
+def _frame(spark: Any, lake: Lake, table: DeltaTable, files: list[str], fields: pa.Schema) -> Any:
     """The Delta ``table`` (through ``files``, the part of its files wanted, without Delta's reader) as
     one DataFrame with at least ``fields`` (missing ones NULL), or an empty one."""
     from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
@@ -80,11 +69,11 @@ def _frame(spark: Any, base_uri: str, table: DeltaTable, files: list[str], field
     stored = [pa.field(f.name, stored_type(f.type)) for f in fields]
     if has_delta_reader(spark):
         frame = spark.read.format("delta").option("versionAsOf", table.version()).load(
-            spark_uri(base_uri, table.table_uri))
+            lake.spark_uri(table.table_uri))
     elif not files:
         return _empty(spark, stored)
     else:
-        frame = spark.read.option("mergeSchema", "true").parquet(*[spark_uri(base_uri, f) for f in files])
+        frame = spark.read.option("mergeSchema", "true").parquet(*[lake.spark_uri(f) for f in files])
     for f in stored:
         if f.name not in frame.columns:
             frame = frame.withColumn(f.name, F.lit(None).cast(from_arrow_type(f.type)))
@@ -101,7 +90,7 @@ def _columns(schema: TableSchema) -> list[str]:
     return [*schema.column_names, *METADATA]
 
 
-def changes_frame(spark: Any, base_uri: str, committed: CommittedTable, after: int) -> Any:
+def changes_frame(spark: Any, lake: Lake, committed: CommittedTable, after: int) -> Any:
     """The changelog rows of stream batches ``after`` < seq <= the checkpoint's, as Spark sees them."""
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -111,21 +100,21 @@ def changes_frame(spark: Any, base_uri: str, committed: CommittedTable, after: i
         frame = _empty(spark, [pa.field(f.name, stored_type(f.type)) for f in fields])
     else:
         files = changelog_files(committed.changelog, after, committed.through)
-        frame = _frame(spark, base_uri, committed.changelog, files, fields)
+        frame = _frame(spark, lake, committed.changelog, files, fields)
     frame = frame.where((seq > after) & (seq <= committed.through))
     return frame.select(*[F.col(f"`{c}`") for c in (*_columns(committed.schema), STREAM_SEQ_COLUMN)])
 
 
-def current_frame(spark: Any, base_uri: str, committed: CommittedTable) -> Any:
+def current_frame(spark: Any, lake: Lake, committed: CommittedTable) -> Any:
     """The current state: the current table's rows and the unmerged changes, last row per key."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812
 
     schema, columns = committed.schema, _columns(committed.schema)
-    changes = changes_frame(spark, base_uri, committed, committed.merged).select(*[F.col(f"`{c}`") for c in columns])
+    changes = changes_frame(spark, lake, committed, committed.merged).select(*[F.col(f"`{c}`") for c in columns])
     rows = changes.withColumn("__source", F.lit(1))
     if committed.current is not None:
-        current = _frame(spark, base_uri, committed.current, list(committed.current.file_uris()), lake_schema(schema))
+        current = _frame(spark, lake, committed.current, list(committed.current.file_uris()), lake_schema(schema))
         current = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__source", F.lit(0))
         rows = current.unionByName(rows)
     latest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(
@@ -138,7 +127,7 @@ def current_frame(spark: Any, base_uri: str, committed: CommittedTable) -> Any:
     )
 
 
-def as_of_frame(spark: Any, base_uri: str, committed: CommittedTable, offset: BinlogOffset) -> Any:
+def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: BinlogOffset) -> Any:
     """The table as of ``offset``, by ``lake.as_of``'s rule: per key, among the current table's row, the
     unmerged changes and the merged changes after ``offset``, the last row at or before it decides (kept if
     an accumulation), else the first row after it (kept, its before image, if a retraction)."""
@@ -148,11 +137,11 @@ def as_of_frame(spark: Any, base_uri: str, committed: CommittedTable, offset: Bi
     from airflow_provider_mysqlcdc.lake.as_of import order_bound
 
     schema, columns = committed.schema, _columns(committed.schema)
-    rows = (changes_frame(spark, base_uri, committed, -1)
+    rows = (changes_frame(spark, lake, committed, -1)
             .withColumn("__merged", F.col(STREAM_SEQ_COLUMN) <= committed.merged)
             .select(*[F.col(f"`{c}`") for c in columns], "__merged").withColumn("__source", F.lit(1)))
     if committed.current is not None:
-        current = _frame(spark, base_uri, committed.current, list(committed.current.file_uris()), lake_schema(schema))
+        current = _frame(spark, lake, committed.current, list(committed.current.file_uris()), lake_schema(schema))
         rows = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__merged", F.lit(False)) \
             .withColumn("__source", F.lit(0)).unionByName(rows)
     file, pos, seq = order_bound(offset)
@@ -173,8 +162,9 @@ def as_of_frame(spark: Any, base_uri: str, committed: CommittedTable, offset: Bi
     )
 
 
-def register_views(spark: Any, base_uri: str, tables: Sequence[str], as_of: Any = None) -> dict[str, str]:
-    """Create or replace both views of every table; returns ``{"db.table": view name}``. With ``as_of`` (a
+def register_views(spark: Any, lake: Lake | str, tables: Sequence[str], as_of: Any = None) -> dict[str, str]:
+    """Create or replace both views of every table; returns ``{"db.table": view name}``. ``lake``: a ``Lake``
+    handle, or the base URI (its Spark reads the files with Spark's own Hadoop settings). With ``as_of`` (a
     binlog offset: ``"file:pos"`` or a ``BinlogOffset``; see ``lake.as_of``), the table view is the table
     as of that offset (``AsOfError`` outside the lake's range); the changelog view is every committed change."""
     offset = None
@@ -186,23 +176,24 @@ def register_views(spark: Any, base_uri: str, tables: Sequence[str], as_of: Any 
         if offset is None:
             raise AsOfError(f"the Spark views take as_of as a binlog offset, not {as_of!r}: turn a GTID position or a "
                             f"time into one with lake.as_of.resolve_as_of")
+    lake = Lake.of(lake)
     views: dict[str, str] = {}
     for table in tables:
         table_id = TableId.parse(table)
-        committed = committed_table(base_uri, table_id)
+        committed = committed_table(lake, table_id)
         if committed.schema.keyless:  # the views pick the last row per key; a multiset has no key
             raise TableNotSupportedError(
                 f"register_views has no view of {table_id}, a table without any key (a multiset of whole rows): read "
-                f"its current Delta table {table_uri(base_uri, table_id)} with Spark's Delta reader instead (exact "
+                f"its current Delta table {lake.table(table_id).current} with Spark's Delta reader instead (exact "
                 f"once the stream has merged; one row per copy, leave out its _dup column), or use read_table")
         view = re.sub(r"\W", "_", f"{table_id.database}_{table_id.table}")  # a name Spark needs no quotes for
-        changes_frame(spark, base_uri, committed, -1).createOrReplaceTempView(f"{view}_changes")
+        changes_frame(spark, lake, committed, -1).createOrReplaceTempView(f"{view}_changes")
         if offset is None:
-            current_frame(spark, base_uri, committed).createOrReplaceTempView(view)
+            current_frame(spark, lake, committed).createOrReplaceTempView(view)
         else:
             from airflow_provider_mysqlcdc.lake.as_of import coverage
 
-            coverage(base_uri, table_id).check(offset)
-            as_of_frame(spark, base_uri, committed, offset).createOrReplaceTempView(view)
+            coverage(lake, table_id).check(offset)
+            as_of_frame(spark, lake, committed, offset).createOrReplaceTempView(view)
         views[str(table_id)] = view
     return views

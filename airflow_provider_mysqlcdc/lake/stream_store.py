@@ -3,7 +3,7 @@
 Layout under the base URI::
 
     _stream/checkpoint.json      format version, sequence number, offset, tables, schemas, finished chunks
-    <db>/<table>/changelog/      the table's changelog Delta table (``delta.changelog_uri``)
+    <db>/<table>/changelog/      the table's changelog Delta table (``LakeTable.changelog``)
 
 A stream batch appends each table's change rows to that table's changelog in one Delta commit
 carrying the application transaction ``(STREAM_APP_ID, seq)`` and a ``_stream_seq`` column of the
@@ -40,13 +40,11 @@ from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_SEQ_COLUMN,
     allow_types_of,
     cast_to,
-    changelog_uri,
     for_delta,
-    open_delta,
     wider,
 )
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
-from airflow_provider_mysqlcdc.lake.storage import Lake
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable, WriterProperties
@@ -201,25 +199,21 @@ class Checkpoint:
 
 
 class StreamStore:
-    """The stream's changelogs and checkpoint under ``base_uri``; a writer passes its lease's check as
+    """The stream's changelogs and checkpoint in ``lake``; a writer passes its lease's check as
     ``fence``, called before a batch's first Delta commit and again before its checkpoint, so a writer
     taken over never makes anything visible."""
 
-    def __init__(self, base_uri: str, fence: Callable[[], None] | None = None) -> None:
-        self.base_uri = base_uri
-        self.lake = Lake.at(base_uri)
+    def __init__(self, lake: Lake, fence: Callable[[], None] | None = None) -> None:
+        self.lake = lake
         self.fence = fence
 
     @property
     def checkpoint_path(self) -> str:
-        return self.lake.path("_stream", "checkpoint.json")
-
-    def changelog_uri(self, table: TableId) -> str:
-        return changelog_uri(self.base_uri, table)
+        return self.lake.checkpoint
 
     def changelog(self, table: TableId) -> DeltaTable | None:
         """The table's changelog Delta table, or None before the stream's first change of it."""
-        return open_delta(self.changelog_uri(table))
+        return self.lake.table(table).changelog.open()
 
     def read_checkpoint(self) -> Checkpoint | None:
         document = self.lake.read_json(self.checkpoint_path)
@@ -237,7 +231,7 @@ class StreamStore:
             if not fenced:
                 self._fence()
                 fenced = True
-            _append(self.changelog_uri(table), changelog, rows, checkpoint)
+            _append(self.lake.table(table).changelog, changelog, rows, checkpoint)
         self._fence()
         checkpoint.updated_at = dt.datetime.now(dt.UTC).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
@@ -282,22 +276,21 @@ def _commit_properties(seq: int, offset: BinlogOffset, note: str = "") -> Commit
     return CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, seq)], custom_metadata=metadata)
 
 
-def _append(uri: str, changelog: DeltaTable | None, parts: list[pa.Table], checkpoint: Checkpoint) -> None:
+def _append(location: DeltaLocation, changelog: DeltaTable | None, parts: list[pa.Table],
+            checkpoint: Checkpoint) -> None:
     """One Delta commit of a table's rows of one batch (its parts may have different schemas)."""
-    from deltalake import write_deltalake
-
     stored = pa.schema(changelog.schema().to_arrow()) if changelog is not None else None
     target = _unified_schema(stored, [for_delta(p) for p in parts])
     if changelog is not None and stored is not None and _types_changed(stored, target):
-        _rewrite_types(uri, changelog, target, checkpoint)
-    parts = [cast_to(for_delta(p), target, f"the changes for {uri}") for p in parts]
+        _rewrite_types(location, changelog, target, checkpoint)
+    parts = [cast_to(for_delta(p), target, f"the changes for {location}") for p in parts]
     rows = pa.concat_tables(parts, promote_options="default")
     rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
                               pa.repeat(pa.scalar(checkpoint.seq, pa.int64()), rows.num_rows))
     if changelog is not None:
         allow_types_of(changelog, rows.schema)
-    write_deltalake(uri, rows, mode="append", schema_mode="merge", writer_properties=_writer_properties(),
-                    commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset))
+    location.write(rows, mode="append", schema_mode="merge", writer_properties=_writer_properties(),
+                   commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset))
 
 
 def _writer_properties() -> WriterProperties:
@@ -324,20 +317,20 @@ def _types_changed(stored: pa.Schema, target: pa.Schema) -> bool:
     return any(bool(target.field(f.name).type != f.type) for f in stored)
 
 
-def _rewrite_types(uri: str, changelog: DeltaTable, target: pa.Schema, checkpoint: Checkpoint) -> None:
+def _rewrite_types(location: DeltaLocation, changelog: DeltaTable, target: pa.Schema, checkpoint: Checkpoint) -> None:
     """Rewrite the whole changelog with the target's types, in one commit keeping its transaction version
     (rare: a column type change the stored type cannot hold; the changelog is read into memory once)."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     rows = changelog.to_pyarrow_table()
     stored = [f for f in target if f.name in rows.column_names]
     changed = ", ".join(f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in stored
                         if f.type != rows.schema.field(f.name).type)
-    rows = cast_to(rows, pa.schema(stored), f"the changelog at {uri}")
+    rows = cast_to(rows, pa.schema(stored), f"the changelog at {location}")
     version = _stream_version(changelog)
     properties = CommitProperties(
         app_transactions=[Transaction(STREAM_APP_ID, version)] if version >= 0 else None,
         custom_metadata={"stream_seq": str(version), "offset": str(checkpoint.offset),
                          "note": f"column types changed: {changed}"},
     )
-    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", commit_properties=properties)
+    location.write(rows, mode="overwrite", schema_mode="overwrite", commit_properties=properties)

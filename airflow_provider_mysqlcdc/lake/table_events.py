@@ -29,12 +29,14 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, open_delta, stored_type
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, stored_type
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_through, quote
 from airflow_provider_mysqlcdc.lake.multiset import with_dup
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties, DeltaTable
+
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 
 
 def _at(seq: int) -> CommitProperties:
@@ -43,18 +45,18 @@ def _at(seq: int) -> CommitProperties:
     return CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)])
 
 
-def _pending(uri: str, seq: int) -> DeltaTable | None:
+def _pending(location: DeltaLocation, seq: int) -> DeltaTable | None:
     """The current table if it exists and has not had batch ``seq`` applied yet."""
-    table = open_delta(uri)
+    table = location.open()
     return table if table is not None and merged_through(table) < seq else None
 
 
-def truncate_current(uri: str, seq: int, at: BinlogOffset) -> bool:
+def truncate_current(location: DeltaLocation, seq: int, at: BinlogOffset) -> bool:
     """Empty the current table as of ``at`` (``TRUNCATE TABLE`` there, at batch ``seq``): every row ordered
     at or before it goes. A snapshot chunk read after the TRUNCATE (the stream meets it while the table is
     still in its snapshot phase) holds rows ordered at its later high watermark: they stay, and so do the
     changes after it that the stream merges later. False when there was nothing to do."""
-    table = _pending(uri, seq)
+    table = _pending(location, seq)
     if table is None:
         return False
     file, position, row_seq = (quote(c) for c in ORDER_COLUMNS)
@@ -64,14 +66,14 @@ def truncate_current(uri: str, seq: int, at: BinlogOffset) -> bool:
     return True
 
 
-def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], seq: int,
+def reshape_current(location: DeltaLocation, schema: TableSchema, renamed: Mapping[str, str], seq: int,
                     empty: bool = False) -> bool:
     """Give the current table the columns of ``schema`` (the table after the DDL) at batch ``seq``, in one
     rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks are
     NULL, and columns ``schema`` no longer has are dropped. A column the DDL retyped was widened (the
     caller replaces the table with its rows read again otherwise). False when there was nothing to do.
     ``empty``: without rows (a table created anew under the name)."""
-    table = _pending(uri, seq)
+    table = _pending(location, seq)
     if table is None:
         return False
     rows = table.to_pyarrow_table()
@@ -92,7 +94,7 @@ def reshape_current(uri: str, schema: TableSchema, renamed: Mapping[str, str], s
                                     schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
     if schema.keyless:  # a dropped column can make distinct rows equal: their copies are numbered anew
         reshaped = with_dup(reshaped, [*schema.column_names, BATCH_COLUMN])
-    _overwrite(table, uri, reshaped, _at(seq))
+    _overwrite(table, location, reshaped, _at(seq))
     return True
 
 
@@ -100,7 +102,9 @@ _HIGH_WATERMARK = "mysqlcdc.high_watermark"
 """The commit metadata key of ``replace_current``: the highest high watermark of the rows it wrote."""
 
 
-def replace_current(uri: str, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]]) -> BinlogOffset:
+def replace_current(
+    location: DeltaLocation, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]],
+) -> BinlogOffset:
     """Replace the whole current table at batch ``seq``, in one commit, with the rows ``read()`` gives
     (every row read again after a DDL that gave rows values without row events, each as of its chunk's
     high watermark, with ``_batch``) : a reader sees the table before the DDL or after it, never the new
@@ -111,32 +115,31 @@ def replace_current(uri: str, seq: int, read: Callable[[], tuple[pa.Table, Binlo
 
     from deltalake import CommitProperties, Transaction
 
-    table = open_delta(uri)
+    table = location.open()
     if table is not None and merged_through(table) >= seq:
-        return _replaced_at(uri, seq)
+        return _replaced_at(location, seq)
     rows, high_watermark = read()
     properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)],
                                   custom_metadata={_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())})
-    _overwrite(table, uri, rows, properties)
+    _overwrite(table, location, rows, properties)
     return high_watermark
 
 
-def _replaced_at(uri: str, seq: int) -> BinlogOffset:
+def _replaced_at(location: DeltaLocation, seq: int) -> BinlogOffset:
     import json
 
-    from deltalake import DeltaTable
-
-    for commit in DeltaTable(uri).history():  # newest first; the replace is at most a few commits back
+    table = location.open()
+    # newest first; the replace is at most a few commits back
+    for commit in table.history() if table is not None else []:
         if _HIGH_WATERMARK in commit:
             return BinlogOffset.from_dict(json.loads(commit[_HIGH_WATERMARK]))
-    raise SnapshotStateError(f"the current table at {uri} records batch {seq} applied, but not the high watermark "
+    raise SnapshotStateError(f"the current table at {location} records batch {seq} applied, but not the high watermark "
                              f"of the rows that batch read again: re-snapshot the table")
 
 
-def _overwrite(table: DeltaTable | None, uri: str, rows: pa.Table, properties: CommitProperties) -> None:
-    from deltalake import write_deltalake
-
+def _overwrite(table: DeltaTable | None, location: DeltaLocation, rows: pa.Table,
+               properties: CommitProperties) -> None:
     if table is not None:
         allow_types_of(table, rows.schema)
-    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
-                    commit_properties=properties)
+    location.write(rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
+                   commit_properties=properties)

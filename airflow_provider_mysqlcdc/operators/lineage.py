@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_provider_mysqlcdc.engine.stream_options import StreamSummary
+    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 
     Lineage: TypeAlias = OperatorLineage[Any, Any]
@@ -94,48 +95,43 @@ def source_facts(namespace: str, schema: TableSchema) -> DatasetFacts:
     return DatasetFacts(namespace, str(schema.id), tuple((c.name, c.column_type) for c in schema.columns))
 
 
-def lake_facts(delta_uri: str, rows: int | None = None, size: int | None = None) -> DatasetFacts:
+def lake_facts(location: DeltaLocation, rows: int | None = None, size: int | None = None) -> DatasetFacts:
     """A Delta table of the lake with its columns as stored (none before it exists) and what the run wrote."""
     import pyarrow as pa
 
-    from airflow_provider_mysqlcdc.lake.delta import open_delta
-
-    namespace, name = openlineage_location(delta_uri)
-    table = open_delta(delta_uri)
+    namespace, name = openlineage_location(location.uri)
+    table = location.open()
     stored = pa.schema(table.schema().to_arrow()) if table is not None else pa.schema([])
     return DatasetFacts(namespace, name, tuple((f.name, str(f.type)) for f in stored), rows, size)
 
 
-def split_facts(mysql_cdc_conn_id: str, base_uri: str, tables: Iterable[TableId]) -> LineageFacts:
+def split_facts(mysql_cdc_conn_id: str, lake: Lake, tables: Iterable[TableId]) -> LineageFacts:
     """The split reads the tables it planned (their keys and sizes), with the columns of their plans in
     the lake; it writes no data."""
     from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
-    plans = [plan for t in tables if (plan := SnapshotStore(base_uri).read_plan(t)) is not None]
+    plans = [plan for t in tables if (plan := SnapshotStore(lake).read_plan(t)) is not None]
     if not plans:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)
     return LineageFacts(inputs=tuple(source_facts(namespace, p.schema) for p in plans))
 
 
-def snapshot_facts(mysql_cdc_conn_id: str, base_uri: str, manifest: BatchManifest) -> LineageFacts:
+def snapshot_facts(mysql_cdc_conn_id: str, lake: Lake, manifest: BatchManifest) -> LineageFacts:
     """A snapshot batch reads its table and writes its rows into the table's current-state Delta table."""
-    from airflow_provider_mysqlcdc.lake.delta import table_uri
-
     return LineageFacts(
         inputs=(source_facts(source_namespace(mysql_cdc_conn_id), manifest.schema),),
-        outputs=(lake_facts(table_uri(base_uri, manifest.batch.table), manifest.rows, manifest.bytes),),
+        outputs=(lake_facts(lake.table(manifest.batch.table).current, manifest.rows, manifest.bytes),),
     )
 
 
-def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: StreamSummary) -> LineageFacts:
+def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> LineageFacts:
     """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
     summary's ``seq_before`` up to its ``seq``, counted from the Delta log)."""
-    from airflow_provider_mysqlcdc.lake.delta import changelog_uri, table_uri
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is None:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)
@@ -145,9 +141,8 @@ def stream_facts(mysql_cdc_conn_id: str, base_uri: str, summary: StreamSummary) 
         outputs=tuple(
             facts
             for t in tables
-            for facts in (lake_facts(changelog_uri(base_uri, t), stream_rows(base_uri, t, summary.seq_before,
-                                                                                summary.seq)),
-                          lake_facts(table_uri(base_uri, t)))
+            for facts in (lake_facts(lake.table(t).changelog, stream_rows(lake, t, summary.seq_before, summary.seq)),
+                          lake_facts(lake.table(t).current))
         ),
     )
 

@@ -9,7 +9,7 @@ still running, and needs no I/O of its own.
 
 Which URL:
 
-- *Lake table*: the table's current-state Delta table (``lake.table_uri``); for a task of several
+- *Lake table*: the table's current-state Delta table (``LakeTable.current``); for a task of several
   tables (split, stream) the deepest folder holding all of them (``<base_uri>/<db>`` or ``<base_uri>``);
   ``<base_uri>`` for a split selecting its tables by regular expressions.
   A local lake gives a ``file://`` URI. On S3 it is the AWS console's page of that prefix, since a
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
     from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.lake.handle import Lake
 
 AWS_CONSOLE_S3 = "https://s3.console.aws.amazon.com/s3/buckets/"
 
@@ -77,18 +78,17 @@ class SparkApplicationLink(_PersistedLink):
     xcom_key = "mysql_cdc_spark_application"
 
 
-def persist_lake_link(context: Mapping[str, Any] | None, base_uri: str, tables: Sequence[str | TableId]) -> None:
-    """The "Lake table" link of a task writing or planning ``tables`` under ``base_uri``."""
-    LakeTableLink().persist(context, lake_url(base_uri, tables, os.environ))
+def persist_lake_link(context: Mapping[str, Any] | None, lake: Lake, tables: Sequence[str | TableId]) -> None:
+    """The "Lake table" link of a task writing or planning ``tables`` in ``lake`` (its storage options, the
+    endpoint and region, over the environment's)."""
+    LakeTableLink().persist(context, lake_url(lake, tables, {**os.environ, **lake.storage_options}))
 
 
-def lake_url(base_uri: str, tables: Sequence[str | TableId], environ: Mapping[str, str]) -> str:
+def lake_url(lake: Lake, tables: Sequence[str | TableId], environ: Mapping[str, str]) -> str:
     """A URL of the tables' place in the lake, as the module docstring says (the lake's for no table)."""
-    from airflow_provider_mysqlcdc.lake.delta import table_uri
-
-    locations = sorted({table_uri(base_uri, table) for table in tables})
-    if not locations:  # tables not named (the split's regular expressions): the lake, <base_uri>/_/_/current less 3
-        location = table_uri(base_uri, "_._").rsplit("/", 3)[0]
+    locations = sorted({lake.table(table).current.uri for table in tables})
+    if not locations:  # tables not named (the split's regular expressions): the lake
+        location = lake.uri
     else:
         location = locations[0] if len(locations) == 1 else _common_folder(locations)
     if "://" not in location:

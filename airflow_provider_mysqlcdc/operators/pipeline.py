@@ -29,6 +29,7 @@ def mysql_cdc_pipeline(
     group_id: str = "mysql_cdc",
     mysql_cdc_conn_id: str = "mysql_cdc_default",
     spark_conn_id: str = "spark_default",
+    lake_conn_id: str | None = None,
     rows_per_batch: int = SplitOptions.rows_per_batch,
     stop_after_idle_seconds: float | None = None,
     split_kwargs: Mapping[str, Any] | None = None,
@@ -54,6 +55,8 @@ def mysql_cdc_pipeline(
     :param group_id: the task group's id. Default: ``mysql_cdc``
     :param mysql_cdc_conn_id: the source connection of all three tasks. Default: ``mysql_cdc_default``
     :param spark_conn_id: the Spark connection of the snapshot tasks. Default: ``spark_default``
+    :param lake_conn_id: the lake's credentials (an ``aws`` connection) of all three tasks; None: the
+        environment's. Default: ``None``
     :param rows_per_batch: the split's rows per Spark job. Default: ``10_000_000``
     :param stop_after_idle_seconds: the stream's; None: it never stops when idle. Default: ``None``
     :param split_kwargs: more arguments of ``MySqlChunkSplitOperator``. Default: ``None``
@@ -66,17 +69,17 @@ def mysql_cdc_pipeline(
         split = MySqlChunkSplitOperator(
             task_id="split", tables=tables, include_databases=include_databases, include_tables=include_tables,
             exclude_tables=exclude_tables, base_uri=base_uri, rows_per_batch=rows_per_batch,
-            mysql_cdc_conn_id=mysql_cdc_conn_id, **(split_kwargs or {}),
+            mysql_cdc_conn_id=mysql_cdc_conn_id, lake_conn_id=lake_conn_id, **(split_kwargs or {}),
         )
         snapshot = MySqlSnapshotSparkOperator.partial(
             task_id="snapshot", base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
-            spark_conn_id=spark_conn_id,
+            spark_conn_id=spark_conn_id, lake_conn_id=lake_conn_id,
             **{"outlets": [replica_alias()], **(snapshot_kwargs or {})},  # outlets here: the UI shows the assets
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(
             task_id="stream", tables=tables, include_databases=include_databases, include_tables=include_tables,
             exclude_tables=exclude_tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
-            stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
+            lake_conn_id=lake_conn_id, stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
             **{"retries": 3, "retry_delay": timedelta(seconds=10), **(stream_kwargs or {})},
         )
         snapshot >> stream

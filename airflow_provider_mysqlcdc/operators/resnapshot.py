@@ -7,6 +7,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.operators.lake import open_lake
+
 
 class MySqlResnapshotOperator(BaseOperator):
     """Reads key ranges of replicated tables again and brings the lake's current state to the source's.
@@ -23,6 +25,9 @@ class MySqlResnapshotOperator(BaseOperator):
     ``engine.resnapshot``.
 
     :param base_uri: the lake of the pipeline: a local path or ``s3://bucket/prefix``; required (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param resnapshot: what to read again, per table: ``{"db.table": "all"}``, key ranges of the chunk-key
         column ``{"db.table": [[low, high], ...]}`` (both ends included, ``null`` for unbounded), or chunk
         indexes ``{"db.table": {"chunks": [3, 17]}}``, or a verification's summary as it is
@@ -31,7 +36,7 @@ class MySqlResnapshotOperator(BaseOperator):
         (templated)
     """
 
-    template_fields: Sequence[str] = ("base_uri", "resnapshot", "mysql_cdc_conn_id")
+    template_fields: Sequence[str] = ("base_uri", "resnapshot", "mysql_cdc_conn_id", "lake_conn_id")
 
     def __init__(
         self,
@@ -39,10 +44,12 @@ class MySqlResnapshotOperator(BaseOperator):
         base_uri: str,
         resnapshot: dict[str, Any] | str,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.base_uri = base_uri
+        self.lake_conn_id = lake_conn_id
         self.resnapshot = resnapshot
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
@@ -57,4 +64,5 @@ class MySqlResnapshotOperator(BaseOperator):
             return []
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         server_id = resnapshot_server_id(config, self.mysql_cdc_conn_id)
-        return [resnapshot(config, str(self.base_uri), request, server_id, self.log).to_dict() for request in requests]
+        lake = open_lake(self.base_uri, self.lake_conn_id)
+        return [resnapshot(config, lake, request, server_id, self.log).to_dict() for request in requests]

@@ -23,6 +23,7 @@ from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
@@ -74,6 +75,11 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
     :param base_uri: the lake, the same as the split task's: a local path (local masters only) or
         ``s3://``/``s3a://``/``hdfs://`` shared by the worker, the driver and the executors; required
         (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). They reach the Spark driver
+        as the ``MYSQL_CDC_LAKE_OPTIONS`` environment variable of ``spark-submit`` only, and its tasks
+        inside their closure. Default: ``None`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC; the same as the split task's,
         whose ``server_id`` range the split checked. The password reaches Spark as the
         ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit`` only. Default:
@@ -108,12 +114,13 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
         partitions: int = 0,
         spark_conn_id: str = "spark_default",
         map_index_template: str | None = "{{ task.batch['label'] }}",
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", [replica_alias()])  # each batch's event goes to its table's asset
         super().__init__(job="snapshot", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
                          partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
-                         **kwargs)
+                         lake_conn_id=lake_conn_id, **kwargs)
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
@@ -122,14 +129,15 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
         from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 
         batch = Batch.from_dict(self.batch)
-        persist_lake_link(context, self.base_uri, [batch.table])
-        config = self.prepare(batch, [], "snapshot")
+        lake = self.open_lake()
+        persist_lake_link(context, lake, [batch.table])
+        config = self.prepare(batch, lake, [], "snapshot")
         self._application_watch = SparkApplicationWatch(context, self.conf)
         try:
-            self.run_job(context, config)
+            self.run_job(context, config, lake)
         finally:
             self._application_watch.finished(self._hook)
-        manifest = SnapshotStore(self.base_uri).read_manifest(batch)
+        manifest = SnapshotStore(lake).read_manifest(batch)
         if manifest is None or manifest.batch.batch_id != batch.batch_id:
             raise SnapshotJobError(
                 f"the Spark job for {batch.label} succeeded but no manifest of this batch is committed under "
@@ -138,7 +146,7 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
             )
         # the job's driver has logged the batch's rows, rows/s and Delta version: no second line of them here
         send_batch_metrics(manifest, task_tags(context, self.task_id))
-        self._committed(context, manifest)
+        self._committed(context, lake, manifest)
         return manifest.to_dict()
 
     def _get_hook(self) -> SparkSubmitHook:
@@ -146,13 +154,13 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
         hook = super()._get_hook()
         return self._application_watch.attach(hook) if self._application_watch is not None else hook
 
-    def _committed(self, context: Any, manifest: BatchManifest) -> None:
+    def _committed(self, context: Any, lake: Lake, manifest: BatchManifest) -> None:
         """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""
         from airflow_provider_mysqlcdc.assets import snapshot_event
         from airflow_provider_mysqlcdc.operators.lineage import gather, snapshot_facts
 
         snapshot_event(context, self.base_uri, manifest)
-        self._lineage_facts = gather(snapshot_facts, self.mysql_cdc_conn_id, self.base_uri, manifest)
+        self._lineage_facts = gather(snapshot_facts, self.mysql_cdc_conn_id, lake, manifest)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the batch's source table, and the current-state

@@ -7,11 +7,11 @@ driver and executors from ``spark.pyspark.python`` (or a packed environment in `
 package is shipped as ``--py-files``; there the Spark provider turns ``env_vars`` into driver settings, and
 this worker's PATH would replace the PATH of a driver pod.
 
-The CDC password never goes into ``env_vars`` or ``conf``: both end up on the ``spark-submit`` command
-line (``ps``) or in the Spark UI's environment. It is put into the environment of the ``spark-submit``
-process alone (:func:`environment_variable`), which the driver inherits in client deploy mode; a driver
-in cluster deploy mode does not, and only a Kubernetes secret gives it the password there without a
-Spark property holding the value.
+The CDC password and the lake's storage options (``lake_conn_id``'s keys) never go into ``env_vars``
+or ``conf``: both end up on the ``spark-submit`` command line (``ps``) or in the Spark UI's environment.
+They are put into the environment of the ``spark-submit`` process alone (:func:`environment_variable`),
+which the driver inherits in client deploy mode; a driver in cluster deploy mode does not, and only a
+Kubernetes secret gives it them there without a Spark property holding the value.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.operators.lake import open_lake
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
 
@@ -72,8 +74,9 @@ def local_master_env(env_vars: dict[str, str] | None) -> dict[str, str]:
 
 
 def check_password_reaches_driver(conn_id: str, master: str, deploy_mode: str | None, conf: dict[str, str] | None,
-                                  password_env: str) -> None:
-    """Refuse cluster deploy mode unless Kubernetes gives the driver ``password_env`` from a secret."""
+                                  password_env: str, what: str = "the CDC password") -> None:
+    """Refuse cluster deploy mode unless Kubernetes gives the driver ``password_env`` (holding ``what``)
+    from a secret."""
     if (deploy_mode or "client") != "cluster":
         return
     secret = f"spark.kubernetes.driver.secretKeyRef.{password_env}"
@@ -81,25 +84,25 @@ def check_password_reaches_driver(conn_id: str, master: str, deploy_mode: str | 
         return
     raise InvalidOptionError(
         f"the Spark connection {conn_id!r} runs the driver in cluster deploy mode (master {master}), where it "
-        f"cannot get the CDC password from this task's environment, and a Spark property holding it would show "
+        f"cannot get {what} from this task's environment, and a Spark property holding it would show "
         f"on the command line and in the Spark UI: use client deploy mode (Spark's default), or on Kubernetes "
         f"give the driver {password_env} from a secret with conf {{{secret!r}: '<secret name>:<key>'}}"
     )
 
 
 def prepare_batch_job(
-    operator: SparkSubmitOperator, batch: Batch, config: ConnectionConfig, base_uri: str, partitions: int,
+    operator: SparkSubmitOperator, batch: Batch, config: ConnectionConfig, lake: Lake, partitions: int,
     job_arguments: list[str], what: str,
 ) -> None:
     """Set ``operator`` up to submit a batch job (``spark.batch_job``) for ``batch``: its arguments (the
     connection without password), Spark at WARN under the user's ``conf``, the environment or the shipped
     package for the master; refuses a batch without server ids, too many tasks, a narrowed ``server_id``
     range and a cluster deploy mode the password cannot reach. Run it in ``execute``, then submit inside
-    ``environment_variable(PASSWORD_ENV, config.password)``."""
+    ``run_job`` (the password and the storage options in ``spark-submit``'s environment)."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk.log import mask_secret
 
-    from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
+    from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
     from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
     tasks = batch.spark_tasks(partitions)  # refuses a batch without server ids, or too many tasks
@@ -107,7 +110,7 @@ def prepare_batch_job(
     if config.password:
         mask_secret(config.password)
     operator.application_args = [
-        *job_arguments, "--base-uri", base_uri, "--batch", json.dumps(batch.to_dict()),
+        *job_arguments, "--base-uri", lake.base_uri, "--batch", json.dumps(batch.to_dict()),
         "--connection", json.dumps(config.to_dict()), "--partitions", str(partitions),
     ]
     operator.conf = {**quiet_spark_conf(), **(operator.conf or {})}  # the user's conf wins
@@ -118,6 +121,9 @@ def prepare_batch_job(
         operator.env_vars = local_master_env(operator.env_vars)
     else:
         check_password_reaches_driver(conn_id, master, connection["deploy_mode"], operator.conf, PASSWORD_ENV)
+        if lake.storage_options:
+            check_password_reaches_driver(conn_id, master, connection["deploy_mode"], operator.conf,
+                                          LAKE_OPTIONS_ENV, "the lake connection's storage options")
         shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
         operator.py_files = ",".join(p for p in (operator.py_files, str(shipped)) if p)
     operator.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label, master,
@@ -132,6 +138,7 @@ class BatchJobOperator(SparkSubmitOperator):
 
     template_fields: Sequence[str] = (
         *SparkSubmitOperator.template_fields, "base_uri", "batch", "mysql_cdc_conn_id", "spark_conn_id",
+        "lake_conn_id",
     )
 
     def __init__(
@@ -144,6 +151,7 @@ class BatchJobOperator(SparkSubmitOperator):
         partitions: int,
         spark_conn_id: str,
         map_index_template: str | None,
+        lake_conn_id: str | None,
         **kwargs: Any,
     ) -> None:
         if "conn_id" in kwargs:
@@ -159,19 +167,25 @@ class BatchJobOperator(SparkSubmitOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.partitions = partitions
         self.spark_conn_id = spark_conn_id
+        self.lake_conn_id = lake_conn_id
 
-    def prepare(self, batch: Batch, job_arguments: list[str], what: str) -> ConnectionConfig:
+    def open_lake(self) -> Lake:
+        """The lake of ``base_uri``, reached with ``lake_conn_id``'s storage options (rendered)."""
+        return open_lake(self.base_uri, self.lake_conn_id)
+
+    def prepare(self, batch: Batch, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
         """The rendered Spark connection, the source's config, and the job set up (``prepare_batch_job``)."""
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 
         self._conn_id = self.spark_conn_id  # rendered
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        prepare_batch_job(self, batch, config, self.base_uri, self.partitions, job_arguments, what)
+        prepare_batch_job(self, batch, config, lake, self.partitions, job_arguments, what)
         return config
 
-    def run_job(self, context: Any, config: ConnectionConfig) -> None:
-        """``spark-submit`` with the password in its environment only."""
-        from airflow_provider_mysqlcdc.spark.batch_job import PASSWORD_ENV
+    def run_job(self, context: Any, config: ConnectionConfig, lake: Lake) -> None:
+        """``spark-submit`` with the password and the lake's storage options in its environment only."""
+        from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
 
-        with environment_variable(PASSWORD_ENV, config.password):
+        with environment_variable(PASSWORD_ENV, config.password), \
+                environment_variable(LAKE_OPTIONS_ENV, json.dumps(dict(lake.storage_options))):
             SparkSubmitOperator.execute(self, context)

@@ -44,6 +44,9 @@ class MySqlChunkSplitOperator(BaseOperator):
     ``BinlogRetentionError`` naming the setting and the value to raise it to.
 
     :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``; required (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param tables: tables as ``database.table``; or select them with the next three. Default: ``None``
         (templated)
     :param include_databases: regular expression matching whole database names, like Flink CDC's
@@ -82,7 +85,7 @@ class MySqlChunkSplitOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check",
+        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check", "lake_conn_id",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -104,10 +107,12 @@ class MySqlChunkSplitOperator(BaseOperator):
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         retention_check: RetentionCheck | str = SplitOptions.retention_check,
         unbounded_chunk_first: bool = SplitOptions.unbounded_chunk_first,
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.base_uri = base_uri
+        self.lake_conn_id = lake_conn_id
         self.tables = tables
         self.include_databases = include_databases
         self.include_tables = include_tables
@@ -126,6 +131,7 @@ class MySqlChunkSplitOperator(BaseOperator):
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        from airflow_provider_mysqlcdc.operators.lake import storage_options
         from airflow_provider_mysqlcdc.operators.lineage import gather, split_facts
 
         options = SplitOptions.from_values(
@@ -136,11 +142,12 @@ class MySqlChunkSplitOperator(BaseOperator):
             distribution_factor_upper=self.distribution_factor_upper, rows_per_batch=self.rows_per_batch,
             max_batches=self.max_batches, readers_per_batch=self.readers_per_batch,
             retention_check=self.retention_check, unbounded_chunk_first=self.unbounded_chunk_first,
+            storage_options=storage_options(self.lake_conn_id),
         )
-        persist_lake_link(context, options.base_uri, options.tables)  # no tables named: the lake
+        persist_lake_link(context, options.lake, options.tables)  # no tables named: the lake
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         batches = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
-        self._lineage_facts = gather(split_facts, self.mysql_cdc_conn_id, options.base_uri,
+        self._lineage_facts = gather(split_facts, self.mysql_cdc_conn_id, options.lake,
                                      options.tables or tuple(dict.fromkeys(b.table for b in batches)))
         return [b.to_dict() for b in batches]
 

@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.operators.lake import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
     condition; the example DAG and ``mysql_cdc_many_tables`` set ``deferrable=True``.
 
     :param base_uri: the lake: a local path or ``s3://bucket/prefix``; required (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param tables: the tables to capture, as ``database.table`` (a list, or text such as ``"db.a, db.b"``
         or a rendered list); or select them with the next three, as the split does. Default: ``None``
         (templated)
@@ -96,7 +100,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "startup_mode",
         "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
-        "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior",
+        "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior", "lake_conn_id",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -124,9 +128,11 @@ class MySqlBinlogStreamOperator(BaseOperator):
         schema_change_behavior: str = StreamOptions.schema_change_behavior.value,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.lake_conn_id = lake_conn_id
         self.base_uri = base_uri
         self.tables = tables
         self.include_databases = include_databases
@@ -151,7 +157,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         options = self._options(context)
-        persist_lake_link(context, options.base_uri, options.tables)
+        persist_lake_link(context, options.lake, options.tables)
         if options.startup_mode is StartupMode.SNAPSHOT:
             self.log.info("startup_mode 'snapshot': no binlog stream")
             return None
@@ -192,6 +198,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
             include_databases=self.include_databases, include_tables=self.include_tables,
             exclude_tables=self.exclude_tables,
+            storage_options=storage_options(self.lake_conn_id),
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:
@@ -213,7 +220,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             control.close()
         if stopped:
             summary = runner.summary(progress, checkpoint, stopped)
-            self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.base_uri, summary)
+            self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.lake, summary)
             return summary.to_dict()
         progress.deferrals += 1
         self.defer(

@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.operators.lake import open_lake
 from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
 
 WAIT_SECONDS = 600.0
@@ -35,6 +36,9 @@ class MySqlVerifyPlanOperator(BaseOperator):
     its own (the same server) with a ``server_id`` range apart from the replication's.
 
     :param base_uri: the lake, the replication's; required (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param tables: the tables to verify, ``database.table``; required (templated)
     :param readers_per_batch: Spark tasks (chunk readers, one server id each) per batch's job; the range
         must hold (batches x readers_per_batch) + 1 ids. Default: ``2`` (templated)
@@ -42,12 +46,14 @@ class MySqlVerifyPlanOperator(BaseOperator):
         (templated)
     """
 
-    template_fields: Sequence[str] = ("base_uri", "tables", "readers_per_batch", "mysql_cdc_conn_id")
+    template_fields: Sequence[str] = ("base_uri", "tables", "readers_per_batch", "mysql_cdc_conn_id", "lake_conn_id")
 
     def __init__(self, *, base_uri: str, tables: Any, readers_per_batch: Any = 2,
-                 mysql_cdc_conn_id: str = "mysql_cdc_default", **kwargs: Any) -> None:
+                 mysql_cdc_conn_id: str = "mysql_cdc_default", lake_conn_id: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.base_uri = base_uri
+        self.lake_conn_id = lake_conn_id
         self.tables = tables
         self.readers_per_batch = readers_per_batch
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
@@ -61,7 +67,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
         tables = rendered.table_list(self.tables)
-        store, batches = SnapshotStore(self.base_uri), []
+        store, batches = SnapshotStore(open_lake(self.base_uri, self.lake_conn_id)), []
         for table in tables:
             plan = store.read_plan(table)
             if plan is None or any(m is None for m in store.manifests(plan)):
@@ -89,6 +95,8 @@ class MySqlVerifyOperator(BatchJobOperator):
 
     :param batch: one item of the plan task's XCom; required, usually mapped (templated)
     :param base_uri: the lake; required (templated)
+    :param lake_conn_id: the lake's credentials, as the snapshot operator's (the Spark driver gets them
+        through ``spark-submit``'s environment only). Default: ``None`` (templated)
     :param run: the verification run's name, the report's file name. Default: ``{{ run_id }}`` (templated)
     :param wait_seconds: how long a Spark task waits for the stream to pass its chunks' high watermarks.
         Default: ``600.0`` (templated)
@@ -114,11 +122,12 @@ class MySqlVerifyOperator(BatchJobOperator):
         partitions: int = 0,
         spark_conn_id: str = "spark_default",
         map_index_template: str | None = "{{ task.batch['label'] }}",
+        lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(job="verify", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
                          partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
-                         **kwargs)
+                         lake_conn_id=lake_conn_id, **kwargs)
         self.run = run
         self.wait_seconds = wait_seconds
 
@@ -130,10 +139,11 @@ class MySqlVerifyOperator(BatchJobOperator):
 
         batch = Batch.from_dict(self.batch)
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
-        config = self.prepare(batch, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
+        lake = self.open_lake()
+        config = self.prepare(batch, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
-        self.run_job(context, config)
-        report = VerifyStore(self.base_uri).read_batch(batch.table, str(self.run), batch.number)
+        self.run_job(context, config, lake)
+        report = VerifyStore(lake).read_batch(batch.table, str(self.run), batch.number)
         if report is None:
             raise VerifyError(f"the Spark job verifying {batch.label} succeeded but wrote no report under "
                               f"{self.base_uri}: the driver must reach the same lake as this task")
@@ -149,18 +159,22 @@ class MySqlVerifySummaryOperator(BaseOperator):
     needed: a failed verify task leaves its batch without a report, which fails this task too).
 
     :param base_uri: the lake; required (templated)
+    :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
+        id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
+        from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param tables: the tables verified, ``database.table``; required (templated)
     :param run: the verification run's name, as given to the verify tasks. Default: ``{{ run_id }}``
         (templated)
     :param fail_on_difference: fail when any chunk differs. Default: ``True`` (templated)
     """
 
-    template_fields: Sequence[str] = ("base_uri", "tables", "run", "fail_on_difference")
+    template_fields: Sequence[str] = ("base_uri", "tables", "run", "fail_on_difference", "lake_conn_id")
 
     def __init__(self, *, base_uri: str, tables: Any, run: str = "{{ run_id }}", fail_on_difference: Any = True,
-                 **kwargs: Any) -> None:
+                 lake_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.base_uri = base_uri
+        self.lake_conn_id = lake_conn_id
         self.tables = tables
         self.run = run
         self.fail_on_difference = fail_on_difference
@@ -172,12 +186,13 @@ class MySqlVerifySummaryOperator(BaseOperator):
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
         fail_on_difference = rendered.flag("fail_on_difference", self.fail_on_difference)
-        store, reports = SnapshotStore(self.base_uri), {}
+        lake = open_lake(self.base_uri, self.lake_conn_id)
+        store, reports = SnapshotStore(lake), {}
         for table in rendered.table_list(self.tables):
             plan = store.read_plan(table)
             if plan is None:
                 raise VerifyError(f"no snapshot plan of {table} under {self.base_uri}: nothing was verified")
-            reports[str(table)] = summarize(self.base_uri, table, str(self.run), [b.number for b in plan.batches],
+            reports[str(table)] = summarize(lake, table, str(self.run), [b.number for b in plan.batches],
                                       fail_on_difference=False, log=self.log)
         differing = [r.summary() for r in reports.values() if not r.equal]
         if differing and fail_on_difference:

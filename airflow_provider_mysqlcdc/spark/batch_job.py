@@ -3,10 +3,11 @@
 The snapshot job (``snapshot_job``) and the verify job (``verify_job``) take the same arguments, find
 the same plan and columns, refuse the same Spark setting and distribute the same chunks; only what an
 executor does with its chunks and what the driver does with the results differ. The CDC user's
-password comes from an environment variable of the driver, never from the arguments or the Spark
-configuration (both show in process lists and the Spark UI's environment). The driver hands it to its
-tasks inside their serialized closure, so executors on a cluster need no environment of their own for
-it (``spark.executorEnv.*`` would be another Spark property on the command line).
+password and the lake's storage options (its credentials, from ``lake_conn_id``) come from environment
+variables of the driver, never from the arguments or the Spark configuration (both show in process
+lists and the Spark UI's environment). The driver hands them to its tasks inside their serialized
+closure (the connection and the ``Lake`` handle), so executors on a cluster need no environment of their
+own for them (``spark.executorEnv.*`` would be another Spark property on the command line).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan
 
 PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
+LAKE_OPTIONS_ENV = "MYSQL_CDC_LAKE_OPTIONS"
+"""The driver's environment variable holding the lake's storage options as JSON (absent or ``{}``: none)."""
 APPLICATION_LINE = "mysql-cdc spark application "
 """Starts the driver's line with its application (JSON); the operators' "Spark application" link reads it."""
 HISTORY_SERVER_ADDRESS = "spark.yarn.historyServer.address"
@@ -45,6 +49,8 @@ def argument_parser(description: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--batch", required=True, help="the batch as JSON (Batch.to_dict)")
     parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
     parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
+    parser.add_argument("--lake-options-env", default=LAKE_OPTIONS_ENV,
+                        help="environment variable holding the lake's storage options (JSON)")
     parser.add_argument("--partitions", type=int, default=0,
                         help="Spark tasks; default (0) the batch's readers, at most one per chunk")
     return parser
@@ -62,10 +68,10 @@ def application_line(context: Any) -> str:
 
 @dataclass(frozen=True)
 class TaskChunks:
-    """What one Spark task works on: its chunks, the batch, the columns, the connection (with the password)
-    and its binlog reader id."""
+    """What one Spark task works on: its chunks, the batch, the columns, the connection (with the password),
+    the lake (with its storage options) and its binlog reader id."""
 
-    base_uri: str
+    lake: Lake
     index: int
     chunks: list[Chunk]
     batch: Batch
@@ -80,7 +86,7 @@ class BatchJob:
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
-    base_uri: str
+    lake: Lake
     batch: Batch
     plan: Plan
     schema: TableSchema
@@ -93,17 +99,19 @@ class BatchJob:
         from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
         from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
         from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+        from airflow_provider_mysqlcdc.lake.handle import Lake
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
         batch = Batch.from_dict(json.loads(args.batch))
         partitions = batch.spark_tasks(args.partitions)
-        plan = SnapshotStore(args.base_uri).read_plan(batch.table)
+        lake = Lake.at(args.base_uri, json.loads(os.environ.get(args.lake_options_env) or "{}"))
+        plan = SnapshotStore(lake).read_plan(batch.table)
         if plan is None:
             raise SnapshotStateError(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split "
                                      f"task first")
         config = ConnectionConfig.from_dict(json.loads(args.connection), os.environ.get(args.password_env, ""))
-        schema = batch_schema(plan.schema, config, args.base_uri)
-        return cls(kind, args.base_uri, batch, plan, schema, partitions, config)
+        schema = batch_schema(plan.schema, config, lake)
+        return cls(kind, lake, batch, plan, schema, partitions, config)
 
     def session(self) -> Any:
         """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
@@ -129,10 +137,10 @@ class BatchJob:
         are (pickled by Spark, the package being importable on every executor), and so do ``settings``; the
         password only inside the task's closure. Task ``index`` reads with the server id the split (or the
         verify plan) gave this batch's task ``index`` among all batches of the run."""
-        base_uri, batch, schema, config = self.base_uri, self.batch, self.schema, self.config
+        lake, batch, schema, config = self.lake, self.batch, self.schema, self.config
 
         def run(index: int, items: Iterable[Chunk]) -> Iterator[T]:
-            task = TaskChunks(base_uri, index, list(items), batch, schema, config,
+            task = TaskChunks(lake, index, list(items), batch, schema, config,
                               batch.server_id(config.server_id, index))
             return work(task, **settings)
 

@@ -35,7 +35,7 @@ def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | N
 
     started = reported = time.monotonic()
     done = rows = 0
-    for record in write_chunks(SnapshotStore(task.base_uri), task.batch, attempt, task.index, task.config,
+    for record in write_chunks(SnapshotStore(task.lake), task.batch, attempt, task.index, task.config,
                                task.schema, task.chunks, task.server_id):
         done, rows = done + 1, rows + record.rows
         if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
         return 3
     try:
-        manifest = commit_batch(SnapshotStore(job.base_uri), job.batch, attempt, job.schema, records, seconds)
+        manifest = commit_batch(SnapshotStore(job.lake), job.batch, attempt, job.schema, records, seconds)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         spark.stop()

@@ -31,7 +31,7 @@ def verify_task(task: TaskChunks, *, plan_chunks: list[Chunk], wait_seconds: flo
     which place a key in its batch's partition of the replica)."""
     from airflow_provider_mysqlcdc.engine.verify import verify_chunks
 
-    yield from verify_chunks(task.base_uri, task.config, task.schema, plan_chunks, task.batch, task.chunks,
+    yield from verify_chunks(task.lake, task.config, task.schema, plan_chunks, task.batch, task.chunks,
                              task.server_id, wait_seconds)
 
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     report = VerifyReport(job.batch.table, args.run, tuple(verdicts), seconds,
                           (job.batch.number,))
-    VerifyStore(job.base_uri).write_batch(report)
+    VerifyStore(job.lake).write_batch(report)
     print(report.summary(), flush=True)
     return 0
 

@@ -25,33 +25,41 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
+from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.lake.handle import Lake
+
 STATE_KEY = "mysql_cdc_stream_seq"
 """The asset state store's key of the last stream batch reported."""
 
 
 class MySqlCdcCommitTrigger(BaseEventTrigger):
-    """Fires for every stream commit that wrote rows of ``table`` into the lake ``base_uri``; never ends."""
+    """Fires for every stream commit that wrote rows of ``table`` into the lake ``base_uri`` (reached with
+    ``lake_conn_id``'s credentials, None: the triggerer's environment); never ends."""
 
-    def __init__(self, base_uri: str, table: str, poll_interval: float = 5.0) -> None:
+    def __init__(self, base_uri: str, table: str, poll_interval: float = 5.0, lake_conn_id: str | None = None) -> None:
         super().__init__()
         self.base_uri = base_uri
         self.table = table
         self.poll_interval = poll_interval
+        self.lake_conn_id = lake_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             "airflow_provider_mysqlcdc.triggers.lake_commits.MySqlCdcCommitTrigger",
-            {"base_uri": self.base_uri, "table": self.table, "poll_interval": self.poll_interval},
+            {"base_uri": self.base_uri, "table": self.table, "poll_interval": self.poll_interval,
+             "lake_conn_id": self.lake_conn_id},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_mysqlcdc.assets import checkpoint_seq, stream_extra
 
+        options = await asyncio.to_thread(lake_storage_options, self.lake_conn_id)  # the connection: blocking
+        lake = Lake.at(self.base_uri, options)
         seen = await self._stored_seq()
         if seen is None:
-            seen = await asyncio.to_thread(checkpoint_seq, self.base_uri)
+            seen = await asyncio.to_thread(checkpoint_seq, lake)
         while True:
-            seq, extra = await asyncio.to_thread(stream_extra, self.base_uri, self.table, seen)
+            seq, extra = await asyncio.to_thread(stream_extra, lake, self.table, seen)
             if extra is not None:
                 yield TriggerEvent(extra)
             if seq != seen:

@@ -21,6 +21,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from dev import airflow_deployment
@@ -140,7 +141,7 @@ class SharedRun:
         return dict(self.deployment.api("GET", f"dags/{DAG_ID}/dagRuns/{self.run_id}/taskInstances/stream"))
 
     def checkpoint_seq(self) -> int:
-        checkpoint = StreamStore(self.base_uri).read_checkpoint()
+        checkpoint = StreamStore(Lake.at(self.base_uri)).read_checkpoint()
         return checkpoint.seq if checkpoint is not None else -1
 
     def differences(self) -> list[str]:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pyarrow.compute as pc
 import pytest
 
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import table_uri
 from airflow_provider_mysqlcdc.lake.read import read_changes
 from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.assets import checkpoint_seq, replica_uri
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from tests.deployment.conftest import DAG_ID, DATABASE, DOWNSTREAM_DAG_ID, TABLES, SharedRun
 
 TABLE = f"{DATABASE}.{TABLES[0]}"
@@ -46,7 +47,7 @@ def test_a_downstream_dag_runs_after_the_stream_commits(shared_run: SharedRun) -
     payload = event["extra"]["payload"]
     assert event["extra"]["from_trigger"] is True
     assert payload["table"] == TABLE and payload["rows"] > 0
-    assert 1 <= payload["first_seq"] <= payload["seq"] <= checkpoint_seq(shared_run.base_uri)
+    assert 1 <= payload["first_seq"] <= payload["seq"] <= checkpoint_seq(Lake.at(shared_run.base_uri))
     assert re.fullmatch(r"[^:]+\.\d+:\d+", payload["offset"]), payload  # binlog file:position
 
     snapshots = [e for e in asset_events(shared_run, uri) if (e["extra"] or {}).get("source") == "snapshot"]

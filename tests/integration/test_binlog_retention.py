@@ -15,6 +15,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.binlog_retention import BATCH_OVERHEAD_SECONDS, read_retention
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 from tests.airflow_connections import set_airflow_connections
 
@@ -82,7 +83,7 @@ def test_a_snapshot_longer_than_the_retention_is_refused_before_planning(
     assert f"plus {BATCH_OVERHEAD_SECONDS:.0f} s of Spark start per batch, one batch at a time: 1 min)" in message
     assert "SET GLOBAL binlog_expire_logs_seconds = 121" in message and "fewer tables per run" in message
     assert "retention_check='warn'" in message
-    assert SnapshotStore(str(tmp_path / "lake")).read_plan(TableId.parse(table)) is None  # nothing planned
+    assert SnapshotStore(Lake.at(str(tmp_path / "lake"))).read_plan(TableId.parse(table)) is None  # nothing planned
 
 
 def test_warn_logs_and_plans(mariadb_server, table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,7 @@ from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.engine.stream_batches import emit_filter_for, stream_batches
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, lake_schema
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, cast_to
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.compressed_binlog import COMPRESSED_ROWS_EVENTS, compressed_binlog, event_types_since
@@ -195,7 +196,7 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     assert state == table_contents(cdc_conn, schema)
 
     # the stream from the same checkpoint: its changelog holds exactly the emitted changes
-    store = StreamStore(str(tmp_path / "lake"))
+    store = StreamStore(Lake.at(str(tmp_path / "lake")))
     checkpoint = Checkpoint(0, lowest, {schema.id: schema}, {schema.id: [
         FinishedChunkInfo.of(s.chunk, s.high_watermark) for s in snapshots]})
     store.commit(checkpoint, {})

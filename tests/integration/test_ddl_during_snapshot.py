@@ -16,7 +16,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import table_uri
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import current_rows, example_dag

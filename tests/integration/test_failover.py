@@ -39,6 +39,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import ServerChangedError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from dev import mariadb
@@ -120,7 +121,7 @@ def test_stream_continues_on_the_replica_by_gtid(servers, tmp_path) -> None:
     mariadb.wait_caught_up(replica, primary)
     table = TableId(DB, "orders")
     base_uri = str(tmp_path / "lake")
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     with config_of(primary).connect() as control:
         schema = load_table_schema(control, table)
         # as snapshot high watermarks are read: fast, without GTIDs; the stream must add them itself
@@ -153,7 +154,7 @@ def test_stream_continues_on_the_replica_by_gtid(servers, tmp_path) -> None:
     mariadb.stop(Path(primary.data_dir).parent)
 
     # every commit the stream made on the primary carried the GTID position
-    history = DeltaTable(store.changelog_uri(table)).history()
+    history = DeltaTable(store.lake.table(table).changelog.uri).history()
     offsets = [h["offset"] for h in history if "offset" in h and h.get("stream_seq") not in (None, "0")]
     assert offsets and all(" gtid=0-1-" in o for o in offsets), offsets
 
@@ -197,10 +198,10 @@ def test_without_gtids_a_changed_server_is_refused(servers, tmp_path) -> None:
         offset = read_current_offset(control, ServerInfo.read(control), with_gtid=False)
     # the replica's own file name and position, but taken on the old primary and without GTIDs
     old = replace(offset, gtid=None, server="mariadb server_id=1")
-    StreamStore(base_uri).commit(Checkpoint(0, old, {table: schema}), {})
+    StreamStore(Lake.at(base_uri)).commit(Checkpoint(0, old, {table: schema}), {})
     runner = StreamRunner(StreamOptions(base_uri, (table,), writer="failover test"), replica_config)
     with replica_config.connect() as control, pytest.raises(ServerChangedError, match="enable GTIDs"):
         runner.open(control)
     runner.lease.release()
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and checkpoint.offset == old  # nothing moved

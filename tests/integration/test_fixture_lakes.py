@@ -31,6 +31,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from dev import mariadb
@@ -99,7 +100,7 @@ def lake_rows(base_uri: str, schema: TableSchema) -> dict[Hashable, tuple[Any, .
 def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_path: Path) -> None:
     base_uri = str(tmp_path / "lake")
     shutil.copytree(FIXTURES / name, base_uri)
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     checkpoint = store.read_checkpoint()
     assert checkpoint is not None
     found, expected = checkpoint.offset, source.end
@@ -136,7 +137,7 @@ def test_a_fixture_lake_is_read_and_streamed_on(name: str, source: Source, tmp_p
 def test_a_lake_of_a_newer_version_is_refused_before_the_stream_commits(source: Source, tmp_path: Path) -> None:
     base_uri = str(tmp_path / "lake")
     shutil.copytree(FIXTURES / "current", base_uri)
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     newer = {**store.lake.read_json(store.checkpoint_path), "format_version": Checkpoint.FORMAT.version + 1}
     store.lake.write_json(store.checkpoint_path, newer)
     versions = {t: DeltaTable(store.changelog_uri(TableId.parse(t))).version() for t in TABLES}

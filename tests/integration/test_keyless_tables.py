@@ -25,7 +25,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.multiset import DUP_COLUMN
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
@@ -111,7 +111,7 @@ def test_a_keyless_table_under_a_writer_is_replicated_as_a_multiset(mariadb_serv
         writer.stop()
     assert plan.schema.keyless and len(plan.batches) >= 3 and writer.count > during > 20
     # the snapshot's chunks were read at one binlog position each: nothing to fix up
-    manifests = [m for m in SnapshotStore(base_uri).manifests(plan) if m is not None]
+    manifests = [m for m in SnapshotStore(Lake.at(base_uri)).manifests(plan) if m is not None]
     assert all(r.low_watermark == r.high_watermark for m in manifests for r in m.chunks)
 
     expected = source_rows(admin)
@@ -153,7 +153,7 @@ def test_a_committed_keyless_batch_is_not_rerun_once_streamed(mariadb_server, ad
     create_bag(admin, rows=300)
     table = f"{database}.bag"
     plan = replica.snapshot(config, base_uri, table, chunk_size=100, chunks_per_batch=2, chunk_key="g")
-    store, batch = SnapshotStore(base_uri), plan.batches[0]
+    store, batch = SnapshotStore(Lake.at(base_uri)), plan.batches[0]
     attempt = uuid.uuid4().hex[:12]
     results = list(write_chunks(store, batch, attempt, 0, config, plan.schema, plan.chunks_of(batch),
                                 config.server_id.allocate(0)))
@@ -173,7 +173,7 @@ def test_a_keyless_table_through_the_spark_snapshot_job_and_the_stream(airflow_d
     base_uri, table = str(tmp_path / "lake"), f"{database}.bag"
 
     def stream_started_a_while_ago() -> bool:
-        checkpoint = StreamStore(base_uri).read_checkpoint()
+        checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
     writer = BagWriter(mariadb_server, database, until=stream_started_a_while_ago)
@@ -184,9 +184,9 @@ def test_a_keyless_table_through_the_spark_snapshot_job_and_the_stream(airflow_d
     finally:
         writer.stop()
     assert run.state == "success" and writer.count > 20
-    plan = SnapshotStore(base_uri).read_plan(TableId.parse(table))
+    plan = SnapshotStore(Lake.at(base_uri)).read_plan(TableId.parse(table))
     assert plan is not None and plan.schema.keyless and plan.schema.chunk_key == "g"
-    manifests = SnapshotStore(base_uri).manifests(plan)
+    manifests = SnapshotStore(Lake.at(base_uri)).manifests(plan)
     assert all(m is not None and all(r.low_watermark == r.high_watermark for r in m.chunks) for m in manifests)
     expected = source_rows(admin)  # the stream stopped once caught up and idle, and merged
     assert max(Counter(expected).values()) > 1

@@ -16,6 +16,7 @@ from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.arrow_rows import canonical_rows
@@ -87,7 +88,7 @@ def test_a_stalled_stream_taken_over_cannot_commit(mariadb_server, admin, cdc_co
         stalled.catch_up(control, checkpoint, StreamProgress.start())  # it would write batch 2 again
     control.close()
     taker_control.close()
-    stored = StreamStore(base_uri).read_checkpoint()
+    stored = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert stored is not None and (stored.seq, stored.offset) == (taken.seq, taken.offset)
     schema = load_table_schema(cdc_conn, table)
     assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)

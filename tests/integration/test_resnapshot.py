@@ -23,6 +23,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
@@ -99,7 +100,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
     stream(base_uri, table)
     schema = load_table_schema(admin, table)
     uri = table_uri(base_uri, table)
-    plan = SnapshotStore(base_uri).read_plan(table)
+    plan = SnapshotStore(Lake.at(base_uri)).read_plan(table)
     assert plan is not None and len(plan.chunks) >= 10
     last = plan.chunks[-1].index
 

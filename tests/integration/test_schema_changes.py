@@ -29,6 +29,7 @@ from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.integration.test_snapshot_dag import current_rows
@@ -172,11 +173,11 @@ def test_truncate_drop_and_the_online_schema_change_swap(admin: Any, config: Con
     with admin.cursor() as cur:
         cur.execute("DROP TABLE sw")
     stream(config, base_uri, [tr, sw])
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and sw not in checkpoint.schemas
     assert checkpoint.stopped[sw].ddl.startswith("DROP TABLE")
     assert DeltaTable(table_uri(base_uri, sw)).count() > 0  # the replica is kept, marked dropped
-    _, extra = stream_extra(base_uri, sw, checkpoint.seq - 1)  # the asset event of the batch that dropped it
+    _, extra = stream_extra(Lake.at(base_uri), sw, checkpoint.seq - 1)  # the asset event of the batch that dropped it
     assert extra is not None and extra["stopped_by"].startswith("DROP TABLE")
 
     with admin.cursor() as cur:  # created again under the captured name: captured from empty
@@ -199,7 +200,7 @@ def test_exception_stops_before_the_ddl(admin: Any, config: ConnectionConfig, da
         cur.execute("UPDATE ex SET s2 = 'c' WHERE id = 2")
     with pytest.raises(SchemaChangeError, match=r"(?s)RENAME COLUMN s TO s2.*schema_change_behavior"):
         stream(config, base_uri, [table], SchemaChangeBehavior.EXCEPTION)
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None
     changes = read_changes(base_uri, str(table))
     assert changes.column("s").to_pylist() == ["a", "b"]  # the update before the DDL, and nothing past it
@@ -225,7 +226,7 @@ def test_tables_renamed_away_and_back_and_columns_converted(admin: Any, config: 
         cur.execute("UPDATE ra_moved SET v = -v WHERE id <= 45")  # written under the other name
         cur.execute("DELETE FROM rb_moved WHERE id <= 13")
     stream(config, base_uri, [ra, rb])
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and {ra, rb} <= set(checkpoint.stopped) and not checkpoint.schemas
     with admin.cursor() as cur:
         cur.execute("RENAME TABLE ra_moved TO ra, rb_moved TO rb")  # back: captured again, rows read again
@@ -244,7 +245,7 @@ def test_tables_renamed_away_and_back_and_columns_converted(admin: Any, config: 
     stream(config, base_uri, [ra, rb])
     for table in (ra, rb):
         assert_replica_equal(admin, base_uri, table)
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and set(checkpoint.schemas) == {ra, rb} and not checkpoint.stopped
 
 
@@ -285,7 +286,7 @@ def test_what_each_behavior_does_with_what_it_cannot_keep(admin: Any, config: Co
     if behavior is SchemaChangeBehavior.EVOLVE:
         with pytest.raises(SchemaChangeError, match=r"(?s)CONVERT TO CHARACTER SET.*schema_change_behavior"):
             stream(config, base_uri, [table], behavior)
-        checkpoint = StreamStore(base_uri).read_checkpoint()
+        checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         assert checkpoint is not None and "s2" in checkpoint.schemas[table].column_names  # the rename before it
         return
     stream(config, base_uri, [table], behavior)
@@ -335,7 +336,7 @@ def test_ignore_keeps_the_lakes_columns_and_writes_changes_as_them(admin: Any, c
     assert [d for _, d in ddl_records(base_uri, table)] == statements
     assert [k for k, _ in ddl_records(base_uri, table)] == ["!S"] * 4 + ["!T"]
     assert "c" not in read_changes(base_uri, str(table)).column_names
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and checkpoint.kept[table].column_names == ("id", "v", "s", "x")
     assert checkpoint.schemas[table].column_names == ("id", "v", "s2", "c")
     assert {r[0]: r[1:] for r in current_rows(base_uri, checkpoint.kept[table])} == expected  # deltalake alone
@@ -418,7 +419,7 @@ def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
     assert writer.count > 0
     stream_patterns()
 
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None
     names = {t.table for t in checkpoint.schemas}
     assert names == {"pt_a", "pt_new", "pt_moved", "pt_ctas"}

@@ -36,7 +36,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, SnapshotStore
 from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
@@ -118,7 +118,7 @@ def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConf
     key = row_key_of(schema)
     order = KeyOrder.for_column(cdc_conn, schema.chunk_key_column)
     state: dict[Hashable, tuple[Any, ...]] = {}
-    for row in current_rows(store.base_uri, schema):
+    for row in current_rows(store.lake.base_uri, schema):
         assert key(row) not in state, f"{key(row)} written twice"
         state[key(row)] = row
     finished: list[FinishedChunkInfo] = []
@@ -156,7 +156,7 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     conf = {"tables": [f"{database}.orders"], "base_uri": base_uri, "rows_per_batch": 60_000,
             "stop_after_idle_seconds": 0}  # the stream task stops as soon as it has caught up
     schema = load_table_schema(cdc_conn, TableId(database, "orders"))
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     server = ServerInfo.read(cdc_conn)
 
     # the plan is known before the run: 25 chunks of 8096 rows, 7 chunks (60,000 rows) per batch
@@ -237,7 +237,7 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
             cur.execute(f"ANALYZE TABLE {table}")
             cur.fetchall()
     base_uri = str(tmp_path / "lake")
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     tables = [f"{database}.{t}" for t in sizes]
 
     def split() -> list[Batch]:

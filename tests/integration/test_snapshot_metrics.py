@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.operators.links import SparkApplicationLink
 from dev.dag_file import load_dag
@@ -150,7 +150,7 @@ def test_snapshot_sends_metrics_and_every_task_links_its_places(
         live.stopping.set()
         live.join(30)
     assert run.state == "success"
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     plan = store.read_plan(TableId.parse(table))
     assert plan is not None and len(plan.batches) == 1
     manifest = store.read_manifest(plan.batches[0])

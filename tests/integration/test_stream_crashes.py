@@ -14,6 +14,7 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests import stream_worker
@@ -27,7 +28,7 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     table = TableId(database, "orders")
     schema = load_table_schema(cdc_conn, table)
     base_uri = str(tmp_path / "lake")
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     start = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
     store.commit(Checkpoint(0, start, {table: schema}), {})  # like startup_mode latest-offset
     config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,

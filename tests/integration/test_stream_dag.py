@@ -21,7 +21,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.lake.delta import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.airflow_connections import set_airflow_connections
@@ -163,7 +163,7 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
     schemas = [load_table_schema(cdc_conn, TableId.parse(t)) for t in tables]
 
     def stream_started_a_while_ago() -> bool:
-        checkpoint = StreamStore(base_uri).read_checkpoint()
+        checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
     # through the snapshot into the stream (or 3 minutes at most)
@@ -186,13 +186,13 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
         assert rows == orders, f"{engine} reads another current state than the table's"
 
     # the next run: no snapshot left, the stream continues from the checkpoint
-    seq = StreamStore(base_uri).read_checkpoint().seq  # type: ignore[union-attr]
+    seq = StreamStore(Lake.at(base_uri)).read_checkpoint().seq  # type: ignore[union-attr]
     Writer(mariadb_server, database, 2, seed=2).run()
     TypesWriter(mariadb_server, database, 2, seed=2).run()
     rerun = example_dag().test(run_conf=conf)
     assert rerun.state == "success"
     assert not [ti for ti in rerun.get_task_instances() if ti.task_id == "snapshot" and ti.state == "success"]
-    assert StreamStore(base_uri).read_checkpoint().seq > seq  # type: ignore[union-attr]
+    assert StreamStore(Lake.at(base_uri)).read_checkpoint().seq > seq  # type: ignore[union-attr]
     for table, schema in zip(tables, schemas, strict=True):
         assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema), table
 

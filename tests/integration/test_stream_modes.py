@@ -20,6 +20,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
@@ -60,7 +61,7 @@ def test_stop_at_offset_stops_once_the_checkpoint_reaches_it(admin, cdc_conn, da
     # only the offset can stop it: no idleness stop; the duration is a safety net the test would see
     summary = stream(base_uri, table, stop_at_offset=stop_at, stop_after_idle_seconds=None, max_duration_seconds=30)
     assert summary["stopped"] == f"reached {stop_at}"
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and not checkpoint.offset < target
     assert inserted_ids(base_uri, table) == [1, 2]
 
@@ -144,7 +145,7 @@ def test_purged_binlog_fails_clearly(cdc_conn, database, tmp_path, admin) -> Non
     table = TableId(database, "purged")
     base_uri = str(tmp_path / "lake")
     gone = BinlogOffset("mysql-bin.000000", 4, flavor="mariadb")
-    StreamStore(base_uri).commit(Checkpoint(3, gone, {table: load_table_schema(cdc_conn, table)}), {})
+    StreamStore(Lake.at(base_uri)).commit(Checkpoint(3, gone, {table: load_table_schema(cdc_conn, table)}), {})
     with pytest.raises(SourceConfigError, match="no longer on the server.*Re-snapshot"):
         stream(base_uri, str(table))
 
@@ -169,7 +170,7 @@ def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None
 def assert_followed(cdc_conn: Any, base_uri: str, table: str) -> None:
     """The checkpoint holds the table's current schema and the lake equals the table."""
     schema = load_table_schema(cdc_conn, TableId.parse(table))
-    assert StreamStore(base_uri).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
+    assert StreamStore(Lake.at(base_uri)).read_checkpoint().schemas[schema.id] == schema  # type: ignore[union-attr]
     assert canonical_rows(read_table(base_uri, table)) == table_rows(cdc_conn, schema)
 
 

@@ -22,6 +22,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.airflow_connections import set_airflow_connections
@@ -64,7 +65,7 @@ class BothTables(_Writing):
 
 
 def checkpoint_seq(base_uri: str) -> int:
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     return checkpoint.seq if checkpoint is not None else -1
 
 
@@ -130,6 +131,6 @@ def test_tables_added_removed_and_added_back(airflow_db, connections, mariadb_se
     assert any("the stream goes back to" in m for m in runner_log)
     assert equal(a) and equal(b)
     assert read_changes(base_uri, b).num_rows == b_changes
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and set(checkpoint.schemas) == {TableId.parse(a), TableId.parse(b)}
     assert not checkpoint.stopped

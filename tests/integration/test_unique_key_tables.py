@@ -26,6 +26,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -99,7 +100,7 @@ def test_tables_keyed_by_a_unique_index_snapshot_and_stream(airflow_db, connecti
     schemas = {pairs: load_table_schema(cdc_conn, pairs), codes: load_table_schema(cdc_conn, codes, "code")}
 
     def stream_started_a_while_ago() -> bool:
-        checkpoint = StreamStore(base_uri).read_checkpoint()
+        checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
     writer = Writer(mariadb_server, database, 180, 7, until=stream_started_a_while_ago)
@@ -109,7 +110,7 @@ def test_tables_keyed_by_a_unique_index_snapshot_and_stream(airflow_db, connecti
     assert run.state == "success" and writer.count > 50
 
     # each table planned with its unique index as the key and, for codes, the configured chunk key
-    store = SnapshotStore(base_uri)
+    store = SnapshotStore(Lake.at(base_uri))
     pairs_plan, codes_plan = store.read_plan(pairs), store.read_plan(codes)
     assert pairs_plan is not None and codes_plan is not None
     assert (pairs_plan.schema.key_index, pairs_plan.schema.row_key, pairs_plan.schema.chunk_key) == \
@@ -125,7 +126,7 @@ def test_tables_keyed_by_a_unique_index_snapshot_and_stream(airflow_db, connecti
         lake_matches(base_uri, schema, table_contents(cdc_conn, schema))
 
     # a second run streams on from the checkpoint (whose schemas name the key index) and equals again
-    checkpoint = StreamStore(base_uri).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and checkpoint.schemas[codes].key_index == "by_id"
     assert checkpoint.schemas[codes].chunk_key == "code"
     Writer(mariadb_server, database, 2, 8).run()
@@ -145,9 +146,9 @@ def test_a_batch_reads_the_current_columns_with_the_planned_chunk_key(mariadb_se
     config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
                               mariadb_server.port)
     planned = load_table_schema(cdc_conn, TableId(database, "tags"), "tag")
-    assert batch_schema(planned, config, "/lake") is planned
+    assert batch_schema(planned, config, Lake.at("/lake")) is planned
     with admin.cursor() as cur:
         cur.execute("ALTER TABLE tags ADD COLUMN note TEXT")
-    current = batch_schema(planned, config, "/lake")
+    current = batch_schema(planned, config, Lake.at("/lake"))
     assert current.column_names == ("id", "tag", "note")
     assert (current.chunk_key, current.row_key, current.key_index) == ("tag", ("id",), "u_id")

@@ -24,7 +24,8 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, summarize, verify_batch_locally
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, table_uri
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Plan
 from tests import replica
 from tests.integration.test_as_of import config_of, create_orders
@@ -33,8 +34,8 @@ from tests.integration.test_stream_dag import TypesWriter, Writer, create_types_
 
 def verify(config: Any, base_uri: str, plan: Plan, run: str, fail_on_difference: bool = False) -> VerifyReport:
     for batch in plan.batches:
-        verify_batch_locally(base_uri, config, batch.with_readers(0, 2), run, parts=2, wait_seconds=60)
-    return summarize(base_uri, plan.schema.id, run, [b.number for b in plan.batches], fail_on_difference)
+        verify_batch_locally(Lake.at(base_uri), config, batch.with_readers(0, 2), run, parts=2, wait_seconds=60)
+    return summarize(Lake.at(base_uri), plan.schema.id, run, [b.number for b in plan.batches], fail_on_difference)
 
 
 class Ticker(threading.Thread):
@@ -79,7 +80,8 @@ def test_verify_reports_no_difference_under_concurrent_writes(mariadb_server, ad
     assert report.equal, report.summary()
     assert len(report.verdicts) == len(plan.chunks) >= 4 and len(plan.batches) >= 2
     assert report.rows > 0 and all(v.source_rows == v.replica_rows for v in report.verdicts)
-    written = VerifyStore(base_uri).lake.read_json(VerifyStore(base_uri).report_path(TableId.parse(table), "run-a"))
+    store = VerifyStore(Lake.at(base_uri))
+    written = store.lake.read_json(store.report_path(TableId.parse(table), "run-a"))
     assert written is not None and written["equal"] and written["chunks"] == len(plan.chunks)
 
 
@@ -115,7 +117,7 @@ def test_verify_names_exactly_the_damaged_keys(mariadb_server, admin, database, 
         with replica.stream_running(config, base_uri):
             report = verify(config, base_uri, plan, "run-b")
             with pytest.raises(ReplicaMismatchError, match="3 chunks differ .* 1 keys missing .* 2 extra, 1 with"):
-                summarize(base_uri, plan.schema.id, "run-b", [b.number for b in plan.batches], True)
+                summarize(Lake.at(base_uri), plan.schema.id, "run-b", [b.number for b in plan.batches], True)
     finally:
         ticker.stopping.set()
         ticker.join(10)
@@ -166,7 +168,8 @@ def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, 
                       ("verify", plan.batches[1].label): "success", ("summary", None): "failed",
                       ("repair", None): "upstream_failed"}
     assert run.state == "failed"
-    report = VerifyStore(base_uri).lake.read_json(VerifyStore(base_uri).report_path(plan.schema.id, run.run_id))
+    store = VerifyStore(Lake.at(base_uri))
+    report = store.lake.read_json(store.report_path(plan.schema.id, run.run_id))
     assert report is not None and report["chunks"] == len(plan.chunks) and report["rows"] == 6_000
     assert (report["missing"], report["extra"], report["different"]) == (0, 0, 1)
     (differing,) = [v for v in report["verdicts"] if not v["equal"]]

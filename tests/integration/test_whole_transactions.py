@@ -16,6 +16,7 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.replica import snapshot
@@ -55,7 +56,7 @@ def test_readers_never_see_part_of_a_transaction(admin: Any, mariadb_server: Any
     done = threading.Event()
 
     def poll() -> None:
-        store, uri = StreamStore(base_uri), table_uri(base_uri, table)
+        store, uri = StreamStore(Lake.at(base_uri)), table_uri(base_uri, table)
         while not done.is_set():
             seen.add(DeltaTable(uri).count())
             checkpoint = store.read_checkpoint()

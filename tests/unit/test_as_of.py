@@ -21,6 +21,7 @@ from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.as_of import AsOf, History
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import merge_changes
 from airflow_provider_mysqlcdc.lake.read import read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
@@ -83,9 +84,10 @@ EXPECTED: list[tuple[Any, list[tuple[Any, ...]]]] = [
 
 def merge(lake: Lakes, through: int) -> None:
     """The stream's MERGE of every batch up to ``through`` into the current table (each key to its batch)."""
-    changes = unmerged_changes(lake.base_uri, ORDERS, SCHEMA, -1, through)
+    changes = unmerged_changes(Lake.at(lake.base_uri), ORDERS, SCHEMA, -1, through)
     batches = pa.array([0 if k < 10 else 1 for k in changes.column("id").to_pylist()], pa.int32())
-    merge_changes(table_uri(lake.base_uri, ORDERS), changes.append_column(BATCH_COLUMN, batches), ["id"], through)
+    merge_changes(Lake.at(lake.base_uri).table(ORDERS).current, changes.append_column(BATCH_COLUMN, batches), ["id"],
+                  through)
 
 
 @pytest.mark.parametrize("merged", [0, 1, 2])
@@ -104,7 +106,7 @@ def test_one_history_serves_many_positions_and_a_batch_partition(lake: Lakes) ->
     snapshot(lake)
     stream(lake)
     merge(lake, 2)
-    history = History.load(lake.base_uri, "shop.orders", batch=1)  # keys >= 10 from the current table
+    history = History.load(Lake.at(lake.base_uri), "shop.orders", batch=1)  # keys >= 10 from the current table
     in_batch = history.rows.filter(pa.compute.greater_equal(history.rows.column("id"), 10))
     assert rows_of(history.at(off(1, 400), in_batch)) == [(10, "j", 10), (11, "k", 11)]
     assert rows_of(history.at(off(1, 600), in_batch)) == [(11, "k", 11)]

@@ -30,6 +30,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
@@ -51,7 +52,7 @@ def committed_batch(lake: Lakes, rows: list[tuple[int, str, int]], high_watermar
     chunk = ChunkResult(plan.chunks[0], len(rows), 0, off(1, 100), high_watermark, "_batch=0/part-0.parquet")
     version = DeltaTable(table_uri(lake.base_uri, ORDERS)).version()
     manifest = BatchManifest(plan.batches[0], "a1", SCHEMA, (chunk,), 4096, 1.5, version)
-    SnapshotStore(lake.base_uri).write_manifest(manifest)
+    SnapshotStore(Lake.at(lake.base_uri)).write_manifest(manifest)
     return manifest
 
 
@@ -102,7 +103,7 @@ def test_the_assets_name_is_its_uri_and_the_watcher_follows_that_table(tmp_path:
     (watcher,) = asset.watchers
     classpath, kwargs = watcher.trigger.serialize()
     assert classpath == "airflow_provider_mysqlcdc.triggers.lake_commits.MySqlCdcCommitTrigger"
-    assert kwargs == {"base_uri": base_uri, "table": "shop.orders", "poll_interval": 2.0}
+    assert kwargs == {"base_uri": base_uri, "table": "shop.orders", "poll_interval": 2.0, "lake_conn_id": None}
     assert replica_asset(base_uri, "shop.orders", watch=False) == create_asset(base_uri=base_uri, table="shop.orders")
     assert create_asset(base_uri=base_uri, table="shop.orders").watchers == []
 
@@ -135,39 +136,39 @@ def test_a_snapshot_batch_emits_its_event_to_its_tables_asset_through_the_alias(
 
 
 def test_stream_events_carry_the_checkpoint_and_the_tables_rows_of_the_new_batches(lake: Lakes) -> None:
-    assert stream_extra(lake.base_uri, "shop.orders", -1) == (-1, None)  # no stream yet
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", -1) == (-1, None)  # no stream yet
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)), insert((2, "b", 2)))))
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, *update((1, "a", 1), (1, "a", 5)))))
     lake.commit_stream(3, off(2, 90))  # past other traffic: no row of the table
 
-    assert stream_rows(lake.base_uri, "shop.orders", 0, 3) == 4
-    assert stream_extra(lake.base_uri, "shop.orders", 1) == (3, {
+    assert stream_rows(Lake.at(lake.base_uri), "shop.orders", 0, 3) == 4
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 1) == (3, {
         "source": "stream", "table": "shop.orders", "seq": 3, "first_seq": 2, "offset": "mysql-bin.000002:90",
         "gtid": None, "rows": 2,
     })
-    assert stream_extra(lake.base_uri, "shop.orders", 2) == (3, None)  # batch 3 wrote nothing of it
-    assert stream_extra(lake.base_uri, "shop.orders", 3) == (3, None)
-    assert stream_extra(lake.base_uri, "shop.users", 0) == (3, None)  # a table the stream never wrote
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 2) == (3, None)  # batch 3 wrote nothing of it
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 3) == (3, None)
+    assert stream_extra(Lake.at(lake.base_uri), "shop.users", 0) == (3, None)  # a table the stream never wrote
 
 
 def test_a_killed_runs_batch_counts_once_and_only_once_its_checkpoint_is_written(lake: Lakes) -> None:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
     lake.killed_stream(2, off(1, 900), (SCHEMA, transaction(1, 700, insert((2, "b", 2)), insert((3, "c", 3)))))
-    assert stream_extra(lake.base_uri, "shop.orders", 1) == (1, None)  # past the checkpoint: not final
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 1) == (1, None)  # past the checkpoint: not final
     checkpoint = lake.stream.read_checkpoint()
     assert checkpoint is not None and lake.stream.remove_uncommitted(checkpoint) == 2
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, delete((1, "a", 1)))))
 
-    seq, extra = stream_extra(lake.base_uri, "shop.orders", 1)
+    seq, extra = stream_extra(Lake.at(lake.base_uri), "shop.orders", 1)
     assert seq == 2 and extra is not None and extra["rows"] == 1  # the rerun's batch, not the killed one's
 
 
 def test_rows_are_counted_over_many_batches_from_the_delta_log(lake: Lakes) -> None:
     for seq in range(1, 31):
         lake.commit_stream(seq, off(1, 100 * seq), (SCHEMA, transaction(1, 100 * seq - 50, insert((seq, "x", seq)))))
-    assert stream_rows(lake.base_uri, "shop.orders", 0, 30) == 30
-    assert stream_rows(lake.base_uri, "shop.orders", 5, 7) == 2
-    assert stream_rows(lake.base_uri, "shop.orders", 7, 7) == 0
+    assert stream_rows(Lake.at(lake.base_uri), "shop.orders", 0, 30) == 30
+    assert stream_rows(Lake.at(lake.base_uri), "shop.orders", 5, 7) == 2
+    assert stream_rows(Lake.at(lake.base_uri), "shop.orders", 7, 7) == 0
 
 
 def test_the_watchers_trigger_fires_once_per_new_commit_and_not_for_the_past(lake: Lakes) -> None:
@@ -198,9 +199,9 @@ def test_the_watchers_trigger_fires_once_per_new_commit_and_not_for_the_past(lak
 
 def test_a_lake_begun_anew_is_followed_from_its_new_sequence(lake: Lakes) -> None:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
-    assert stream_extra(lake.base_uri, "shop.orders", 9) == (1, None)  # a stored seq 9 from the old lake
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 9) == (1, None)  # a stored seq 9 from the old lake
     lake.commit_stream(2, off(1, 800), (SCHEMA, transaction(1, 700, insert((2, "b", 2)))))
-    assert stream_extra(lake.base_uri, "shop.orders", 1)[1] is not None  # from 1 on, as the trigger continues
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 1)[1] is not None  # from 1 on, as the trigger continues
 
 
 # -- the DAGs --------------------------------------------------------------------------------------------

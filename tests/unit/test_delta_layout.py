@@ -11,7 +11,8 @@ import pytest
 from deltalake import write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
-from airflow_provider_mysqlcdc.lake.delta import changelog_uri, for_delta, open_delta, stored_type, table_uri
+from airflow_provider_mysqlcdc.lake.delta import for_delta, stored_type
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, changelog_uri, table_uri
 
 
 def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folder() -> None:
@@ -63,6 +64,6 @@ def test_a_table_with_column_mapping_is_refused(tmp_path: Any) -> None:
     uri = str(tmp_path / "mapped")
     write_deltalake(uri, pa.table({"a": [1]}), configuration={"delta.columnMapping.mode": "name"})
     with pytest.raises(LakeFormatError, match="column mapping.*recreate the table without"):
-        open_delta(uri)
+        DeltaLocation(uri).open()
     write_deltalake(str(tmp_path / "plain"), pa.table({"a": [1]}))
-    assert open_delta(str(tmp_path / "plain")) is not None
+    assert DeltaLocation(str(tmp_path / "plain")).open() is not None

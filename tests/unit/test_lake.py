@@ -29,9 +29,9 @@ from airflow_provider_mysqlcdc.exceptions import (
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable, StreamStore
 
 ORDERS = TableId("shop", "orders")
@@ -82,8 +82,8 @@ class Lakes:
     def __init__(self, base_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.base_uri = base_uri
         self.monkeypatch = monkeypatch
-        self.snapshots = SnapshotStore(base_uri)
-        self.stream = StreamStore(base_uri)
+        self.snapshots = SnapshotStore(Lake.at(base_uri))
+        self.stream = StreamStore(Lake.at(base_uri))
 
     def plan(self, chunks: list[Chunk], chunks_per_batch: int = 1, schema: TableSchema = SCHEMA) -> Plan:
         plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
@@ -247,7 +247,7 @@ def test_changes_merged_into_the_current_table_are_not_applied_again(lake: Lakes
     lake.current_rows(merged, merged=1)
 
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 5), (3, "c", 3)]
-    unmerged = unmerged_changes(lake.base_uri, ORDERS, SCHEMA, 1, 2)
+    unmerged = unmerged_changes(Lake.at(lake.base_uri), ORDERS, SCHEMA, 1, 2)
     assert unmerged.column_names == [*SCHEMA.column_names, *META] and ids_of(unmerged) == [3]
 
 
@@ -261,7 +261,7 @@ def test_a_merge_counts_the_rows_it_merged_also_those_a_killed_run_left(lake: La
                                                                                                     (1, "a", 5)))))
     # the next run writes batch 2, then merges everything up to its checkpoint
     checkpoint = lake.commit_stream(2, off(1, 900), (SCHEMA, transaction(1, 800, insert((3, "c", 3)))))
-    merger = StateMerger(lake.base_uri, control=None)  # integer keys need no server for their order
+    merger = StateMerger(Lake.at(lake.base_uri), control=None)  # integer keys need no server for their order
     assert merger.merge(checkpoint) == {ORDERS: 4}  # +I, -U, +U of batch 1 and the +I of batch 2
     assert merger.merge(checkpoint) == {}  # nothing new: nothing merged, nothing counted
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 5), (2, "b", 2), (3, "c", 3)]

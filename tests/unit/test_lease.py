@@ -7,8 +7,8 @@ import time
 import pytest
 
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError, NewerLakeFormatError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.lease import StreamLease
-from airflow_provider_mysqlcdc.lake.storage import Lake
 
 
 def test_one_holder_at_a_time_and_the_same_holder_again(tmp_path) -> None:

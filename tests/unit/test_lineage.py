@@ -14,6 +14,7 @@ import pytest
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.engine.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 from airflow_provider_mysqlcdc.operators.lineage import (
     LineageFacts,
@@ -56,7 +57,8 @@ def test_a_snapshot_batch_reads_its_source_table_and_writes_the_current_state(la
     manifest: BatchManifest = committed_batch(lake, [(1, "a", 1), (2, "b", 2)], off(2, 4711))
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=manifest.batch.to_dict(), base_uri=lake.base_uri,
                                           mysql_cdc_conn_id="cdc_source")
-    operator._committed({}, manifest)  # what execute() does once the batch is in the lake: gathers the facts
+    # what execute() does once the batch is in the lake: gathers the facts
+    operator._committed({}, Lake.at(lake.base_uri), manifest)
 
     lineage = operator.get_openlineage_facets_on_complete(task_instance=None)
 
@@ -86,12 +88,12 @@ def test_operators_that_did_not_run_report_no_datasets(lake: Lakes) -> None:
 
 def test_the_split_reads_the_planned_tables_with_their_columns(lake: Lakes) -> None:
     lake.plan([])
-    lineage = operator_lineage(split_facts("cdc_source", lake.base_uri, [ORDERS]))
+    lineage = operator_lineage(split_facts("cdc_source", Lake.at(lake.base_uri), [ORDERS]))
     (source,) = lineage.inputs
     assert (source.namespace, source.name) == (SOURCE, "shop.orders")
     assert fields(source)[0] == ("id", "int(11)")
     assert lineage.outputs == []
-    assert operator_lineage(split_facts("cdc_source", lake.base_uri, [])).inputs == []
+    assert operator_lineage(split_facts("cdc_source", Lake.at(lake.base_uri), [])).inputs == []
 
 
 def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake: Lakes) -> None:
@@ -100,7 +102,7 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     lake.commit_stream(3, off(1, 900), (SCHEMA, transaction(1, 800, insert((2, "b", 2)))))
     summary = StreamSummary(StreamProgress(0.0, 0.0, batches=2, rows=3), "idle for 1 s", "x", seq=3)
 
-    lineage = operator_lineage(stream_facts("cdc_source", lake.base_uri, summary))
+    lineage = operator_lineage(stream_facts("cdc_source", Lake.at(lake.base_uri), summary))
 
     (source,) = lineage.inputs
     assert (source.namespace, source.name) == (SOURCE, "shop.orders")
@@ -126,9 +128,9 @@ def test_nothing_is_gathered_where_openlineage_does_not_emit(lake: Lakes) -> Non
 def test_lineage_that_cannot_be_gathered_never_fails_the_task(lake: Lakes, caplog: pytest.LogCaptureFixture) -> None:
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((1, "a", 1)))))
     summary = StreamSummary(StreamProgress(0.0, 0.0, batches=1), "idle for 1 s", "x", seq=1)
-    assert gather(stream_facts, "no_such_connection", lake.base_uri, summary) is None
+    assert gather(stream_facts, "no_such_connection", Lake.at(lake.base_uri), summary) is None
     assert "could not gather the OpenLineage facts" in caplog.text
-    assert gather(stream_facts, "cdc_source", lake.base_uri, summary) is not None
+    assert gather(stream_facts, "cdc_source", Lake.at(lake.base_uri), summary) is not None
 
 
 def test_openlineage_is_imported_only_inside_the_methods_that_need_it() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.operators.links import (
     LakeTableLink,
     SparkApplication,
@@ -26,36 +27,38 @@ CONSOLE = "https://s3.console.aws.amazon.com/s3/buckets/"
 
 def test_a_local_lake_gives_file_uris_of_the_current_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lake = tmp_path / "my lake"
-    assert lake_url(str(lake), ["shop.orders"], {}) == f"file://{tmp_path.as_posix()}/my%20lake/shop/orders/current"
-    assert lake_url(str(lake), [TableId("shop", "orders")], {}) == (lake / "shop/orders/current").as_uri()
+    assert lake_url(Lake.at(str(lake)), ["shop.orders"], {}) == f"file://{tmp_path.as_posix()}/my%20lake/shop/orders/current"
+    assert lake_url(Lake.at(str(lake)), [TableId("shop", "orders")], {}) == (lake / "shop/orders/current").as_uri()
     monkeypatch.chdir(tmp_path)
-    assert lake_url("my lake", ["shop.orders"], {}) == (lake / "shop/orders/current").as_uri()  # relative: absolute
+    # relative: absolute
+    assert lake_url(Lake.at("my lake"), ["shop.orders"], {}) == (lake / "shop/orders/current").as_uri()
 
 
 def test_several_tables_give_their_deepest_common_folder(tmp_path: Path) -> None:
-    assert lake_url(str(tmp_path), ["shop.orders", "shop.customers"], {}) == (tmp_path / "shop").as_uri()
-    assert lake_url(str(tmp_path), ["shop.orders", "crm.people"], {}) == tmp_path.as_uri()
-    assert lake_url(str(tmp_path), ["shop.orders", "shop.orders"], {}) == (tmp_path / "shop/orders/current").as_uri()
+    assert lake_url(Lake.at(str(tmp_path)), ["shop.orders", "shop.customers"], {}) == (tmp_path / "shop").as_uri()
+    assert lake_url(Lake.at(str(tmp_path)), ["shop.orders", "crm.people"], {}) == tmp_path.as_uri()
+    assert lake_url(Lake.at(str(tmp_path)), ["shop.orders", "shop.orders"], {}) == (
+        tmp_path / "shop/orders/current").as_uri()
     # a split selecting tables by regular expressions names none: the lake itself
-    assert lake_url(str(tmp_path) + "/", [], {}) == tmp_path.as_uri()
+    assert lake_url(Lake.at(str(tmp_path) + "/"), [], {}) == tmp_path.as_uri()
     # "shop" and "shopping" share characters, not a folder
-    assert lake_url("s3://b/p", ["shop.a", "shopping.a"], {"AWS_ENDPOINT_URL": "http://x"}) == "s3://b/p"
+    assert lake_url(Lake.at("s3://b/p"), ["shop.a", "shopping.a"], {"AWS_ENDPOINT_URL": "http://x"}) == "s3://b/p"
 
 
 def test_s3_on_aws_gives_the_console_page_of_the_prefix() -> None:
-    assert lake_url("s3a://lake/cdc", ["shop.orders"], {}) == f"{CONSOLE}lake?prefix=cdc/shop/orders/current/"
-    assert lake_url("s3://lake", ["shop.orders", "shop.items"], {"AWS_REGION": "eu-west-3"}) == (
+    assert lake_url(Lake.at("s3a://lake/cdc"), ["shop.orders"], {}) == f"{CONSOLE}lake?prefix=cdc/shop/orders/current/"
+    assert lake_url(Lake.at("s3://lake"), ["shop.orders", "shop.items"], {"AWS_REGION": "eu-west-3"}) == (
         f"{CONSOLE}lake?region=eu-west-3&prefix=shop/")
-    assert lake_url("s3://lake", [], {"AWS_DEFAULT_REGION": "us-east-1"}) == f"{CONSOLE}lake?region=us-east-1"
-    assert lake_url("s3://lake/a b", ["shop.o#1"], {}) == f"{CONSOLE}lake?prefix=a%20b/shop/o%231/current/"
+    assert lake_url(Lake.at("s3://lake"), [], {"AWS_DEFAULT_REGION": "us-east-1"}) == f"{CONSOLE}lake?region=us-east-1"
+    assert lake_url(Lake.at("s3://lake/a b"), ["shop.o#1"], {}) == f"{CONSOLE}lake?prefix=a%20b/shop/o%231/current/"
 
 
 def test_s3_compatible_servers_and_other_schemes_give_the_uri() -> None:
-    assert lake_url("s3a://lake/cdc", ["shop.orders"], {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}) == (
+    assert lake_url(Lake.at("s3a://lake/cdc"), ["shop.orders"], {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}) == (
         "s3://lake/cdc/shop/orders/current")
-    assert lake_url("s3://lake", ["shop.orders"], {"AWS_ENDPOINT_URL_S3": "https://minio"}) == (
+    assert lake_url(Lake.at("s3://lake"), ["shop.orders"], {"AWS_ENDPOINT_URL_S3": "https://minio"}) == (
         "s3://lake/shop/orders/current")
-    assert lake_url("hdfs://nn:8020/lake", ["shop.orders"], {}) == "hdfs://nn:8020/lake/shop/orders/current"
+    assert lake_url(Lake.at("hdfs://nn:8020/lake"), ["shop.orders"], {}) == "hdfs://nn:8020/lake/shop/orders/current"
 
 
 def line(**fields: object) -> str:

@@ -11,6 +11,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.maintenance import (
     MaintenancePolicy,
     checkpoint,
@@ -47,7 +48,7 @@ def rows(uri: str) -> list[int]:
 
 def test_compaction_cuts_the_files_and_keeps_the_rows(small_files: str) -> None:
     before = rows(small_files)
-    metrics = compact(small_files)
+    metrics = compact(DeltaLocation(small_files))
     table = DeltaTable(small_files)
     assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], len(table.file_uris())) == (12, 1, 1)
     assert rows(small_files) == before == list(range(60))
@@ -57,28 +58,29 @@ def test_compaction_stays_inside_partitions(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
     for i in range(6):
         commit(uri, i * 5, batch=i % 2)
-    compact(uri)
+    compact(DeltaLocation(uri))
     actions = pa.table(DeltaTable(uri).get_add_actions(flatten=True))
     assert sorted(actions.column("partition._batch").to_pylist()) == [0, 1]
     assert excess_small_files(DeltaTable(uri), 1 << 20) == (2, 0)
 
 
 def test_vacuum_removes_unreferenced_files_and_readers_still_read(small_files: str) -> None:
-    compact(small_files)
+    compact(DeltaLocation(small_files))
     on_disk = parquet_files(small_files)
     assert len(on_disk) == 13
-    assert vacuum(small_files, 24) == []  # within retention: kept, for readers of older versions
-    deleted = vacuum(small_files, 0)
+    assert vacuum(DeltaLocation(small_files), 24) == []  # within retention: kept, for readers of older versions
+    deleted = vacuum(DeltaLocation(small_files), 0)
     assert len(deleted) == 12 and len(parquet_files(small_files)) == 1
     assert rows(small_files) == list(range(60))
-    vacuum(small_files, 0)  # the tombstones stay in the log until a checkpoint drops them: harmless again
+    # the tombstones stay in the log until a checkpoint drops them: harmless again
+    vacuum(DeltaLocation(small_files), 0)
     assert len(parquet_files(small_files)) == 1 and rows(small_files) == list(range(60))
 
 
 def test_checkpoint_and_log_cleanup(small_files: str) -> None:
     table = DeltaTable(small_files)
     table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
-    checkpoint(small_files)
+    checkpoint(DeltaLocation(small_files))
     log = os.listdir(os.path.join(small_files, "_delta_log"))
     assert any(name.endswith(".checkpoint.parquet") for name in log)
     assert rows(small_files) == list(range(60))
@@ -87,8 +89,8 @@ def test_checkpoint_and_log_cleanup(small_files: str) -> None:
 def test_maintain_follows_the_policy(small_files: str) -> None:
     policy = MaintenancePolicy(check_every_commits=5, max_small_files=3, vacuum_retention_hours=0,
                                checkpoint_interval=10, log_retention_hours=0.5)
-    assert not maintain(small_files, policy, 4).checked  # too soon: no I/O
-    report = maintain(small_files, policy, 12)
+    assert not maintain(DeltaLocation(small_files), policy, 4).checked  # too soon: no I/O
+    report = maintain(DeltaLocation(small_files), policy, 12)
     assert report.checked and report.compacted and report.files_removed == 12 and report.data_files == 1
     assert report.vacuumed_files == 12 and parquet_files(small_files) == {
         os.path.basename(u) for u in DeltaTable(small_files).file_uris()
@@ -98,12 +100,12 @@ def test_maintain_follows_the_policy(small_files: str) -> None:
     assert configuration["delta.logRetentionDuration"] == "interval 1800 seconds"
     for i in range(3):
         commit(small_files, 100 + i)
-    quiet = maintain(small_files, policy, 5)
+    quiet = maintain(DeltaLocation(small_files), policy, 5)
     assert quiet.checked and not quiet.compacted and quiet.data_files == 4  # 3 excess small files: allowed
 
 
 def test_maintain_without_a_table_does_nothing(tmp_path: Path) -> None:
-    assert not maintain(str(tmp_path / "none"), MaintenancePolicy(), 1000).checked
+    assert not maintain(DeltaLocation(str(tmp_path / "none")), MaintenancePolicy(), 1000).checked
 
 
 @pytest.mark.parametrize("bad", [{"check_every_commits": 0}, {"vacuum_retention_hours": 1.5},
@@ -122,7 +124,7 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
 
     from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.engine import table_upkeep
-    from airflow_provider_mysqlcdc.lake.delta import changelog_uri
+    from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri
 
     base_uri, table = str(tmp_path / "lake"), TableId("shop", "orders")
     uri = changelog_uri(base_uri, table)
@@ -130,14 +132,14 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
         commit(uri, i * 5)
     calls: list[int] = []
 
-    def loses_once(uri: str, policy: MaintenancePolicy, commits: int) -> object:
+    def loses_once(location: DeltaLocation, policy: MaintenancePolicy, commits: int) -> object:
         calls.append(commits)
         if len(calls) == 1:
             raise CommitFailedError("a concurrent transaction removed a file this one read")
-        return maintain(uri, policy, commits)
+        return maintain(location, policy, commits)
 
     monkeypatch.setattr(table_upkeep, "maintain", loses_once)
-    upkeep = table_upkeep.TableUpkeep(base_uri, MaintenancePolicy(check_every_commits=1, max_small_files=2))
+    upkeep = table_upkeep.TableUpkeep(Lake.at(base_uri), MaintenancePolicy(check_every_commits=1, max_small_files=2))
     upkeep.changelogs_committed([table])  # put off
     upkeep.changelogs_committed([table])  # tried again, with the commits counted since
     assert calls == [1, 2]

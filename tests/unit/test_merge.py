@@ -18,6 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.merge import last_change_per_key, merge_changes
 
 SNAPSHOT_HW = (1, 100)  # binlog file index and position of the snapshot's high watermark
@@ -84,7 +85,7 @@ def current(tmp_path: Path) -> str:
 
 
 def test_insert_update_delete(current: str) -> None:
-    report = merge_changes(current, changes(
+    report = merge_changes(DeltaLocation(current), changes(
         change("+I", 100, "new", 200), *update(3, "n3", "three", 201), change("-D", 25, "n25", 202),
     ), ["id"], through_seq=1)
     got = state(current)
@@ -101,14 +102,15 @@ def test_several_changes_per_key_last_wins_in_any_order(current: str) -> None:
         change("+I", 101, "x", 304), change("-D", 101, "x", 305),
     ]
     random.Random(7).shuffle(rows)
-    merge_changes(current, changes(*rows), ["id"], through_seq=1)
+    merge_changes(DeltaLocation(current), changes(*rows), ["id"], through_seq=1)
     got = state(current)
     assert (got[5], got[6]) == ("c", "back") and 101 not in got
 
 
 def test_key_update_deletes_the_old_key(current: str) -> None:
     """UPDATE ... SET id = 200 WHERE id = 7: the old key's last record is the before image."""
-    merge_changes(current, changes(change("-U", 7, "n7", 400, 0), change("+U", 200, "n7", 400, 1)), ["id"], 1)
+    merge_changes(DeltaLocation(current),
+                  changes(change("-U", 7, "n7", 400, 0), change("+U", 200, "n7", 400, 1)), ["id"], 1)
     got = state(current)
     assert 7 not in got and got[200] == "n7"
 
@@ -116,11 +118,11 @@ def test_key_update_deletes_the_old_key(current: str) -> None:
 def test_row_moving_to_another_batch(current: str) -> None:
     """A chunk key other than the row key: an update moved row 3 from batch 0 to batch 2 and back later."""
     moved = [{**r, "_batch": 2} if r["_op"] == "+U" else r for r in update(3, "n3", "moved", 1000)]
-    merge_changes(current, changes(*moved), ["id"], 1)
+    merge_changes(DeltaLocation(current), changes(*moved), ["id"], 1)
     rows = DeltaTable(current).to_pyarrow_table(columns=["id", "_batch", "name"]).to_pylist()
     assert [(r["_batch"], r["name"]) for r in rows if r["id"] == 3] == [(2, "moved")]
     back = [{**r, "_batch": 2} if r["_op"] == "-U" else r for r in update(3, "moved", "home", 1001)]
-    merge_changes(current, changes(*moved, *back), ["id"], 2, force=True)
+    merge_changes(DeltaLocation(current), changes(*moved, *back), ["id"], 2, force=True)
     rows = DeltaTable(current).to_pyarrow_table(columns=["id", "_batch", "name"]).to_pylist()
     assert [(r["_batch"], r["name"]) for r in rows if r["id"] == 3] == [(0, "home")]
 
@@ -128,7 +130,7 @@ def test_row_moving_to_another_batch(current: str) -> None:
 def test_older_change_does_not_override_newer_target_row(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
     write_deltalake(uri, snapshot_rows(range(10), hw=(2, 50)), partition_by=["_batch"])  # a re-run batch
-    merge_changes(uri, changes(*update(1, "n1", "stale", 900, 0), change("-D", 2, "n2", 10, file=2),
+    merge_changes(DeltaLocation(uri), changes(*update(1, "n1", "stale", 900, 0), change("-D", 2, "n2", 10, file=2),
                                change("+I", 3, "stale", 60, file=2)), ["id"], 1)
     got = state(uri)
     assert (got[1], got[2], got[3]) == ("n1", "n2", "stale")  # only the change after (2, 50) applies
@@ -136,7 +138,8 @@ def test_older_change_does_not_override_newer_target_row(tmp_path: Path) -> None
 
 def test_only_touched_partitions_are_rewritten(current: str) -> None:
     before = set(pa.table(DeltaTable(current).get_add_actions(flatten=True)).column("path").to_pylist())
-    report = merge_changes(current, changes(*update(12, "n12", "x", 500), change("+I", 15, "dup", 501)), ["id"], 1)
+    report = merge_changes(DeltaLocation(current),
+                           changes(*update(12, "n12", "x", 500), change("+I", 15, "dup", 501)), ["id"], 1)
     after = set(pa.table(DeltaTable(current).get_add_actions(flatten=True)).column("path").to_pylist())
     assert (report.files_removed, report.files_added) == (1, 1)
     assert len(before - after) == 1 and all("_batch=1/" in p for p in before - after | (after - before))
@@ -147,11 +150,11 @@ def test_add_column_and_dropped_column(current: str) -> None:
     added = changes(change("+I", 101, "new", 600, note="hello"), *[
         {**r, "note": "changed" if r["_op"] == "+U" else None} for r in update(1, "n1", "one", 601)
     ], extra={"note": pa.string()})
-    merge_changes(current, added, ["id"], 1)
+    merge_changes(DeltaLocation(current), added, ["id"], 1)
     rows = {r["id"]: r for r in DeltaTable(current).to_pyarrow_table().to_pylist()}
     assert rows[101]["note"] == "hello" and rows[1]["note"] == "changed" and rows[2]["note"] is None
     dropped = changes(*update(1, "n1", "x", 700)).drop_columns(["name"])  # DROP COLUMN name upstream
-    merge_changes(current, dropped.append_column("note", pa.array(["a", "b"])), ["id"], 2)
+    merge_changes(DeltaLocation(current), dropped.append_column("note", pa.array(["a", "b"])), ["id"], 2)
     rows = {r["id"]: r for r in DeltaTable(current).to_pyarrow_table().to_pylist()}
     assert rows[1]["name"] == "one" and rows[1]["note"] == "b" and rows[1]["_binlog_pos"] == 700
 
@@ -161,7 +164,8 @@ def test_quoted_identifiers(tmp_path: Path) -> None:
     snapshot = snapshot_rows(range(10)).rename_columns(["Id", "Order Name", *META, "_batch"])
     write_deltalake(uri, snapshot, partition_by=["_batch"])
     change_rows = changes(*update(4, "n4", "four", 800), change("+I", 11, "eleven", 801))
-    report = merge_changes(uri, change_rows.rename_columns(["Id", "Order Name", *change_rows.column_names[2:]]),
+    report = merge_changes(DeltaLocation(uri),
+                           change_rows.rename_columns(["Id", "Order Name", *change_rows.column_names[2:]]),
                            ["Id"], 1)
     rows = {r["Id"]: r["Order Name"] for r in DeltaTable(uri).to_pyarrow_table().to_pylist()}
     assert (rows[4], rows[11], len(rows)) == ("four", "eleven", 11) and report.rows_updated == 1
@@ -169,18 +173,19 @@ def test_quoted_identifiers(tmp_path: Path) -> None:
 
 def test_rerun_of_the_same_merge_is_skipped_or_changes_nothing(current: str) -> None:
     batch = changes(*update(3, "n3", "x", 900), change("-D", 4, "n4", 901), change("+I", 102, "y", 902))
-    first = merge_changes(current, batch, ["id"], 3)
-    again = merge_changes(current, batch, ["id"], 3)
+    first = merge_changes(DeltaLocation(current), batch, ["id"], 3)
+    again = merge_changes(DeltaLocation(current), batch, ["id"], 3)
     assert again.skipped and again.version == first.version
-    forced = merge_changes(current, batch, ["id"], 3, force=True)
+    forced = merge_changes(DeltaLocation(current), batch, ["id"], 3, force=True)
     assert (forced.rows_inserted, forced.rows_updated, forced.rows_deleted) == (0, 0, 0)
     assert state(current) == {**{k: f"n{k}" for k in range(40) if k != 4}, 3: "x", 102: "y"}
 
 
 def test_missing_table_is_created_partitioned(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
-    report = merge_changes(uri, changes(change("+I", 1, "a", 1), change("+I", 21, "b", 2), change("-D", 21, "b", 3),
-                                        change("-D", 5, "c", 4)), ["id"], 7)
+    report = merge_changes(DeltaLocation(uri),
+                           changes(change("+I", 1, "a", 1), change("+I", 21, "b", 2), change("-D", 21, "b", 3),
+                                   change("-D", 5, "c", 4)), ["id"], 7)
     table = DeltaTable(uri)
     assert report.created and state(uri) == {1: "a"}
     assert table.metadata().partition_columns == ["_batch"] and table.transaction_version(MERGE_APP_ID) == 7
@@ -189,11 +194,11 @@ def test_missing_table_is_created_partitioned(tmp_path: Path) -> None:
 
 def test_bad_changes_are_refused(current: str) -> None:
     with pytest.raises(InvalidOptionError, match="_batch"):
-        merge_changes(current, changes(change("+I", 1, "a", 1)).drop_columns(["_batch"]), ["id"], 1)
+        merge_changes(DeltaLocation(current), changes(change("+I", 1, "a", 1)).drop_columns(["_batch"]), ["id"], 1)
     wrong = changes(change("+I", 1, "a", 1)).drop_columns(["name"])
     wrong = wrong.add_column(1, "name", pa.array([1], pa.int32()))
     with pytest.raises(SchemaChangeError, match="name"):
-        merge_changes(current, wrong, ["id"], 1)
+        merge_changes(DeltaLocation(current), wrong, ["id"], 1)
 
 
 def test_last_change_per_key_keeps_input_rows() -> None:
@@ -205,10 +210,11 @@ def test_last_change_per_key_keeps_input_rows() -> None:
 def test_a_column_widened_upstream_widens_the_current_state(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
     write_deltalake(uri, snapshot_rows(range(10), qty=pa.array(range(10), pa.int32())), partition_by=["_batch"])
-    merge_changes(uri, changes(change("+I", 1, "x", 1, qty=1), extra={"qty": pa.int32()}), ["id"], through_seq=1)
+    merge_changes(DeltaLocation(uri), changes(change("+I", 1, "x", 1, qty=1), extra={"qty": pa.int32()}), ["id"],
+                  through_seq=1)
     # ALTER TABLE ... MODIFY qty BIGINT, then a value an INT cannot hold
     big = changes(change("+I", 11, "big", 2, qty=30_000_000_000, stream_seq=2), extra={"qty": pa.int64()})
-    merge_changes(uri, big, ["id"], through_seq=2)
+    merge_changes(DeltaLocation(uri), big, ["id"], through_seq=2)
     table = DeltaTable(uri)
     assert pa.schema(table.schema().to_arrow()).field("qty").type == pa.int64()
     rows = {r["id"]: r["qty"] for r in table.to_pyarrow_table(columns=["id", "qty"]).to_pylist()}

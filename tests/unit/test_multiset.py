@@ -18,6 +18,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.verify import compare
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.multiset import (
     CURRENT_ROW,
     DUP_COLUMN,
@@ -73,7 +74,7 @@ def test_the_merge_inserts_new_ordinals_and_deletes_the_highest(tmp_path: Path) 
         rows([(2, "b")], "-U", 203, 2), rows([(2, "c")], "+U", 203, 3),
         rows([(12, "x")], "+I", 204, 2), rows([(12, "x")], "-D", 205, 2),  # cancel out: partition 1 untouched
     ])
-    report = merge_multiset(uri, changes, COLUMNS, "k", through_seq=4)
+    report = merge_multiset(DeltaLocation(uri), changes, COLUMNS, "k", through_seq=4)
     assert copies(uri) == sorted([(1, "a", 0), (1, None, 0), (1, None, 1), (1, None, 2), (2, "c", 0), (12, "x", 0)],
                                  key=repr)
     assert (report.rows_inserted, report.rows_deleted, report.files_removed) == (3, 2, 1)  # one partition rewritten
@@ -81,7 +82,7 @@ def test_the_merge_inserts_new_ordinals_and_deletes_the_highest(tmp_path: Path) 
     # read_table's rule gives the same multiset from the snapshot and the changes alone
     read = [tuple(r.values()) for r in current_rows(rows(SNAPSHOT), changes, COLUMNS).to_pylist()]
     assert sorted(read, key=repr) == sorted((c[:2] for c in copies(uri)), key=repr)
-    again = merge_multiset(uri, changes, COLUMNS, "k", through_seq=4)  # a retried merge: skipped
+    again = merge_multiset(DeltaLocation(uri), changes, COLUMNS, "k", through_seq=4)  # a retried merge: skipped
     assert again.skipped and copies(uri) == sorted(
         [(1, "a", 0), (1, None, 0), (1, None, 1), (1, None, 2), (2, "c", 0), (12, "x", 0)], key=repr)
 
@@ -90,9 +91,9 @@ def test_a_merge_of_changes_alone_creates_the_table(tmp_path: Path) -> None:
     uri = str(tmp_path / "current")
     changes = pa.concat_tables([rows([(3, "q"), (3, "q"), (3, "q")], "+I", 10, 2), rows([(3, "q")], "-D", 11, 2),
                                 rows([(4, "z")], "-D", 12, 2)])  # a row the lake never had: nothing to remove
-    assert merge_multiset(uri, changes, COLUMNS, "", through_seq=1).created
+    assert merge_multiset(DeltaLocation(uri), changes, COLUMNS, "", through_seq=1).created
     assert copies(uri) == [(3, "q", 0), (3, "q", 1)]
-    merge_multiset(uri, rows([(3, "q")], "+I", 13, 2), COLUMNS, "", through_seq=2)
+    merge_multiset(DeltaLocation(uri), rows([(3, "q")], "+I", 13, 2), COLUMNS, "", through_seq=2)
     assert copies(uri) == [(3, "q", 0), (3, "q", 1), (3, "q", 2)]
 
 

@@ -12,6 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, row_identity
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
 from airflow_provider_mysqlcdc.lake.merge import merge_changes
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 from tests.unit.test_merge import change, changes, snapshot_rows
@@ -113,5 +114,6 @@ def test_the_merge_retracts_the_image_a_row_had_in_an_earlier_chunk(tmp_path: Pa
                         mode="append")
     moved = [change("-U", 7, "n7", 200, code="a"), change("-U", 7, "n7", 400, code="m"),
              change("+U", 7, "n7", 400, 1, code="z")]
-    merge_changes(uri, changes(*moved, extra={"code": pa.string()}), list(schema.state_key), through_seq=1)
+    merge_changes(DeltaLocation(uri), changes(*moved, extra={"code": pa.string()}), list(schema.state_key),
+                  through_seq=1)
     assert DeltaTable(uri).to_pyarrow_table(columns=["id", "code"]).to_pylist() == [{"id": 7, "code": "z"}]

@@ -29,7 +29,8 @@ from airflow_provider_mysqlcdc.exceptions import (
     RetiredLakeFormatError,
     SchemaChangeError,
 )
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, table_uri
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.snapshot import (
     BatchManifest,
     ChunkResult,
@@ -62,7 +63,7 @@ class Snapshots:
 
     def __init__(self, base_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.base_uri = base_uri
-        self.store = SnapshotStore(base_uri)
+        self.store = SnapshotStore(Lake.at(base_uri))
         self.monkeypatch = monkeypatch
 
     def plan(self, n_chunks: int, chunks_per_batch: int = 1) -> Plan:
@@ -155,7 +156,8 @@ def test_unknown_format_versions_are_refused(snapshots: Snapshots, version: Any,
                                              message: str) -> None:
     plan = snapshots.plan(2)
     snapshots.run_batch(plan, 0, "a1")
-    lake, path = snapshots.store.lake, f"{snapshots.store.batch_dir(plan.batches[0])}/_manifest.json"
+    lake, first = snapshots.store.lake, plan.batches[0]
+    path = lake.table(first.table).manifest(first.number)
     for document_path, read in [(path, lambda: snapshots.store.read_manifest(plan.batches[0])),
                                 (path.split("/batch=")[0] + "/_plan.json", lambda: snapshots.store.read_plan(ORDERS))]:
         document = lake.read_json(document_path)

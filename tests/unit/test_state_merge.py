@@ -8,6 +8,7 @@ from pathlib import Path
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 
 ORDERS = TableId("shop", "orders")
@@ -24,8 +25,8 @@ def plan_with_chunk_ends(ends: list[int], chunks_per_batch: int) -> Plan:
 def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path: Path) -> None:
     base_uri = str(tmp_path / "lake")
     # chunks (-inf,10) [10,20) | [20,30) [30,40) | [40,+inf): three batches
-    SnapshotStore(base_uri).write_plan(plan_with_chunk_ends([10, 20, 30, 40], chunks_per_batch=2))
-    merger = StateMerger(base_uri, control=None)  # integer keys need no server for their order
+    SnapshotStore(Lake.at(base_uri)).write_plan(plan_with_chunk_ends([10, 20, 30, 40], chunks_per_batch=2))
+    merger = StateMerger(Lake.at(base_uri), control=None)  # integer keys need no server for their order
     found = merger._batch_ranges(ORDERS, SCHEMA)
     assert found is not None and found[0] == "id"
     keys = [-5, 0, 19, 20, 29, 39, 40, 10**12, None]
@@ -33,4 +34,4 @@ def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path:
 
 
 def test_a_table_without_snapshot_is_one_partition(tmp_path: Path) -> None:
-    assert StateMerger(str(tmp_path / "lake"), control=None)._batch_ranges(ORDERS, SCHEMA) is None
+    assert StateMerger(Lake.at(str(tmp_path / "lake")), control=None)._batch_ranges(ORDERS, SCHEMA) is None

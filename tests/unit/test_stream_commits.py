@@ -12,6 +12,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_batches import _Committer, _Pending
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
@@ -34,7 +35,7 @@ def pending(position: int, *images: tuple[int, str]) -> _Pending:
 
 
 def test_the_checkpoint_advances_when_a_commit_is_done(tmp_path) -> None:
-    store = StreamStore(str(tmp_path))
+    store = StreamStore(Lake.at(str(tmp_path)))
     checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
     store.commit(checkpoint, {})
     committer = _Committer(store, checkpoint)
@@ -55,7 +56,7 @@ def test_a_failed_commit_is_raised_and_the_checkpoint_stays(tmp_path) -> None:
     def taken_over() -> None:
         raise LakeLeaseError("another stream holds the lake")
 
-    store = StreamStore(str(tmp_path))
+    store = StreamStore(Lake.at(str(tmp_path)))
     checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
     store.commit(checkpoint, {})
     store.fence = taken_over

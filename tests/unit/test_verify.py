@@ -23,6 +23,7 @@ from airflow_provider_mysqlcdc.engine.verify import (
     wait_for_checkpoint,
 )
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, ReplicaMismatchError, VerifyError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 
 LINES = TableId("shop", "lines")
 SCHEMA = TableSchema(LINES, (Column("order_id", "int", "int(11)", nullable=False),
@@ -61,18 +62,18 @@ def test_the_report_round_trips_and_sums_its_chunks(tmp_path: Path) -> None:
     verdicts = (ChunkVerdict(Chunk(LINES, 0, None, 2), hw, 2, 2),
                 ChunkVerdict(Chunk(LINES, 1, 2, None), hw, 1, 1, different=KeyList(1, ((2, 1),))))
     parts = [VerifyReport(LINES, "manual__2026-11-23T10:00:00+00:00", (v,), 1.5, (n,)) for n, v in enumerate(verdicts)]
-    store = VerifyStore(str(tmp_path))
+    store = VerifyStore(Lake.at(str(tmp_path)))
     for part in parts:
         store.write_batch(part)
     assert store.read_batch(LINES, parts[0].run, 1) == parts[1]
     with pytest.raises(ReplicaMismatchError, match=r"1 chunks differ \(1\): 0 keys missing .* 1 with different"):
-        summarize(str(tmp_path), LINES, parts[0].run, [0, 1], fail_on_difference=True)
-    report = summarize(str(tmp_path), LINES, parts[0].run, [1, 0], fail_on_difference=False)
+        summarize(Lake.at(str(tmp_path)), LINES, parts[0].run, [0, 1], fail_on_difference=True)
+    report = summarize(Lake.at(str(tmp_path)), LINES, parts[0].run, [1, 0], fail_on_difference=False)
     assert report.rows == 3 and report.seconds == 3.0 and report.batches == (0, 1)
     assert VerifyReport.from_dict(store.lake.read_json(store.report_path(LINES, report.run))) == report
     assert store.report_path(LINES, report.run).endswith("shop/lines/verify/manual__2026-11-23T10_00_00_00_00.json")
     with pytest.raises(VerifyError, match=r"no report of batches \[2\]"):
-        summarize(str(tmp_path), LINES, parts[0].run, [0, 1, 2], fail_on_difference=False)
+        summarize(Lake.at(str(tmp_path)), LINES, parts[0].run, [0, 1, 2], fail_on_difference=False)
     with pytest.raises(InvalidOptionError):
         run_name("::")
 
@@ -80,4 +81,4 @@ def test_the_report_round_trips_and_sums_its_chunks(tmp_path: Path) -> None:
 def test_waiting_for_a_stream_that_does_not_run_says_so(tmp_path: Path) -> None:
     slept: list[float] = []
     with pytest.raises(AsOfError, match="the lake has no stream checkpoint: .* start the stream task"):
-        wait_for_checkpoint(str(tmp_path), LINES, BinlogOffset("mysql-bin.000001", 4), 0.0, sleep=slept.append)
+        wait_for_checkpoint(Lake.at(str(tmp_path)), LINES, BinlogOffset("mysql-bin.000001", 4), 0.0, sleep=slept.append)
