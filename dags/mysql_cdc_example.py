@@ -7,6 +7,8 @@ Copy this file and change the defaults of ``params`` (or pass them per run with 
 - ``spark_conn_id``: Spark (``{"conn_type": "spark", "host": "local[*]"}`` runs it inside the worker)
 - ``tables``: the tables to capture, as ``database.table``
 - ``base_uri``: where the lake lives (a local path, ``s3a://bucket/prefix``, ``hdfs://...``)
+- ``lake_conn_id``: the lake's credentials, an ``aws`` connection; ``None``: the environment's (the
+  standard AWS variables, the instance's role)
 - ``rows_per_batch``: about how many rows one Spark job (one mapped task) reads
 - ``chunk_key_columns``: ``{"db.table": "column"}``, the column a table is split on (default: its key's first)
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
@@ -45,6 +47,7 @@ with DAG(
         "spark_conn_id": Param("spark_default", type="string"),
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(DEFAULT_LAKE, type="string"),
+        "lake_conn_id": Param(None, type=["null", "string"]),
         "rows_per_batch": Param(10_000_000, type="integer", minimum=1),
         "chunk_key_columns": Param({}, type="object"),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
@@ -57,6 +60,7 @@ with DAG(
         mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
+        lake_conn_id="{{ params.lake_conn_id }}",
         rows_per_batch="{{ params.rows_per_batch }}",
         chunk_key_columns="{{ params.chunk_key_columns }}",
     )
@@ -65,6 +69,7 @@ with DAG(
         mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         spark_conn_id="{{ params.spark_conn_id }}",
         base_uri="{{ params.base_uri }}",
+        lake_conn_id="{{ params.lake_conn_id }}",
         outlets=[replica_alias()],  # each batch's event goes to its table's asset; declared here for the UI
     ).expand(batch=split.output)
 
@@ -87,6 +92,7 @@ with DAG(
         mysql_cdc_conn_id="{{ params.mysql_cdc_conn_id }}",
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
+        lake_conn_id="{{ params.lake_conn_id }}",
         stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
         defer_after_idle_seconds="{{ params.defer_after_idle_seconds }}",
         # explicit: the operator's default is Airflow's [operators] default_deferrable (False unless set),

@@ -3,8 +3,8 @@
 It runs as a subprocess of its own, not as a thread of the test process: the Spark executors' Python
 workers and the killed stream workers are other processes that reach it over HTTP anyway, and a
 server in its own process neither competes with the test for the GIL nor dies with a test thread.
-Everything of ours and delta-rs find it through the standard AWS variables (``variables``), as a
-user's deployment would; nothing is passed to the code under test.
+The code under test finds it as a user's deployment would: through a lake connection (an ``aws``
+connection made of ``variables``, with no AWS variable set), or through the standard AWS variables.
 """
 
 from __future__ import annotations

@@ -1,18 +1,23 @@
-"""The lake on S3: moto's S3 server on loopback (``tests/s3_server.py``), found by everything through the
-standard AWS variables only.
+"""The lake on S3: moto's S3 server on loopback (``tests/s3_server.py``), reached through a lake connection
+(``lake_conn_id``, an ``aws`` connection) with no AWS variable set at all, or through the standard AWS
+variables alone (a deployment without a lake connection).
 
 - The commits: delta-rs 1.6 commits a Delta log entry with a conditional put (``If-None-Match: *``), the
   server refuses a second writer of the same version, and snapshot batches committing in parallel to one
   table on S3 all land (``replace_partition``'s retry); our JSON documents are written in place, whole.
-- The example DAG with ``base_uri="s3a://..."``: split, the Spark snapshot (``local[2]``: executors write
-  Parquet to S3 with pyarrow), the deferrable stream and its MERGE, under a writer; then ``read_table``,
-  ``read_changes`` and plain ``deltalake`` equal the source, and compaction, vacuum and checkpoints run
-  on the bucket. (No Spark views: those need Hadoop's s3a jars.)
-- kill -9 of a stream worker at random moments, on S3: the lake equals the table, no change twice.
+- The example DAG with ``base_uri="s3a://..."`` and ``lake_conn_id``, no AWS variable set: split, the Spark
+  snapshot (``local[2]``: the driver gets the storage options from ``spark-submit``'s environment, the
+  executors in their closure, and write Parquet to S3 with pyarrow), the deferrable stream and its MERGE,
+  under a writer; then ``read_table``, ``read_changes`` and plain ``deltalake`` (with the connection's
+  storage options) equal the source, and compaction, vacuum and checkpoints run on the bucket. (No Spark
+  views: those need Hadoop's s3a jars.)
+- kill -9 of a stream worker at random moments, on S3 through the AWS variables: the lake equals the
+  table, no change twice.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -30,12 +35,13 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, changelog_uri, table_uri
+from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID
+from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.maintenance import checkpoint, compact, vacuum
 from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
-from airflow_provider_mysqlcdc.lake.storage import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests import s3_server, stream_worker
 from tests.airflow_connections import set_airflow_connections
@@ -43,21 +49,42 @@ from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
 from tests.integration.test_stream_dag import Writer, table_rows
 
+LAKE_CONN_ID = "lake_s3"
+
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s3_server.S3Server]:
-    """The S3 server, and the standard AWS variables pointing at it for this module's tests (and the
-    processes they start: spark-submit, its Python workers, the stream workers)."""
+    """The S3 server, for this module's tests."""
     server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            for name, value in server.variables().items():
-                patch.setenv(name, value)
-            yield server
+        yield server
     finally:
         s3_server.stop(server)
 
 
+@pytest.fixture
+def aws_variables(s3: s3_server.S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard AWS variables pointing at the server, for the test and the processes it starts (the
+    stream workers): a deployment without a lake connection."""
+    for name, value in s3.variables().items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def lake_options(s3: s3_server.S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """No AWS variable at all, in this process and the ones it starts (spark-submit, its Python workers):
+    the server only through the ``aws`` connection ``LAKE_CONN_ID``. Returns its storage options."""
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    variables = s3.variables()
+    monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", json.dumps({
+        "conn_type": "aws", "login": variables["AWS_ACCESS_KEY_ID"], "password": variables["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": s3.endpoint, "region_name": variables["AWS_REGION"]},
+    }))
+    return lake_storage_options(LAKE_CONN_ID)
+
+
+@pytest.mark.usefixtures("aws_variables")
 def test_commits_are_conditional_puts(s3: s3_server.S3Server) -> None:
     # the server refuses a PUT with If-None-Match: * of a key that exists, as S3 does since 2024
     client = s3.client()
@@ -96,12 +123,11 @@ def test_commits_are_conditional_puts(s3: s3_server.S3Server) -> None:
     assert succeeded and len(succeeded) + len(failed) == 32
 
 
-def test_parallel_snapshot_batches_commit_to_one_table(s3: s3_server.S3Server) -> None:
+def test_parallel_snapshot_batches_commit_to_one_table(lake_options: dict[str, str]) -> None:
     """Four batches of one table commit at once (as parallel mapped tasks do): each lands, by
     ``replace_partition``'s retries on S3's refused conditional puts."""
-    base_uri = "s3://bucket/parallel"
-    lake, table = Lake.at(base_uri), TableId("shop", "orders")
-    table_dir = lake.path("shop", "orders", "current")
+    lake, table = Lake.at("s3://bucket/parallel", lake_options), TableId("shop", "orders")
+    table_dir = lake.table(table).current_dir
     file_schema = pa.schema([pa.field("id", pa.int64()), pa.field("note", pa.string())])
     errors: list[BaseException] = []
 
@@ -112,8 +138,7 @@ def test_parallel_snapshot_batches_commit_to_one_table(s3: s3_server.S3Server) -
                             schema=file_schema)
             pq.write_table(rows, f"{table_dir}/{relative}", filesystem=lake.fs)
             adds = [add_action(lake.fs, table_dir, relative, number)]
-            replace_partition(table_uri(base_uri, table), lake.fs, table_dir, table, number, adds, file_schema,
-                              {"mysql_cdc.batch": str(number)})
+            replace_partition(lake.table(table), number, adds, file_schema, {"mysql_cdc.batch": str(number)})
         except BaseException as error:  # noqa: BLE001  (reported below)
             errors.append(error)
 
@@ -123,12 +148,13 @@ def test_parallel_snapshot_batches_commit_to_one_table(s3: s3_server.S3Server) -
     for thread in threads:
         thread.join()
     assert not errors
-    ids = DeltaTable(table_uri(base_uri, table)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    ids = DeltaTable(lake.table(table).current.uri, storage_options=lake_options).to_pyarrow_table(
+        columns=["id"]).column("id").to_pylist()
     assert sorted(ids) == list(range(400))
 
 
-def test_json_documents_are_written_in_place(s3: s3_server.S3Server) -> None:
-    lake = Lake.at("s3a://bucket/documents")
+def test_json_documents_are_written_in_place(s3: s3_server.S3Server, lake_options: dict[str, str]) -> None:
+    lake = Lake.at("s3a://bucket/documents", lake_options)
     assert lake.object_store and lake.root == "bucket/documents"
     lake.write_json(lake.path("_stream", "checkpoint.json"), {"seq": 1})
     lake.write_json(lake.path("_stream", "checkpoint.json"), {"seq": 2})
@@ -160,8 +186,9 @@ def test_json_documents_are_written_in_place(s3: s3_server.S3Server) -> None:
     assert len(set(seqs)) > 10 and writes[0] > 10
 
 
-def test_example_dag_on_s3(s3: s3_server.S3Server, airflow_db, monkeypatch: pytest.MonkeyPatch, mariadb_server,
-                           admin, cdc_conn, database, tmp_path: Path) -> None:
+def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str], airflow_db,
+                           monkeypatch: pytest.MonkeyPatch, mariadb_server, admin, cdc_conn, database,
+                           tmp_path: Path) -> None:
     set_airflow_connections(monkeypatch, mariadb_server, "5700-5715")
     monkeypatch.chdir(tmp_path)  # a URI taken for a relative local path would land here
     with admin.cursor() as cur:
@@ -172,11 +199,12 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, airflow_db, monkeypatch: pyte
     table = f"{database}.orders"
     schema = load_table_schema(cdc_conn, TableId.parse(table))
     spark_uri, uri = "s3a://bucket/lake", "s3://bucket/lake"
-    conf = {"tables": [table], "base_uri": spark_uri, "rows_per_batch": 16_000, "stop_after_idle_seconds": 4,
-            "defer_after_idle_seconds": 0}
+    conf = {"tables": [table], "base_uri": spark_uri, "lake_conn_id": LAKE_CONN_ID, "rows_per_batch": 16_000,
+            "stop_after_idle_seconds": 4, "defer_after_idle_seconds": 0}
+    lake, spark_lake = Lake.at(uri, lake_options), Lake.at(spark_uri, lake_options)
 
     def stream_started_a_while_ago() -> bool:
-        checkpoint = StreamStore(uri).read_checkpoint()
+        checkpoint = StreamStore(lake).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
     writer = Writer(mariadb_server, database, 150, 1, until=stream_started_a_while_ago)
@@ -191,14 +219,15 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, airflow_db, monkeypatch: pyte
     assert not {"s3a:", "s3:", "bucket"} & set(os.listdir(tmp_path)), "something wrote the lake to a local path"
 
     source = table_rows(cdc_conn, schema)
-    assert canonical_rows(read_table(uri, table)) == source
-    assert canonical_rows(read_table(spark_uri, table)) == source
-    assert read_changes(uri, table).num_rows > 0
-    # the stream merged its changes when it stopped: plain deltalake, through the environment only, reads the table
+    assert not [name for name in os.environ if name.startswith("AWS_")]  # the connection did it all
+    assert canonical_rows(read_table(lake, table)) == source
+    assert canonical_rows(read_table(spark_lake, table)) == source
+    assert read_changes(lake, table).num_rows > 0
+    # the stream merged its changes when it stopped: plain deltalake, with the connection's options, reads the table
     columns = list(schema.column_names)
-    current = DeltaTable(table_uri(spark_uri, table))
+    current = DeltaTable(table_uri(spark_uri, table), storage_options=lake_options)
     assert canonical_rows(current.to_pyarrow_table(columns=columns).sort_by("id")) == source
-    assert merged_through(current) == StreamStore(uri).read_checkpoint().seq  # type: ignore[union-attr]
+    assert merged_through(current) == StreamStore(lake).read_checkpoint().seq  # type: ignore[union-attr]
 
     keys = s3.keys(f"lake/{database}/orders/")
     assert f"lake/{database}/orders/snapshot/_plan.json" in keys
@@ -207,28 +236,31 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, airflow_db, monkeypatch: pyte
     assert "lake/_stream/checkpoint.json" in s3.keys("lake/_stream/")
 
     # maintenance on the bucket: compaction, vacuum of what it replaced, a checkpoint; the data unchanged
-    for delta_uri in (changelog_uri(uri, table), table_uri(uri, table)):
-        before = len(DeltaTable(delta_uri).file_uris())
-        metrics = compact(delta_uri, target_file_bytes=64 * 1024 * 1024)
-        assert len(DeltaTable(delta_uri).file_uris()) == before - metrics["numFilesRemoved"] + metrics["numFilesAdded"]
-        deleted = vacuum(delta_uri, retention_hours=0)
-        assert deleted and not set(deleted) & set(s3.keys(delta_uri.removeprefix("s3://bucket/")))
-        checkpoint(delta_uri)
+    for location in (lake.table(table).changelog, lake.table(table).current):
+        before = len(location.open().file_uris())  # type: ignore[union-attr]
+        metrics = compact(location, target_file_bytes=64 * 1024 * 1024)
+        assert len(location.open().file_uris()) == (  # type: ignore[union-attr]
+            before - metrics["numFilesRemoved"] + metrics["numFilesAdded"])
+        deleted = vacuum(location, retention_hours=0)
+        assert deleted and not set(deleted) & set(s3.keys(location.uri.removeprefix("s3://bucket/")))
+        checkpoint(location)
     changelog_files = s3.keys(changelog_uri(uri, table).removeprefix("s3://bucket/") + "/_delta_log/")
     assert any(k.endswith(".checkpoint.parquet") for k in changelog_files)
-    assert canonical_rows(read_table(uri, table)) == source
+    assert canonical_rows(read_table(lake, table)) == source
 
 
+@pytest.mark.usefixtures("aws_variables")
 def test_killed_stream_on_s3_resumes_without_loss_or_duplicates(s3: s3_server.S3Server, mariadb_server, admin,
                                                                  cdc_conn, database) -> None:
-    """tests/integration/test_stream_crashes.py's kill -9 at random moments, with the lake on S3, where
-    a commit is several requests (Parquet file, log entry, checkpoint document) that a kill can split."""
+    """tests/integration/test_stream_crashes.py's kill -9 at random moments, with the lake on S3 (reached
+    through the standard AWS variables: the stream workers are processes of their own), where a commit is
+    several requests (Parquet file, log entry, checkpoint document) that a kill can split."""
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE crashes (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
     table = TableId(database, "crashes")
     schema = load_table_schema(cdc_conn, table)
     base_uri = "s3://bucket/crashes"
-    store = StreamStore(base_uri)
+    store = StreamStore(Lake.at(base_uri))
     start = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
     store.commit(Checkpoint(0, start, {table: schema}), {})
     config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
