@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake import handle
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_scheme
 
 if TYPE_CHECKING:
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
 
 SCHEME_PREFIX = "mysql-cdc+"
-LAKE_SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
-"""The lake URI schemes (as pyarrow and Spark name them) an asset URI can carry after ``mysql-cdc+``."""
+LAKE_SCHEMES = handle.SCHEMES
+"""The lake URI schemes (``lake.handle.SCHEMES``) an asset URI can carry after ``mysql-cdc+``."""
 SCHEMES = tuple(SCHEME_PREFIX + s for s in LAKE_SCHEMES)
 
 REPLICA_ALIAS = "mysql-cdc-replicas"
@@ -51,20 +52,14 @@ REPLICA_ALIAS = "mysql-cdc-replicas"
 comes from the split task's XCom), so they attach each event to the table's asset through the alias."""
 
 
-def _lake_parts(base_uri: str) -> tuple[str, str, str]:
-    """(lake scheme, netloc, path) of a lake base URI; a plain path is a local lake, made absolute."""
-    if "://" not in base_uri:
-        return "file", "", os.path.abspath(base_uri)
-    parsed = urllib.parse.urlsplit(base_uri)
-    return canonical_scheme(parsed.scheme), parsed.netloc, parsed.path
-
-
 def replica_uri(base_uri: str, table: str | TableId) -> str:
-    """The asset URI of ``table`` (``db.table``) replicated into the lake ``base_uri``."""
-    table = table if isinstance(table, TableId) else TableId.parse(table)
-    scheme, netloc, path = _lake_parts(base_uri)
-    path = f"{path.rstrip('/')}/{table.database}/{table.table}"
-    return urllib.parse.urlunsplit((SCHEME_PREFIX + scheme, netloc, path, "", ""))
+    """The asset URI of ``table`` (``db.table``) replicated into the lake ``base_uri``: its folder in the lake
+    (``LakeTable.folder``: a local lake's absolute path, a URI's scheme in its one name) under ``mysql-cdc+``."""
+    folder = Lake.at(base_uri).table(table).folder
+    if "://" not in folder:
+        return urllib.parse.urlunsplit((SCHEME_PREFIX + "file", "", folder, "", ""))
+    parsed = urllib.parse.urlsplit(folder)
+    return urllib.parse.urlunsplit((SCHEME_PREFIX + parsed.scheme, parsed.netloc, parsed.path, "", ""))
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:

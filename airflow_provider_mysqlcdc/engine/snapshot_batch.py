@@ -149,7 +149,7 @@ def commit_batch(
         refuse_keyless_rerun(store, batch)
     files = sorted({r.file for r in results})
     table = store.lake.table(batch.table)
-    adds = [add_action(store.lake.fs, table.current_dir, f, batch.number) for f in files]
+    adds = [add_action(table, f, batch.number) for f in files]
     version = replace_partition(
         table, batch.number, adds, file_schema(schema),
         {"mysql_cdc.operation": "snapshot batch", "mysql_cdc.table": str(batch.table),

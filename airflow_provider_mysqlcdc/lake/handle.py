@@ -16,8 +16,8 @@ Layout under the base URI::
     <db>/<table>/verify/           verification reports (``engine.verify``)
 
 Schemes: Spark writes ``s3a://`` (and ``s3n://``), pyarrow and delta-rs know the same buckets as
-``s3://``; ``gcs://`` is ``gs://``. A new storage scheme is added here (``SCHEME_ALIASES``, and
-``_filesystem`` when pyarrow needs options of its own for it). Storage options are delta-rs's names
+``s3://``; ``gcs://`` is ``gs://``. A new storage scheme is added here (``SCHEMES``, ``SCHEME_ALIASES``,
+and ``_filesystem`` when pyarrow needs options of its own for it). Storage options are delta-rs's names
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``,
 ``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, the names of the standard AWS variables); without options
 delta-rs and pyarrow take the standard AWS variables and the rest of AWS's credential chain. The
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     from deltalake import DeltaTable
 
+SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
+"""The URI schemes of a lake (as pyarrow and Spark name them), aliases included; a local path has none."""
 SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 """Schemes that name the same store as another one (Hadoop's names for S3, GCS's two names)."""
 CURRENT = "current"
@@ -67,7 +69,7 @@ class DeltaLocation:
     """One Delta table of the lake: its URI and the storage options every delta-rs call on it takes."""
 
     uri: str
-    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
 
     def __str__(self) -> str:
         return self.uri
@@ -163,7 +165,7 @@ class Lake:
     Cheap to make: the filesystem is opened on first use. Picklable (Spark tasks get it in their closure)."""
 
     base_uri: str
-    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
 
     @classmethod
     def at(cls, base_uri: str, storage_options: Mapping[str, str] | None = None) -> Lake:

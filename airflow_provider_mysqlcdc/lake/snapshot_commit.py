@@ -58,11 +58,12 @@ def table_schema(file_schema: pa.Schema) -> pa.Schema:
     return pa.schema([*fields, pa.field(BATCH_COLUMN, pa.int32())])
 
 
-def add_action(fs: pafs.FileSystem, table_dir: str, relative: str, batch_number: int) -> AddAction:
-    """The Delta add action of one Parquet file of partition ``batch_number`` (path relative to the table)."""
+def add_action(table: LakeTable, relative: str, batch_number: int) -> AddAction:
+    """The Delta add action of one Parquet file of partition ``batch_number`` of the table's current state
+    (path relative to it), read through the lake's filesystem."""
     from deltalake.transaction import AddAction
 
-    path = f"{table_dir}/{relative}"
+    fs, path = table.lake.fs, f"{table.current_dir}/{relative}"
     info = fs.get_file_info(path)
     if info.type != pafs.FileType.File or info.size is None:
         raise SnapshotJobError(f"the Parquet file {path} of this attempt is missing: a Spark task's output was lost "

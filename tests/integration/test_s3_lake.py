@@ -137,7 +137,7 @@ def test_parallel_snapshot_batches_commit_to_one_table(lake_options: dict[str, s
             rows = pa.table({"id": list(range(number * 100, number * 100 + 100)), "note": ["x"] * 100},
                             schema=file_schema)
             pq.write_table(rows, f"{table_dir}/{relative}", filesystem=lake.fs)
-            adds = [add_action(lake.fs, table_dir, relative, number)]
+            adds = [add_action(lake.table(table), relative, number)]
             replace_partition(lake.table(table), number, adds, file_schema, {"mysql_cdc.batch": str(number)})
         except BaseException as error:  # noqa: BLE001  (reported below)
             errors.append(error)
