@@ -49,6 +49,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str, object]]:
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.read import read_table
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
@@ -81,7 +82,7 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str
                 return bool(deployment.api("GET", stream_path)["state"] == "deferred")
 
             control = server.cdc_connect()
-            info, store, latencies = ServerInfo.read(control), StreamStore(base_uri), []
+            info, store, latencies = ServerInfo.read(control), StreamStore(Lake.at(base_uri)), []
             with admin.cursor() as cur:
                 inserted: list[int] = []
                 while len(latencies) < args.samples:

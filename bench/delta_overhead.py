@@ -113,9 +113,10 @@ def child_stream(spec: dict[str, Any], config: Any) -> dict[str, Any]:
         merge_seconds = None
         with contextlib.suppress(ImportError):  # the Delta version merges into the current state at stop
             from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+            from airflow_provider_mysqlcdc.lake.handle import Lake
 
             merging = time.perf_counter()
-            StateMerger(spec["lake"], control).merge(checkpoint)
+            StateMerger(Lake.at(spec["lake"]), control).merge(checkpoint)
             merge_seconds = time.perf_counter() - merging
     finally:
         control.close()
@@ -135,6 +136,7 @@ def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.cdc.splitter import split_table
     from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 
     control = config.connect()
@@ -144,7 +146,7 @@ def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     finally:
         control.close()
     plan = Plan(schema, chunks, group_batches(schema.id, chunks, max(1, spec["rows_per_batch"] // spec["chunk_size"])))
-    store = SnapshotStore(spec["lake"])
+    store = SnapshotStore(Lake.at(spec["lake"]))
     store.write_plan(plan)
     batches = []
     for batch in plan.batches:

@@ -140,9 +140,10 @@ def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
     from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
     from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
-    store = StreamStore(scratch_dir("bench-stream-"))
+    store = StreamStore(Lake.at(scratch_dir("bench-stream-")))
     checkpoint = Checkpoint(0, start, {schema.id: schema})
     store.commit(checkpoint, {})
     reports = stream_batches(config, 5552, store, checkpoint, control, lambda t: load_table_schema(control, t))
@@ -203,9 +204,10 @@ class SteadyLoad(threading.Thread):
 def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: int) -> list[float]:
     """Seconds from each single-row commit until the lake's checkpoint covers it."""
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
-    info, store, latencies = ServerInfo.read(control), StreamStore(base_uri), []
+    info, store, latencies = ServerInfo.read(control), StreamStore(Lake.at(base_uri)), []
     with server.admin_connect("bench").cursor() as cur:
         for probe in range(probes):
             committed = time.perf_counter()
