@@ -77,12 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True,
                    stdout=subprocess.DEVNULL)
 
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.read import read_table
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
     dag = load_dag("mysql_cdc_example")
     writer = sample_shop.ShopWriter(server.admin_connect())
-    checkpoint = StreamStore(lake).read_checkpoint()
+    checkpoint = StreamStore(Lake.at(lake)).read_checkpoint()
     first_seq = checkpoint.seq if checkpoint is not None else -1
     writer.start()
     print("==> running DAG mysql_cdc_example: split -> snapshot on Spark (local[*]) -> binlog stream, "
@@ -127,11 +128,12 @@ MariaDB keeps running on port {server.port}: .venv/bin/python -m dev.mariadb sto
 
 def _stop_writer_once_streaming(writer: sample_shop.ShopWriter, lake: str, first_seq: int) -> threading.Thread:
     """Let the writer go on until the stream has committed a few batches of its own, then stop it."""
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
     def watch() -> None:
         while not writer.stop.wait(1):
-            checkpoint = StreamStore(lake).read_checkpoint()
+            checkpoint = StreamStore(Lake.at(lake)).read_checkpoint()
             if checkpoint is not None and checkpoint.seq >= first_seq + 4:
                 writer.stop.set()
 
