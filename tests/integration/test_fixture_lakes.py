@@ -140,11 +140,11 @@ def test_a_lake_of_a_newer_version_is_refused_before_the_stream_commits(source: 
     store = StreamStore(Lake.at(base_uri))
     newer = {**store.lake.read_json(store.checkpoint_path), "format_version": Checkpoint.FORMAT.version + 1}
     store.lake.write_json(store.checkpoint_path, newer)
-    versions = {t: DeltaTable(store.changelog_uri(TableId.parse(t))).version() for t in TABLES}
+    versions = {t: DeltaTable(store.lake.table(t).changelog.uri).version() for t in TABLES}
 
     with pytest.raises(NewerLakeFormatError, match=r"checkpoint\.json has format_version 4, written by a newer version "
                                                    r"of airflow-provider-mysqlcdc; this one reads formats 2 to 3\. "
                                                    r"Upgrade airflow-provider-mysqlcdc"):
         replica.stream(config_of(source.server), base_uri, list(TABLES), merge=True)
     assert store.lake.read_json(store.checkpoint_path) == newer
-    assert {t: DeltaTable(store.changelog_uri(TableId.parse(t))).version() for t in TABLES} == versions
+    assert {t: DeltaTable(store.lake.table(t).changelog.uri).version() for t in TABLES} == versions
