@@ -30,7 +30,6 @@ import os
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import handle
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_scheme
@@ -98,7 +97,7 @@ def parse_replica_uri(uri: str) -> tuple[str, TableId]:
 
 def create_asset(*, base_uri: str, table: str, extra: dict[str, Any] | None = None) -> Asset:
     """The provider info's asset ``factory``: the replica's asset, named by its URI."""
-    from airflow.sdk import Asset
+    from airflow.sdk import Asset  # 2.5 s: not when Airflow reads the provider info (``get_provider_info``)
 
     uri = replica_uri(base_uri, table)
     return Asset(name=uri, uri=uri, extra=extra or {})
@@ -114,6 +113,7 @@ def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interva
     stream that never ends still schedules the DAG. Snapshot batches emit their events from their tasks
     either way. ``watch=False`` gives the bare asset (e.g. as a task's inlet). ``lake_conn_id``: the
     watcher's lake credentials, as the operators' (None: the triggerer's environment)."""
+    # Airflow's SDK and triggers: not when Airflow reads the provider info (``get_provider_info``)
     from airflow.sdk import Asset, AssetWatcher
 
     from airflow_provider_mysqlcdc.triggers.lake_commits import MySqlCdcCommitTrigger
@@ -128,20 +128,17 @@ def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interva
 
 
 def replica_alias() -> AssetAlias:
-    from airflow.sdk import AssetAlias
+    from airflow.sdk import AssetAlias  # not when Airflow reads the provider info
 
     return AssetAlias(REPLICA_ALIAS)
-
-
-def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
-    """An offset as asset event extra: ``offset`` as ``file:position``, and ``gtid`` when known (None else)."""
-    return {"offset": f"{offset.file}:{offset.position}", "gtid": offset.gtid}
 
 
 def snapshot_extra(manifest: BatchManifest) -> dict[str, Any]:
     """The asset event extra of a committed snapshot batch: ``seq`` is the current-state Delta table's
     version that the batch's commit made, ``offset``/``gtid`` the batch's highest high watermark (its
     rows are the source's as of there), ``rows`` the rows it wrote."""
+    from airflow_provider_mysqlcdc.lake.stream_commits import offset_extra  # pyarrow: not for the provider info
+
     return {"source": "snapshot", "table": str(manifest.batch.table), "batch": manifest.batch.number,
             "seq": manifest.delta_version, **offset_extra(manifest.high_watermark), "rows": manifest.rows}
 
@@ -174,75 +171,8 @@ def openlineage_location(delta_uri: str) -> tuple[str, str]:
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:
     """The provider info's ``to_openlineage_converter``: the replica as its current-state Delta table."""
-    from airflow.providers.common.compat.openlineage.facet import Dataset
+    from airflow.providers.common.compat.openlineage.facet import Dataset  # only with the openlineage extra
 
     base_uri, table = parse_replica_uri(asset.uri)
     namespace, name = openlineage_location(Lake.at(base_uri).table(table).current.uri)
     return Dataset(namespace=namespace, name=name)
-
-
-def _appended_seq(commit: dict[str, Any]) -> int | None:
-    """The stream batch of a changelog commit that appended that batch's rows (``lake.stream_store``:
-    custom metadata ``stream_seq``, no ``note``), else None: the deletes of a killed run's rows, type
-    rewrites and maintenance are no new data."""
-    parameters = commit.get("operationParameters") or {}
-    if commit.get("operation") != "WRITE" or parameters.get("mode") != "Append" or "note" in commit:
-        return None
-    seq = commit.get("stream_seq")
-    return int(seq) if seq is not None else None
-
-
-def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: int) -> int:
-    """The changelog rows of ``table`` that the stream batches ``after_seq < seq <= through_seq`` committed,
-    from the Delta log's commit metrics (no data read). A batch appended twice (a run killed before its
-    checkpoint, whose rows the next run deleted before writing the batch again) counts once: its last
-    append. Only batches up to a checkpoint's ``seq`` are final; the caller passes such a ``through_seq``."""
-    changelog = lake.table(table).changelog.open() if through_seq > after_seq else None
-    if changelog is None:
-        return 0
-    appended: dict[int, tuple[int, int]] = {}  # seq -> (version, rows) of its last append
-    limit = through_seq - after_seq + 8  # about one commit a batch, plus maintenance
-    while True:
-        history = changelog.history(limit)  # newest first
-        seqs = [(_appended_seq(c), c) for c in history]
-        for seq, commit in seqs:
-            if seq is not None and after_seq < seq <= through_seq and commit["version"] > appended.get(seq, (-1, 0))[0]:
-                appended[seq] = (commit["version"], int(commit["operationMetrics"]["num_added_rows"]))
-        older_reached = any(seq is not None and seq <= after_seq for seq, _ in seqs)
-        if older_reached or len(history) < limit:
-            return sum(rows for _, rows in appended.values())
-        limit *= 4
-
-
-def checkpoint_seq(lake: Lake) -> int:
-    """The stream checkpoint's ``seq`` (its last committed batch), -1 before the stream's first."""
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-
-    checkpoint = StreamStore(lake).read_checkpoint()
-    return checkpoint.visible[0] if checkpoint is not None else -1
-
-
-def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int, dict[str, Any] | None]:
-    """The stream's commits of ``table`` since the batch ``after_seq``: the checkpoint's ``seq`` now (-1
-    before the stream's first), and the asset event extra for them, None when they wrote no row of the
-    table. The extra: ``seq`` and ``first_seq``, the batches it covers; ``offset``/``gtid``, the
-    checkpoint's (the table's changes up to there are in the lake); ``rows``, changelog rows written;
-    ``stopped_by``, for a table a DDL stopped (``DROP TABLE``, ``RENAME TABLE`` away), the statement: its
-    replica is kept as of ``stopped_at`` and no longer follows the source."""
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-
-    checkpoint = StreamStore(lake).read_checkpoint()
-    if checkpoint is None:
-        return -1, None
-    seq, offset = checkpoint.visible  # whole transactions only
-    if seq <= after_seq:
-        return seq, None
-    rows = stream_rows(lake, table, after_seq, seq)
-    if not rows:
-        return seq, None
-    extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,
-             **offset_extra(offset), "rows": rows}
-    stopped = checkpoint.stopped.get(table if isinstance(table, TableId) else TableId.parse(table))
-    if stopped is not None and stopped.ddl:
-        extra.update(stopped_by=stopped.ddl, stopped_at=str(stopped.offset))
-    return seq, extra

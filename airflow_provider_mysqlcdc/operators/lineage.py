@@ -27,8 +27,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from airflow_provider_mysqlcdc.assets import openlineage_location, stream_rows
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.assets import openlineage_location
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_commits import stream_rows
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -84,8 +90,6 @@ def gather(facts: Callable[..., LineageFacts], *args: Any) -> LineageFacts | Non
 
 def source_namespace(mysql_cdc_conn_id: str) -> str:
     """``mysql://host:port`` of the connection's server (read from the connection, not the network)."""
-    from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-
     config = MySqlCdcHook(mysql_cdc_conn_id).get_config()
     return f"mysql://{config.host}:{config.port}"
 
@@ -97,8 +101,6 @@ def source_facts(namespace: str, schema: TableSchema) -> DatasetFacts:
 
 def lake_facts(location: DeltaLocation, rows: int | None = None, size: int | None = None) -> DatasetFacts:
     """A Delta table of the lake with its columns as stored (none before it exists) and what the run wrote."""
-    import pyarrow as pa
-
     namespace, name = openlineage_location(location.uri)
     table = location.open()
     stored = pa.schema(table.schema().to_arrow()) if table is not None else pa.schema([])
@@ -108,8 +110,6 @@ def lake_facts(location: DeltaLocation, rows: int | None = None, size: int | Non
 def split_facts(mysql_cdc_conn_id: str, lake: Lake, tables: Iterable[TableId]) -> LineageFacts:
     """The split reads the tables it planned (their keys and sizes), with the columns of their plans in
     the lake; it writes no data."""
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-
     plans = [plan for t in tables if (plan := SnapshotStore(lake).read_plan(t)) is not None]
     if not plans:
         return LineageFacts()
@@ -129,8 +129,6 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
     summary's ``seq_before`` up to its ``seq``, counted from the Delta log)."""
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-
     checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is None:
         return LineageFacts()

@@ -6,9 +6,9 @@ Airflow records a task's asset events when the task instance finishes, and a str
 reads the lake's stream checkpoint every ``poll_interval`` seconds (one small JSON document, in a
 thread) and, when its ``seq`` moved, counts the table's changelog rows of the new batches from the
 Delta log's commit metrics. If there are any it yields one ``TriggerEvent`` whose payload is the
-event's extra (``assets.stream_extra``: ``seq``, ``first_seq``, ``offset``, ``gtid``, ``rows``); Airflow
-stores it as the asset event's ``extra["payload"]``. Batches committed within one poll make one event.
-Snapshot batches are not watched here: their tasks emit their own events.
+event's extra (``lake.stream_commits.stream_extra``: ``seq``, ``first_seq``, ``offset``, ``gtid``,
+``rows``); Airflow stores it as the asset event's ``extra["payload"]``. Batches committed within one
+poll make one event. Snapshot batches are not watched here: their tasks emit their own events.
 
 Where it continues: the last ``seq`` it reported is kept in Airflow's asset state store (Airflow 3.3,
 ``BaseEventTrigger.asset_state_store``), so a triggerer restart reports the commits made meanwhile
@@ -27,6 +27,7 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.stream_commits import checkpoint_seq, stream_extra
 
 STATE_KEY = "mysql_cdc_stream_seq"
 """The asset state store's key of the last stream batch reported."""
@@ -51,8 +52,6 @@ class MySqlCdcCommitTrigger(BaseEventTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_mysqlcdc.assets import checkpoint_seq, stream_extra
-
         options = await asyncio.to_thread(lake_storage_options, self.lake_conn_id)  # the connection: blocking
         lake = Lake.at(self.base_uri, options)
         seen = await self._stored_seq()

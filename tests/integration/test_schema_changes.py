@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.assets import stream_extra
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
@@ -31,6 +30,7 @@ from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, 
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.stream_commits import stream_extra
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.integration.test_snapshot_dag import current_rows
 from tests.integration.test_stream_dag import table_rows

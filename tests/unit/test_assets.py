@@ -23,8 +23,6 @@ from airflow_provider_mysqlcdc.assets import (
     replica_uri,
     sanitize_uri,
     snapshot_event,
-    stream_extra,
-    stream_rows,
 )
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
@@ -32,6 +30,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_commits import stream_extra, stream_rows
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.triggers.lake_commits import STATE_KEY, MySqlCdcCommitTrigger
