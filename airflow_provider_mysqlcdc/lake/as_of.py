@@ -23,12 +23,9 @@ table stopped being captured, for a table taken out of ``tables``). Anything els
 naming the covered range. A table captured without a snapshot (a stream-only startup mode) never had
 its full state in the lake and is refused.
 
-Positions. ``AsOf.parse`` takes a :class:`BinlogOffset`, ``"file:pos"``, a GTID position or set, a
-``datetime`` or epoch milliseconds. Offsets order as ``BinlogOffset.compare`` does (file and position;
-the changelog keeps no GTIDs). A GTID position names transactions, not bytes: :func:`resolve_as_of`
-turns it (or a time) into the offset right after the last transaction it covers, by scanning the
-source's binlog the way a ``specific-offset`` stream start does. A commit time also reads from the lake
-alone: the state after every change whose ``_op_ts`` (second resolution, the binlog's event time) is at
+Positions (``cdc.as_of.AsOf``): an offset, or a commit time; a GTID position is first turned into an
+offset on the source (``cdc.as_of.resolve_as_of``). A commit time reads from the lake alone: the
+state after every change whose ``_op_ts`` (second resolution, the binlog's event time) is at
 or before it, covered when the table's changelog holds a change after the time (the stream has read
 past it) and the snapshot's last batch was committed before it (or a change after its highest HW is
 at or before the time).
@@ -36,113 +33,40 @@ at or before the time).
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.startup import parse_file_position, parse_specific_offset, parse_timestamp_ms
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.committed import (
+    METADATA,
+    ORDER,
+    CommittedTable,
+    changes_between,
+    committed_table,
+    conform,
+)
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
 from airflow_provider_mysqlcdc.lake.multiset import CURRENT_ROW, multiset_at
-from airflow_provider_mysqlcdc.lake.read import METADATA, ORDER, CommittedTable, _changes, _conform, committed_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-
-if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 
 _SOURCE = "__as_of_source"
 MERGED = "__merged"
 """History's column marking the changelog rows already merged into the current table."""
 _INDEX = "__as_of_index"
-
-
-@dataclass(frozen=True)
-class AsOf:
-    """One source position, parsed once: exactly one of ``offset``, ``gtid`` (text, resolved on the
-    server by :func:`resolve_as_of`) and ``timestamp_ms`` (epoch milliseconds, UTC) is set."""
-
-    offset: BinlogOffset | None = None
-    gtid: str | None = None
-    timestamp_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        if sum(v is not None for v in (self.offset, self.gtid, self.timestamp_ms)) != 1:
-            raise InvalidOptionError("AsOf takes exactly one of offset, gtid and timestamp_ms")
-
-    @classmethod
-    def parse(cls, value: Any) -> AsOf:
-        """``value``: an AsOf, a BinlogOffset, ``"mysql-bin.000003:4"``, a MariaDB GTID position
-        (``"0-1-100"``) or MySQL GTID set (``"uuid:1-100"``), a datetime (naive = UTC), or epoch ms."""
-        if isinstance(value, AsOf):
-            return value
-        if isinstance(value, BinlogOffset):
-            return cls(offset=value)
-        if isinstance(value, dt.datetime) or (isinstance(value, int) and not isinstance(value, bool)):
-            return cls(timestamp_ms=parse_timestamp_ms(value))
-        if isinstance(value, str) and value.strip():
-            text = value.strip()
-            if ":" in text and text.rsplit(":", 1)[1].isdigit() and "." in text.rsplit(":", 1)[0]:
-                return cls(offset=parse_file_position(text, "as_of"))
-            for flavor in ("mariadb", "mysql"):
-                try:
-                    parse_specific_offset(text, flavor)
-                except InvalidOptionError:
-                    continue
-                return cls(gtid=text)
-        raise InvalidOptionError(
-            f"as_of must be a binlog offset ('mysql-bin.000003:4' or a BinlogOffset), a GTID position "
-            f"('0-1-100') or set ('uuid:1-100'), a datetime or epoch milliseconds, not {value!r}"
-        )
-
-    def __str__(self) -> str:
-        if self.offset is not None:
-            return f"offset {self.offset}"
-        if self.gtid is not None:
-            return f"GTIDs {self.gtid}"
-        moment = dt.datetime.fromtimestamp((self.timestamp_ms or 0) / 1000, dt.UTC)
-        return f"time {moment.isoformat()} ({self.timestamp_ms} ms)"
-
-
-def resolve_as_of(as_of: Any, config: ConnectionConfig, server_id: int) -> AsOf:
-    """``as_of`` as a binlog offset of the source: a GTID position or a time becomes the start of the
-    first transaction it does not cover (the GTID not in it; committed after the time), found by
-    scanning the binlog's transactions (no rows decoded) with binlog reader id ``server_id``."""
-    from airflow_provider_mysqlcdc.cdc.offset import binlog_files
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-    from airflow_provider_mysqlcdc.cdc.startup import covered_by_gtids, find_first_uncovered, scan_transactions
-
-    point = AsOf.parse(as_of)
-    if point.offset is not None:
-        return point
-    control = config.connect()
-    try:
-        server = ServerInfo.read(control)
-        if point.gtid is not None:
-            parsed = parse_specific_offset(point.gtid, server.flavor)
-            assert not isinstance(parsed, BinlogOffset)
-            covered = covered_by_gtids(parsed)
-        else:
-            millis = point.timestamp_ms
-            covered = lambda txn: txn.commit_ms <= (millis or 0)  # noqa: E731
-        offset = find_first_uncovered(binlog_files(control),
-                                      lambda file: scan_transactions(config, server_id, server, control, file),
-                                      covered, server.flavor)
-    finally:
-        control.close()
-    return AsOf(offset=offset)
 
 
 @dataclass(frozen=True)
@@ -330,10 +254,10 @@ def _history_rows(committed: CommittedTable, batch: int | None, where: pc.Expres
         either = [c for c in (where, in_batch) if c is not None]
         current = committed.current.to_pyarrow_dataset().to_table(
             filter=functools.reduce(operator.and_, either) if either else None)
-        sources.append((_conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
+        sources.append((conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
                         False))
-    sources.append((_changes(committed, -1, committed.merged, dropped=False, where=where), True))
-    sources.append((_changes(committed, committed.merged, committed.through, dropped=False, where=where), False))
+    sources.append((changes_between(committed, -1, committed.merged, dropped=False, where=where), True))
+    sources.append((changes_between(committed, committed.merged, committed.through, dropped=False, where=where), False))
     first_change = len(sources) - 2  # the current table's rows come before, when there are any
     rows = pa.concat_tables([
         s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))

@@ -28,14 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedError
+from airflow_provider_mysqlcdc.lake.as_of import coverage, order_bound
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
+from airflow_provider_mysqlcdc.lake.committed import CommittedTable, committed_table
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import CommittedTable, committed_table
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -134,8 +136,6 @@ def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: Binlo
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812
 
-    from airflow_provider_mysqlcdc.lake.as_of import order_bound
-
     schema, columns = committed.schema, _columns(committed.schema)
     rows = (changes_frame(spark, lake, committed, -1)
             .withColumn("__merged", F.col(STREAM_SEQ_COLUMN) <= committed.merged)
@@ -169,13 +169,10 @@ def register_views(spark: Any, lake: Lake | str, tables: Sequence[str], as_of: A
     as of that offset (``AsOfError`` outside the lake's range); the changelog view is every committed change."""
     offset = None
     if as_of is not None:
-        from airflow_provider_mysqlcdc.exceptions import AsOfError
-        from airflow_provider_mysqlcdc.lake.as_of import AsOf
-
         offset = AsOf.parse(as_of).offset
         if offset is None:
             raise AsOfError(f"the Spark views take as_of as a binlog offset, not {as_of!r}: turn a GTID position or a "
-                            f"time into one with lake.as_of.resolve_as_of")
+                            f"time into one with cdc.as_of.resolve_as_of")
     lake = Lake.of(lake)
     views: dict[str, str] = {}
     for table in tables:
@@ -191,8 +188,6 @@ def register_views(spark: Any, lake: Lake | str, tables: Sequence[str], as_of: A
         if offset is None:
             current_frame(spark, lake, committed).createOrReplaceTempView(view)
         else:
-            from airflow_provider_mysqlcdc.lake.as_of import coverage
-
             coverage(lake, table_id).check(offset)
             as_of_frame(spark, lake, committed, offset).createOrReplaceTempView(view)
         views[str(table_id)] = view

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.as_of import resolve_as_of
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_snapshot_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError
-from airflow_provider_mysqlcdc.lake.as_of import resolve_as_of
 from airflow_provider_mysqlcdc.lake.read import read_table
 from tests import replica
 from tests.arrow_rows import canonical_rows
