@@ -3,7 +3,7 @@
 The plan of each table (its chunks and batches) is written to the lake the first time, so that a
 later run keeps the same chunks and batch ids and returns only the batches without a committed
 manifest. Before anything is written the planner checks what would make the run fail later: the
-binlog server ids every reader that can run at once needs (``cdc.server_id``) and the binlog
+binlog server ids every reader that can run at once needs (``engine.batch_readers``) and the binlog
 retention against the snapshot's estimated duration (``cdc.binlog_retention``). The split operator
 only renders its arguments into ``SplitOptions`` and hands the batches to XCom.
 """
@@ -22,9 +22,9 @@ from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers, batch_tasks
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
@@ -93,8 +93,7 @@ def plan_snapshot(
         pending += todo
     # distinct binlog server ids for every reader that can run at once; checked before any plan is written
     server_ids = config.server_id
-    counts = [min(options.readers_per_batch, b.chunk_count) for b in pending]
-    firsts = assign_snapshot_readers(server_ids, counts, options.readers_per_batch, conn_id)
+    assigned = assign_readers(pending, server_ids, options.readers_per_batch, conn_id)
     if pending and retention is not None:  # checked before any plan is written, too
         estimate = binlog_retention.estimate_snapshot(work, options.chunk_size)
         log.info("binlog retention: %s = %s; the stream reads the snapshot's binlog in about %s (%s)",
@@ -105,10 +104,11 @@ def plan_snapshot(
     for plan in new_plans:
         store.write_plan(plan)
     if pending:
+        readers = sum(batch_tasks(b) for b in assigned)
         log.info("%d batches with %d binlog readers at most, server ids %d-%d of the range %s (the stream takes %d)",
-                  len(pending), sum(counts), server_ids.allocate(0), server_ids.allocate(sum(counts) - 1),
+                  len(pending), readers, server_ids.allocate(0), server_ids.allocate(readers - 1),
                   server_ids, server_ids.end)
-    return [b.with_readers(first, count) for b, first, count in zip(pending, firsts, counts, strict=True)]
+    return assigned
 
 
 def _not_streamed_only(schemas: list[TableSchema], plans: dict[TableId, Plan | None],

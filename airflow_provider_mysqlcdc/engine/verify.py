@@ -45,6 +45,8 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id
+from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,
     InvalidOptionError,
@@ -389,8 +391,6 @@ def verify_batch_locally(lake: Lake, config: ConnectionConfig, batch: Batch, run
     """One batch in this process, in ``parts`` sequential parts as its Spark tasks would cut it (readers
     from the batch's server ids): for tests and benchmarks without Spark; the Spark job runs the parts
     in parallel and writes the same report."""
-    from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
-
     plan = SnapshotStore(lake).read_plan(batch.table)
     if plan is None:
         raise VerifyError(f"no snapshot plan of {batch.table} under {lake.base_uri}: nothing to verify against; "
@@ -401,7 +401,7 @@ def verify_batch_locally(lake: Lake, config: ConnectionConfig, batch: Batch, run
     verdicts = [v for part in range(parts)
                 for v in verify_chunks(lake, config, schema, plan.chunks, batch,
                                        mine[len(mine) * part // parts: len(mine) * (part + 1) // parts],
-                                       batch.server_id(config.server_id, part), wait_seconds)]
+                                       batch_server_id(batch, config.server_id, part), wait_seconds)]
     report = VerifyReport(batch.table, run, tuple(verdicts), time.monotonic() - started, (batch.number,))
     VerifyStore(lake).write_batch(report)
     return report

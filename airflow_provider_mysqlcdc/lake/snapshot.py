@@ -28,8 +28,6 @@ from typing import Any, ClassVar
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, snapshot_server_id
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -57,9 +55,9 @@ class Batch:
 
     ``first_reader`` and ``readers`` are the binlog server ids of one DAG run (not part of the plan,
     and not compared): the split task gives the batch ``readers`` indexes of the connection's
-    ``server_id`` range from ``first_reader`` on (``cdc.server_id.assign_snapshot_readers``), and its
-    Spark job runs at most that many tasks, task ``i`` reading with index ``first_reader + i``. They
-    travel in the batch's XCom dict, so a re-run of one cleared batch keeps its ids.
+    ``server_id`` range from ``first_reader`` on, and its Spark job runs at most that many tasks, task
+    ``i`` reading with index ``first_reader + i`` (``engine.batch_readers``). They travel in the batch's
+    XCom dict, so a re-run of one cleared batch keeps its ids.
     """
 
     table: TableId
@@ -84,29 +82,6 @@ class Batch:
     def with_readers(self, first_reader: int, readers: int) -> Batch:
         return replace(self, first_reader=first_reader, readers=readers)
 
-    def spark_tasks(self, partitions: int = 0) -> int:
-        """How many Spark tasks (binlog readers at once) the batch's job runs: ``partitions`` if given,
-        else its ``readers``; never more than its readers, nor than its chunks."""
-        if self.first_reader is None or self.readers is None:
-            raise SnapshotStateError(
-                f"the batch {self.label} has no binlog server ids assigned (no 'first_reader'/'readers' in its "
-                f"XCom): it comes from a split task of an older version of this provider; clear the split task "
-                f"of this DAG run with its downstream tasks (or trigger a new run) so that it assigns them"
-            )
-        if partitions < 0 or partitions > self.readers:
-            raise InvalidOptionError(
-                f"partitions={partitions} for {self.label}, but its Spark job may run at most {self.readers} tasks "
-                f"at once, the binlog readers the split task gave it server ids for: leave partitions at 0, or "
-                f"raise readers_per_batch on the split task (and widen the connection's server_id range)"
-            )
-        return min(partitions or self.readers, self.chunk_count)
-
-    def server_id(self, ids: ServerIdRange, task: int) -> int:
-        """The binlog server id of the job's Spark task ``task`` (0-based), from the connection's range."""
-        self.spark_tasks()
-        assert self.first_reader is not None and self.readers is not None  # checked by spark_tasks
-        return snapshot_server_id(ids, self.first_reader, self.readers, task)
-
     def to_dict(self) -> dict[str, Any]:
         return {"table": str(self.table), "number": self.number, "first_chunk": self.first_chunk,
                 "last_chunk": self.last_chunk, "batch_id": self.batch_id, "label": self.label,
@@ -115,7 +90,7 @@ class Batch:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Batch:
         """Also reads dicts of older versions, without ``first_reader``/``readers`` (manifests keep
-        them); :meth:`spark_tasks` refuses to run such a batch."""
+        them); ``engine.batch_readers.batch_tasks`` refuses to run such a batch."""
         return cls(TableId.parse(d["table"]), d["number"], d["first_chunk"], d["last_chunk"],
                    d.get("first_reader"), d.get("readers"))
 

@@ -102,11 +102,12 @@ def prepare_batch_job(
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk.log import mask_secret
 
+    from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
     from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
     from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
-    tasks = batch.spark_tasks(partitions)  # refuses a batch without server ids, or too many tasks
-    ids = [batch.server_id(config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+    tasks = batch_tasks(batch, partitions)  # refuses a batch without server ids, or too many tasks
+    ids = [batch_server_id(batch, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
     if config.password:
         mask_secret(config.password)
     operator.application_args = [

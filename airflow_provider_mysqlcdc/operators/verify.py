@@ -59,8 +59,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_mysqlcdc.cdc.server_id import assign_snapshot_readers
         from airflow_provider_mysqlcdc.engine import rendered
+        from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
         from airflow_provider_mysqlcdc.exceptions import VerifyError
         from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
@@ -75,10 +75,9 @@ class MySqlVerifyPlanOperator(BaseOperator):
                                   f"{'planned' if plan is None else 'finished'}: run the replication DAG first")
             batches += plan.batches
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        counts = [min(readers, b.chunk_count) for b in batches]
-        firsts = assign_snapshot_readers(config.server_id, counts, readers, self.mysql_cdc_conn_id)
+        assigned = assign_readers(batches, config.server_id, readers, self.mysql_cdc_conn_id)
         self.log.info("verify %d batches of %s", len(batches), ", ".join(map(str, tables)))
-        return [b.with_readers(f, c).to_dict() for b, f, c in zip(batches, firsts, counts, strict=True)]
+        return [b.to_dict() for b in assigned]
 
 
 class MySqlVerifyOperator(BatchJobOperator):

@@ -97,13 +97,14 @@ class BatchJob:
     def open(cls, kind: str, args: argparse.Namespace) -> BatchJob:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+        from airflow_provider_mysqlcdc.engine.batch_readers import batch_tasks
         from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
         from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
         from airflow_provider_mysqlcdc.lake.handle import Lake
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
         batch = Batch.from_dict(json.loads(args.batch))
-        partitions = batch.spark_tasks(args.partitions)
+        partitions = batch_tasks(batch, args.partitions)
         lake = Lake.at(args.base_uri, json.loads(os.environ.get(args.lake_options_env) or "{}"))
         plan = SnapshotStore(lake).read_plan(batch.table)
         if plan is None:
@@ -137,11 +138,13 @@ class BatchJob:
         are (pickled by Spark, the package being importable on every executor), and so do ``settings``; the
         password only inside the task's closure. Task ``index`` reads with the server id the split (or the
         verify plan) gave this batch's task ``index`` among all batches of the run."""
+        from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id  # see open()
+
         lake, batch, schema, config = self.lake, self.batch, self.schema, self.config
 
         def run(index: int, items: Iterable[Chunk]) -> Iterator[T]:
             task = TaskChunks(lake, index, list(items), batch, schema, config,
-                              batch.server_id(config.server_id, index))
+                              batch_server_id(batch, config.server_id, index))
             return work(task, **settings)
 
         return list(spark.sparkContext.parallelize(chunks, self.partitions).mapPartitionsWithIndex(run).collect())

@@ -34,6 +34,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
@@ -261,13 +262,13 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     ids = use_range("5460-5475")
     batches = split()
     assert {b.table.table for b in batches} == set(sizes) and max(b.number for b in batches) >= 2
-    readers = [b.server_id(ids, task) for b in batches for task in range(b.spark_tasks())]
+    readers = [batch_server_id(b, ids, task) for b in batches for task in range(batch_tasks(b))]
     assert len(readers) == len(set(readers)) and ids.end not in readers  # the stream takes the last id
-    assert all(b.spark_tasks() == min(2, b.chunk_count) for b in batches)
+    assert all(batch_tasks(b) == min(2, b.chunk_count) for b in batches)
 
     # a later run assigns ids to the batches still pending only, again from the first id
     done = batches[0]
     store.write_manifest(BatchManifest(done, "done", load_table_schema(cdc_conn, done.table), (), bytes=0,
                                        seconds=0.0, delta_version=1))
     again = split()
-    assert again == batches[1:] and again[0].server_id(ids, 0) == 5460
+    assert again == batches[1:] and batch_server_id(again[0], ids, 0) == 5460

@@ -8,6 +8,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapshot_readers, explain_server_id_clash
+from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers, batch_server_id, batch_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
 
@@ -56,10 +57,8 @@ def _run_of(tables: dict[str, int], chunks_per_batch: int, readers_per_batch: in
     """The batches a split task returns for tables of ``tables[name]`` chunks, as it assigns them."""
     pending = [b for name, n in tables.items() for b in group_batches(
         TableId.parse(name), [Chunk(TableId.parse(name), i, None, None) for i in range(n)], chunks_per_batch)]
-    counts = [min(readers_per_batch, b.chunk_count) for b in pending]
-    firsts = assign_snapshot_readers(ids, counts, readers_per_batch)
     # through XCom and back, as the mapped snapshot tasks get them
-    return [Batch.from_dict(b.with_readers(f, c).to_dict()) for b, f, c in zip(pending, firsts, counts, strict=True)]
+    return [Batch.from_dict(b.to_dict()) for b in assign_readers(pending, ids, readers_per_batch)]
 
 
 @pytest.mark.parametrize(("tables", "chunks_per_batch", "readers_per_batch"), [
@@ -73,18 +72,18 @@ def test_readers_of_all_tables_and_batches_of_a_run_are_distinct(
     ids = ServerIdRange.parse("5400-5500")
     batches = _run_of(tables, chunks_per_batch, readers_per_batch, ids)
     assert len({b.table for b in batches}) == len(tables) and max(b.number for b in batches) > 0
-    readers = [b.server_id(ids, task) for b in batches for task in range(b.spark_tasks())]
+    readers = [batch_server_id(b, ids, task) for b in batches for task in range(batch_tasks(b))]
     stream = ids.stream_id
     assert len(readers) == len(set(readers)) and stream not in readers
     assert readers == list(range(5400, 5400 + len(readers)))  # packed from the first id, in the order returned
     # at most readers_per_batch tasks a batch, one per chunk at most
-    assert all(b.spark_tasks() == min(readers_per_batch, b.chunk_count) for b in batches)
+    assert all(batch_tasks(b) == min(readers_per_batch, b.chunk_count) for b in batches)
 
 
 def test_a_range_that_fits_exactly_is_enough() -> None:
     ids = ServerIdRange.parse("5400-5408")  # the default: 8 snapshot readers + the stream
     batches = _run_of({"shop.orders": 8}, 2, 2, ids)
-    assert [b.server_id(ids, t) for b in batches for t in range(b.spark_tasks())] == list(range(5400, 5408))
+    assert [batch_server_id(b, ids, t) for b in batches for t in range(batch_tasks(b))] == list(range(5400, 5408))
 
 
 def test_a_range_too_small_for_the_run_names_the_extra_and_a_range_that_fits() -> None:
@@ -115,24 +114,24 @@ def test_a_batch_from_an_older_split_is_read_but_not_run() -> None:
     batch = Batch.from_dict(old)  # manifests of older versions keep such dicts
     assert batch == Batch(TableId("shop", "orders"), 1, 7, 13) and batch.first_reader is None
     with pytest.raises(SnapshotStateError, match="no binlog server ids assigned.*clear the split task"):
-        batch.spark_tasks()
+        batch_tasks(batch)
     with pytest.raises(SnapshotStateError):
-        batch.server_id(ServerIdRange.parse("5400-5408"), 0)
+        batch_server_id(batch, ServerIdRange.parse("5400-5408"), 0)
 
 
 def test_a_batch_runs_no_more_tasks_than_it_has_ids() -> None:
     batch = Batch(TableId("shop", "orders"), 0, 0, 9, first_reader=4, readers=3)
-    assert (batch.spark_tasks(), batch.spark_tasks(2)) == (3, 2)
+    assert (batch_tasks(batch), batch_tasks(batch, 2)) == (3, 2)
     with pytest.raises(InvalidOptionError, match="partitions=4 .* at most 3 tasks.*readers_per_batch"):
-        batch.spark_tasks(4)
+        batch_tasks(batch, 4)
     ids = ServerIdRange.parse("5400-5408")
-    assert [batch.server_id(ids, t) for t in range(3)] == [5404, 5405, 5406]
+    assert [batch_server_id(batch, ids, t) for t in range(3)] == [5404, 5405, 5406]
     with pytest.raises(InvalidOptionError, match="readers_per_batch"):
-        batch.server_id(ids, 3)
+        batch_server_id(batch, ids, 3)
 
 
 def test_a_range_narrowed_after_the_split_is_refused_not_shared_with_the_stream() -> None:
     batch = Batch(TableId("shop", "orders"), 0, 0, 9, first_reader=6, readers=2)
-    assert batch.server_id(ServerIdRange.parse("5400-5408"), 1) == 5407
+    assert batch_server_id(batch, ServerIdRange.parse("5400-5408"), 1) == 5407
     with pytest.raises(InvalidOptionError, match="server_id extra changed after the split task.*clear the split"):
-        batch.server_id(ServerIdRange.parse("5400-5407"), 1)  # 5407 is now the stream's
+        batch_server_id(batch, ServerIdRange.parse("5400-5407"), 1)  # 5407 is now the stream's
