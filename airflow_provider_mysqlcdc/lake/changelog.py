@@ -8,17 +8,24 @@ after that HW and after every change it already contains.
 
 These are the lake's own Arrow types (``lake_schema``); the Delta tables store the few types Delta
 lacks in another form (``delta.stored_type``), and readers cast back to these.
+
+The table's own columns come from the core (``cdc.change_columns``): a rows event's values are in the
+binlog's wire formats, and reading those is the binlog decoder's work (``cdc.row_decoder`` locates them,
+``cdc.row_columns`` reads them into Arrow), which must agree with the snapshot's SELECT whatever the
+lake does with the rows. This module only lays the lake's metadata columns next to them.
 """
 
 from __future__ import annotations
 
-from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
+from airflow_provider_mysqlcdc.cdc.change_columns import image_columns, tuple_columns
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.lake.delta import cast_to
@@ -81,14 +88,6 @@ def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: 
     return rows
 
 
-def _tuple_columns(values: list[tuple[Any, ...]], schema: TableSchema) -> list[pa.Array]:
-    """Canonical value tuples as the table's Arrow columns, built column by column (a dict per row
-    costs more than decoding it)."""
-    types = arrow_schema(schema)
-    columns = zip(*values, strict=True) if values else [()] * len(types)
-    return [pa.array(column, field.type) for column, field in zip(columns, types, strict=True)]
-
-
 def _row_seq(events_to_skip: Any, rows_to_skip: Any, after_image: Any) -> Any:
     """``_row_seq`` orders the rows of one transaction: row event, row within it (the count of rows a
     resume after it skips), and the before image of an update before its after image."""
@@ -119,7 +118,7 @@ def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
         [_row_seq(o.events_to_skip, o.rows_to_skip, r.op is update_after) for o, r in zip(offsets, records,
                                                                                           strict=True)],
     ]
-    return _with_metadata(_tuple_columns([r.values for r in records], schema), schema, metadata)
+    return _with_metadata(tuple_columns([r.values for r in records], schema), schema, metadata)
 
 
 _KINDS = list(ChangeKind)
@@ -130,35 +129,11 @@ def rows_table(events: list[ChangeRows], schema: TableSchema) -> pa.Table:
     """The images of rows events of one table (all with ``schema``'s columns) as lake rows, in changelog
     order: the columnar stream's form of ``changes_table``, with no Python object per value or row.
 
-    Runs of events with the row decoder's layout are read by ``row_columns`` all at once; the metadata
+    The images' values become the table's columns in the core (``cdc.change_columns``); the metadata
     columns come from one value per event, spread over its images with numpy.
     """
-    import numpy as np
-
-    from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array, located_columns
-    from airflow_provider_mysqlcdc.cdc.row_decoder import Located
-
+    columns, keep = image_columns(events, schema)
     counts = np.fromiter((e.count for e in events), np.int64, len(events))
-    keep = None
-    if any(e.keep is not None for e in events):
-        keep = np.fromiter(chain.from_iterable(e.keep if e.keep is not None else repeat(True, e.count)
-                                               for e in events), np.bool_, int(counts.sum()))
-    parts: list[list[pa.Array]] = []
-    done = 0
-    for run in _runs(events):
-        images = sum(e.count for e in run)
-        run_keep = None if keep is None else keep[done:done + images]
-        if isinstance(run[0].images, Located):
-            parts.append(located_columns([e.images for e in run], run_keep, schema))  # type: ignore[misc]
-        else:
-            values = [v for e in run for v in e.images]  # type: ignore[union-attr]
-            if run_keep is not None:
-                values = [v for v, k in zip(values, run_keep.tolist(), strict=True) if k]
-            parts.append(_tuple_columns(values, schema))
-        done += images
-    columns = [pa.chunked_array([p[i] for p in parts], f.type).combine_chunks()
-               for i, f in enumerate(arrow_schema(schema))] if parts else _tuple_columns([], schema)
-
     files = {e.base.file for e in events}
     index = {file: file_index(file) for file in files}
     # per event: its first image's kind, width (2 for an update), commit time, file, position, index
@@ -174,20 +149,3 @@ def rows_table(events: list[ChangeRows], schema: TableSchema) -> pa.Table:
     arrays = [arrow_array(m.astype(dtype), t) for m, (dtype, t) in zip(metadata, types, strict=True)]
     arrays[0] = _KIND_NAMES.take(arrays[0])
     return _with_metadata(columns, schema, arrays)
-
-
-def _runs(events: list[ChangeRows]) -> list[list[ChangeRows]]:
-    """Consecutive events read alike: located images of one layout, or value tuples."""
-    from airflow_provider_mysqlcdc.cdc.row_decoder import Located
-
-    runs: list[list[ChangeRows]] = []
-    previous: Any = None
-    for event in events:
-        images = event.images
-        key = images.layout if isinstance(images, Located) else None
-        if runs and key is previous:
-            runs[-1].append(event)
-        else:
-            runs.append([event])
-        previous = key
-    return runs
