@@ -177,7 +177,8 @@ class SparkApplicationWatch:
     def attach(self, hook: SparkSubmitHook) -> SparkSubmitHook:
         """Make ``hook`` show this watch every line of ``spark-submit`` before its own processing (which logs
         the line and looks for the ids it tracks; the hook offers no other way to see the lines). A Spark
-        provider without that private method gets no link, and its job runs as before."""
+        provider without that private method gets no link, and its job runs as before
+        (``tests/unit/test_spark_provider.py`` fails when the provider changes it)."""
         process: Callable[[Iterator[Any]], None] | None = getattr(hook, "_process_spark_submit_log", None)
         if process is None:
             return hook

@@ -150,7 +150,9 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
         return manifest.to_dict()
 
     def _get_hook(self) -> SparkSubmitHook:
-        """The base class's hook, its ``spark-submit`` output followed for the Spark application link."""
+        """The base class's hook, its ``spark-submit`` output followed for the Spark application link. The
+        provider's private factory, which its ``execute`` calls and keeps the result of as ``_hook``: the
+        only way to see the output (``tests/unit/test_spark_provider.py`` fails when that changes)."""
         hook = super()._get_hook()
         return self._application_watch.attach(hook) if self._application_watch is not None else hook
 

@@ -25,10 +25,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.log import mask_secret
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
+from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
+from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -90,45 +95,16 @@ def check_password_reaches_driver(conn_id: str, master: str, deploy_mode: str | 
     )
 
 
-def prepare_batch_job(
-    operator: SparkSubmitOperator, batch: Batch, config: ConnectionConfig, lake: Lake, partitions: int,
-    job_arguments: list[str], what: str,
-) -> None:
-    """Set ``operator`` up to submit a batch job (``spark.batch_job``) for ``batch``: its arguments (the
-    connection without password), Spark at WARN under the user's ``conf``, the environment or the shipped
-    package for the master; refuses a batch without server ids, too many tasks, a narrowed ``server_id``
-    range and a cluster deploy mode the password cannot reach. Run it in ``execute``, then submit inside
-    ``run_job`` (the password and the storage options in ``spark-submit``'s environment)."""
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-    from airflow.sdk.log import mask_secret
+def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None]:
+    """The master and the deploy mode ``spark-submit`` gets from the Spark connection ``conn_id`` and the
+    operator's ``deploy_mode`` argument, as the Spark provider resolves them.
 
-    from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
-    from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
-    from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
-
-    tasks = batch_tasks(batch, partitions)  # refuses a batch without server ids, or too many tasks
-    ids = [batch_server_id(batch, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
-    if config.password:
-        mask_secret(config.password)
-    operator.application_args = [
-        *job_arguments, "--base-uri", lake.base_uri, "--batch", json.dumps(batch.to_dict()),
-        "--connection", json.dumps(config.to_dict()), "--partitions", str(partitions),
-    ]
-    operator.conf = {**quiet_spark_conf(), **(operator.conf or {})}  # the user's conf wins
-    conn_id = operator._conn_id
-    connection = SparkSubmitHook(conn_id=conn_id, deploy_mode=operator._deploy_mode)._connection
-    master = connection["master"]
-    if is_local_master(master):
-        operator.env_vars = local_master_env(operator.env_vars)
-    else:
-        check_password_reaches_driver(conn_id, master, connection["deploy_mode"], operator.conf, PASSWORD_ENV)
-        if lake.storage_options:
-            check_password_reaches_driver(conn_id, master, connection["deploy_mode"], operator.conf,
-                                          LAKE_OPTIONS_ENV, "the lake connection's storage options")
-        shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
-        operator.py_files = ",".join(p for p in (operator.py_files, str(shipped)) if p)
-    operator.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label, master,
-                      tasks, ids[0], ids[-1])
+    Through the hook's private ``_connection``: the provider resolves a connection (host and port into a
+    master, the deploy mode from the argument or the ``deploy-mode`` extra, a missing connection into
+    ``yarn``) only inside its hook, and doing it again here would drift from it.
+    ``tests/unit/test_spark_provider.py`` fails when the provider changes that."""
+    connection = SparkSubmitHook(conn_id=conn_id, deploy_mode=deploy_mode)._connection
+    return connection["master"], connection["deploy_mode"]
 
 
 class BatchJobOperator(SparkSubmitOperator):
@@ -175,18 +151,46 @@ class BatchJobOperator(SparkSubmitOperator):
         return open_lake(self.base_uri, self.lake_conn_id)
 
     def prepare(self, batch: Batch, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
-        """The rendered Spark connection, the source's config, and the job set up (``prepare_batch_job``)."""
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+        """Set this task up to submit its batch job (``spark.batch_job``) for ``batch`` and return the
+        source's config: the job's arguments (the connection without password), Spark at WARN under the
+        user's ``conf``, the environment or the shipped package for the master. Refuses a batch without
+        server ids, too many tasks, a narrowed ``server_id`` range and a cluster deploy mode the password
+        (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
+        (the password and the storage options in ``spark-submit``'s environment)."""
+        # the engine and the lake (pyarrow): not at DAG-parse time
+        from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
 
-        self._conn_id = self.spark_conn_id  # rendered
+        # The base class keeps ``conn_id`` untemplated, as the private ``_conn_id`` its ``execute`` builds
+        # the hook from, and ``deploy_mode`` (given directly or by default_args) as ``_deploy_mode``, with
+        # no public way to set or read them: the rendered ``spark_conn_id`` goes there
+        # (``tests/unit/test_spark_provider.py`` fails when the provider changes either).
+        self._conn_id = self.spark_conn_id
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        prepare_batch_job(self, batch, config, lake, self.partitions, job_arguments, what)
+        tasks = batch_tasks(batch, self.partitions)  # refuses a batch without server ids, or too many tasks
+        ids = [batch_server_id(batch, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+        if config.password:
+            mask_secret(config.password)
+        self.application_args = [
+            *job_arguments, "--base-uri", lake.base_uri, "--batch", json.dumps(batch.to_dict()),
+            "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
+        ]
+        self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
+        master, deploy_mode = spark_master(self.spark_conn_id, self._deploy_mode)
+        if is_local_master(master):
+            self.env_vars = local_master_env(self.env_vars)
+        else:
+            check_password_reaches_driver(self.spark_conn_id, master, deploy_mode, self.conf, PASSWORD_ENV)
+            if lake.storage_options:
+                check_password_reaches_driver(self.spark_conn_id, master, deploy_mode, self.conf, LAKE_OPTIONS_ENV,
+                                              "the lake connection's storage options")
+            shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
+            self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
+        self.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label,
+                      master, tasks, ids[0], ids[-1])
         return config
 
     def run_job(self, context: Any, config: ConnectionConfig, lake: Lake) -> None:
         """``spark-submit`` with the password and the lake's storage options in its environment only."""
-        from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
-
         with environment_variable(PASSWORD_ENV, config.password), \
                 environment_variable(LAKE_OPTIONS_ENV, json.dumps(dict(lake.storage_options))):
             SparkSubmitOperator.execute(self, context)
