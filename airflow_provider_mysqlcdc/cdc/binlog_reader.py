@@ -115,7 +115,7 @@ class ChangeRows:
 
     def column(self, index: int) -> list[Any]:
         """Column ``index`` of every image, taken or not, as canonical values."""
-        from airflow_provider_mysqlcdc.cdc.row_columns import column_values
+        from airflow_provider_mysqlcdc.cdc.row_columns import column_values  # numpy: for the columnar stream only
 
         images = self.images
         return column_values(images, index) if isinstance(images, Located) else [i[index] for i in images]

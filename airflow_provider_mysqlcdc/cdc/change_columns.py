@@ -7,16 +7,18 @@ values stays here, in the core, with the decoder that knows their formats.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 from airflow_provider_mysqlcdc.cdc.row_columns import located_columns
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 
 
 def tuple_columns(values: list[tuple[Any, ...]], schema: TableSchema) -> list[pa.Array]:

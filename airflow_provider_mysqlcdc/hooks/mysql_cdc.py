@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
@@ -123,15 +123,15 @@ def _refusal(host: str | None, login: str | None, extra: dict[str, Any]) -> str 
 
 
 def _known_charset(name: str) -> bool:
-    from pymysql.charset import charset_by_name
+    from pymysql.charset import charset_by_name  # the driver: only when a connection is checked
 
     return charset_by_name(name) is not None
 
 
 def _check_server(config: ConnectionConfig) -> tuple[ServerInfo | None, list[str]]:
     """(ServerInfo or None, problems): connect, then every binlog setting and grant the source check judges."""
+    # the source checks (70 ms): only when the connection is tested, not when an operator imports the hook
     from airflow_provider_mysqlcdc.cdc.source_checks import find_problems, gather_facts
-    from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
     try:
         conn = config.connect()

@@ -54,6 +54,7 @@ from airflow_provider_mysqlcdc.lake.delta import (
     STREAM_SEQ_COLUMN,
     allow_types_of,
 )
+from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_through, quote
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -153,8 +154,6 @@ def merge_multiset(
     """Apply ``changes`` (changelog rows of one keyless table, any order, with ``_batch``) to its current
     table at ``current`` as a multiset, in one commit recording ``(MERGE_APP_ID, through_seq)``; skipped
     when the table has it already (unless ``force``), created from the changes when missing."""
-    from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_through, quote
-
     started = time.perf_counter()
     if STREAM_SEQ_COLUMN in changes.column_names:
         changes = changes.drop_columns([STREAM_SEQ_COLUMN])

@@ -19,6 +19,7 @@ and twice its Arrow size in memory.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -111,8 +112,6 @@ def replace_current(
     columns empty. Returns the highest high watermark of the rows; when a killed run made that commit
     already, nothing is read and it is read back from the commit. A table without a current table yet
     (renamed into the captured tables) gets one."""
-    import json
-
     from deltalake import CommitProperties, Transaction
 
     table = location.open()
@@ -126,8 +125,6 @@ def replace_current(
 
 
 def _replaced_at(location: DeltaLocation, seq: int) -> BinlogOffset:
-    import json
-
     table = location.open()
     # newest first; the replace is at most a few commits back
     for commit in table.history() if table is not None else []:

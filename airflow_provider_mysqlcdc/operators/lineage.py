@@ -71,6 +71,7 @@ def lineage_emitted() -> bool:
     """Whether the ``openlineage`` provider is installed and emits (it is disabled without a transport)."""
     if importlib.util.find_spec("airflow.providers.openlineage") is None:
         return False
+    # OpenLineage: only with the openlineage extra, when its provider calls
     from airflow.providers.openlineage.conf import is_disabled
 
     return not is_disabled()
@@ -147,6 +148,7 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
 
 def operator_lineage(facts: LineageFacts | None) -> Lineage:
     """The OpenLineage objects of gathered facts (none: the task wrote nothing, e.g. it never committed)."""
+    # OpenLineage: only with the openlineage extra, when its provider calls
     from airflow.providers.common.compat.openlineage.facet import (
         InputDataset,
         OutputDataset,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from airflow.sdk import BaseOperatorLink
+from airflow.sdk.execution_time.xcom import XCom
 
 from airflow_provider_mysqlcdc.spark.batch_job import APPLICATION_LINE, EVENT_LOG_ENABLED, HISTORY_SERVER_ADDRESS
 
@@ -52,8 +53,6 @@ class _PersistedLink(BaseOperatorLink):
     """A link whose URL the operator pushes to the link's XCom while it runs."""
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
-        from airflow.sdk.execution_time.xcom import XCom
-
         value = XCom.get_value(ti_key=ti_key, key=self.xcom_key)
         return value if isinstance(value, str) else ""
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
 
 
@@ -54,9 +56,8 @@ class MySqlResnapshotOperator(BaseOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_mysqlcdc.engine import rendered
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot, resnapshot_server_id
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 
         requests = ResnapshotRequest.parse_all(rendered.literal("resnapshot", self.resnapshot))
         if not requests:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.assets import replica_alias
+from airflow_provider_mysqlcdc.assets import replica_alias, snapshot_event
 from airflow_provider_mysqlcdc.exceptions import SnapshotJobError
 from airflow_provider_mysqlcdc.operators.links import (
     LakeTableLink,
@@ -18,7 +18,9 @@ from airflow_provider_mysqlcdc.operators.links import (
     SparkApplicationWatch,
     persist_lake_link,
 )
+from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
 from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
+from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -124,9 +126,8 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-        from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
-        from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 
         batch = Batch.from_dict(self.batch)
         lake = self.open_lake()
@@ -158,7 +159,7 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
 
     def _committed(self, context: Any, lake: Lake, manifest: BatchManifest) -> None:
         """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""
-        from airflow_provider_mysqlcdc.assets import snapshot_event
+        # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import gather, snapshot_facts
 
         snapshot_event(context, self.base_uri, manifest)
@@ -167,6 +168,7 @@ class MySqlSnapshotSparkOperator(BatchJobOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the batch's source table, and the current-state
         Delta table it wrote with its rows and bytes (``operators.lineage``)."""
+        # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
         return operator_lineage(getattr(self, "_lineage_facts", None))

@@ -10,6 +10,8 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_provider_mysqlcdc.operators.lake import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 
 if TYPE_CHECKING:
@@ -129,9 +131,8 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.unbounded_chunk_first = unbounded_chunk_first
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-        from airflow_provider_mysqlcdc.operators.lake import storage_options
         from airflow_provider_mysqlcdc.operators.lineage import gather, split_facts
 
         options = SplitOptions.from_values(
@@ -154,6 +155,7 @@ class MySqlChunkSplitOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the tables planned (named in ``tables``, else those
         with batches to snapshot) with their columns; a plan is no data (``operators.lineage``)."""
+        # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
         return operator_lineage(getattr(self, "_lineage_facts", None))

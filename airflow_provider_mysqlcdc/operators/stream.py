@@ -11,8 +11,12 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.exceptions import error_from_event
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
+from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, task_tags
+from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
@@ -172,8 +176,6 @@ class MySqlBinlogStreamOperator(BaseOperator):
         return f"{ti.dag_id}.{ti.task_id} in run {ti.run_id}"
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any] | None:
-        from airflow_provider_mysqlcdc.exceptions import error_from_event
-
         if event.get("reason") == "error":
             raise error_from_event(event)
         return self._stream(self._options(context), StreamProgress.from_dict(event), context)
@@ -182,6 +184,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         """OpenLineage (with the ``openlineage`` extra): the captured tables, and the changelog and
         current-state Delta tables of each, the changelog's rows written by this task's batches
         (``operators.lineage``)."""
+        # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 
         return operator_lineage(getattr(self, "_lineage_facts", None))
@@ -202,11 +205,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         )
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.operators.lineage import gather, stream_facts
-        from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, task_tags
-        from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         runner = StreamRunner(options, config, StatsStreamObserver(task_tags(context, self.task_id)))

@@ -17,6 +17,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
+from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
 from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
 
@@ -59,10 +62,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_mysqlcdc.engine import rendered
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
-        from airflow_provider_mysqlcdc.exceptions import VerifyError
-        from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
@@ -131,9 +132,8 @@ class MySqlVerifyOperator(BatchJobOperator):
         self.wait_seconds = wait_seconds
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
-        from airflow_provider_mysqlcdc.engine import rendered
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
-        from airflow_provider_mysqlcdc.exceptions import VerifyError
         from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
         batch = Batch.from_dict(self.batch)
@@ -179,9 +179,8 @@ class MySqlVerifySummaryOperator(BaseOperator):
         self.fail_on_difference = fail_on_difference
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_mysqlcdc.engine import rendered
+        # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.verify import summarize
-        from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
         fail_on_difference = rendered.flag("fail_on_difference", self.fail_on_difference)

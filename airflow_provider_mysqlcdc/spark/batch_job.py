@@ -21,6 +21,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+from airflow_provider_mysqlcdc.lake.handle import Lake
+
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -96,11 +100,9 @@ class BatchJob:
     @classmethod
     def open(cls, kind: str, args: argparse.Namespace) -> BatchJob:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
-        from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+        # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
         from airflow_provider_mysqlcdc.engine.batch_readers import batch_tasks
         from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
-        from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-        from airflow_provider_mysqlcdc.lake.handle import Lake
         from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 
         batch = Batch.from_dict(json.loads(args.batch))
@@ -118,6 +120,7 @@ class BatchJob:
         """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
         speculative copy of a task would read the binlog with the task's own server id, and the server
         drops one of the two connections."""
+        # pyspark: only in the Spark driver
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.appName(f"mysql-cdc {self.kind} {self.batch.label}").getOrCreate()

@@ -20,6 +20,9 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
@@ -30,9 +33,6 @@ TASK_PROGRESS_SECONDS = 10.0
 
 def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
     """Runs on an executor: this task's chunks into one Parquet file of the attempt."""
-    from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-
     started = reported = time.monotonic()
     done = rows = 0
     for record in write_chunks(SnapshotStore(task.lake), task.batch, attempt, task.index, task.config,
@@ -63,10 +63,6 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch
-    from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-
     args = argument_parser(__doc__).parse_args(argv)
     try:
         job = BatchJob.open("snapshot", args)

@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, verify_chunks
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
@@ -29,16 +31,11 @@ if TYPE_CHECKING:
 def verify_task(task: TaskChunks, *, plan_chunks: list[Chunk], wait_seconds: float) -> Iterator[ChunkVerdict]:
     """Runs on an executor: this task's chunks, one verdict each (``plan_chunks``: all of the table's,
     which place a key in its batch's partition of the replica)."""
-    from airflow_provider_mysqlcdc.engine.verify import verify_chunks
-
     yield from verify_chunks(task.lake, task.config, task.schema, plan_chunks, task.batch, task.chunks,
                              task.server_id, wait_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore
-    from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
-
     parser = argument_parser(__doc__)
     parser.add_argument("--run", required=True, help="the verification run's name (its report's file name)")
     parser.add_argument("--wait-seconds", type=float, required=True,

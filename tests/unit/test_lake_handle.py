@@ -10,7 +10,6 @@ import pickle
 import pyarrow.fs as pafs
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
@@ -18,7 +17,7 @@ from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Batch
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
-from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver, prepare_batch_job
+from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver
 from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV
 
 SECRET = "the-secret-key-7f3a"  # noqa: S105  (a value to search for, not a credential)
@@ -93,13 +92,15 @@ def test_a_lake_connection_it_cannot_use_is_refused(monkeypatch: pytest.MonkeyPa
 def test_a_spark_job_gets_the_lake_options_in_no_argument_and_no_spark_property(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({"conn_type": "mysql_cdc", "host": "db",
+                                                                     "login": "cdc", "password": "pw"}))
     aws_connection(monkeypatch, "lake", login="AKID", password=SECRET, extra={"region_name": "eu-west-1"})
     batch = Batch(TableId("shop", "orders"), 0, 0, 3).with_readers(0, 2)
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=batch.to_dict(), base_uri="s3a://bucket/lake",
                                           lake_conn_id="lake")
     lake = operator.open_lake()
     assert lake.base_uri == "s3a://bucket/lake" and lake.storage_options["AWS_SECRET_ACCESS_KEY"] == SECRET
-    prepare_batch_job(operator, batch, ConnectionConfig("db", "cdc", "pw"), lake, 0, [], "snapshot")
+    operator.prepare(batch, lake, [], "snapshot")
     shown = json.dumps([operator.application_args, operator.conf, operator.env_vars])
     assert SECRET not in shown and LAKE_OPTIONS_ENV not in shown and "--base-uri" in shown
     # cluster deploy mode: the driver would not inherit spark-submit's environment (the variable named)
