@@ -61,7 +61,9 @@ class Watcher(threading.Thread):
         self.cluster, self.ui = cluster, f"http://127.0.0.1:{ui_port}/api/v1/applications"
         self.stopping = threading.Event()
         self.texts: list[str] = []  # every sample, for the password search
-        self.processes: dict[int, tuple[int, str]] = {}  # pid -> (ppid, args), over all samples
+        # (pid, ppid, args) over all samples: a process's args change when it execs (spark-submit's shell
+        # script becomes the SparkSubmit JVM under the same pid), so every form seen is kept
+        self.processes: set[tuple[int, int, str]] = set()
         self.environment: dict[str, Any] | None = None
         self.executors: list[dict[str, Any]] = []
         self.app_id: str | None = None
@@ -75,7 +77,7 @@ class Watcher(threading.Thread):
         self.texts.append(ps)
         for line in ps.splitlines():
             pid, ppid, args = (line.strip().split(None, 2) + ["", ""])[:3]
-            self.processes.setdefault(int(pid), (int(ppid), args))
+            self.processes.add((int(pid), int(ppid), args))
         for url in (f"{self.cluster.master_ui}/json/",
                     *(f"{w['webuiaddress']}/json/" for w in self._workers())):
             self._get(url)
@@ -191,7 +193,7 @@ def test_example_dag_snapshots_on_a_standalone_cluster_without_showing_the_passw
 
     # the password: in no process's command line, no UI JSON, no executor launch log
     # (sampled while our job ran: its spark-submit, with the connection minus the password, was seen)
-    assert any("SparkSubmit" in args and f'"user": "{USER}"' in args for _, args in watcher.processes.values())
+    assert any("SparkSubmit" in args and f'"user": "{USER}"' in args for _, _, args in watcher.processes)
     assert all(password not in text for text in watcher.texts)
     assert watcher.environment is not None
     system = dict(watcher.environment["systemProperties"])
@@ -206,12 +208,12 @@ def test_example_dag_snapshots_on_a_standalone_cluster_without_showing_the_passw
     assert watcher.app_id is not None
     assert [a["id"] for a in apps if a["name"].startswith("mysql-cdc snapshot")] == [watcher.app_id]
     workers = {pid for name, pid in cluster.pids.items() if name.startswith("worker")}
-    executor_jvms = {pid for pid, (ppid, args) in watcher.processes.items()
+    executor_jvms = {pid for pid, ppid, args in watcher.processes
                      if ppid in workers and "CoarseGrainedExecutorBackend" in args and watcher.app_id in args}
     assert len(executor_jvms) == 2, watcher.processes
     assert {e["id"] for e in watcher.executors} == {"driver", "0", "1"}
     # ... whose Python workers are the venv's Python named by spark.pyspark.python, children of the executors
-    daemons = [args for ppid, args in watcher.processes.values() if ppid in executor_jvms and "pyspark.daemon" in args]
+    daemons = [args for _, ppid, args in watcher.processes if ppid in executor_jvms and "pyspark.daemon" in args]
     assert daemons and all(args.startswith(sys.executable) for args in daemons), daemons
     properties = dict(watcher.environment["sparkProperties"])
     assert properties["spark.master"] == cluster.master_url
