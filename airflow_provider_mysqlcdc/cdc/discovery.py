@@ -63,6 +63,15 @@ class TableSelection:
         assert databases is not None  # __post_init__: tables or include_databases
         return bool(databases.fullmatch(table.database)) and (tables is None or bool(tables.fullmatch(name)))
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"tables": [str(t) for t in self.tables], "include_databases": self.include_databases,
+                "include_tables": self.include_tables, "exclude_tables": list(self.exclude_tables)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TableSelection:
+        return cls(tuple(TableId.parse(t) for t in d.get("tables", ())), d.get("include_databases"),
+                   d.get("include_tables"), tuple(d.get("exclude_tables", ())))
+
     def describe(self) -> str:
         if self.tables:
             return f"tables={[str(t) for t in self.tables]!r}, exclude_tables={list(self.exclude_tables)!r}"

@@ -19,20 +19,23 @@ from typing import Any
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 
 
 def first_captured_change(
     config: ConnectionConfig, server_id: int, control: Any, tables: Sequence[TableId], start: BinlogOffset,
-    stop: BinlogOffset,
+    stop: BinlogOffset, selection: TableSelection | None = None,
 ) -> tuple[bool, BinlogOffset]:
-    """``(True, offset of the change)`` at the first change of ``tables`` after ``start``, or
-    ``(False, the last transaction boundary before stop)`` when there is none up to ``stop``."""
+    """``(True, offset of the change)`` at the first change of ``tables`` after ``start`` (or a table made
+    or renamed under a name that ``selection``'s patterns match), or ``(False, the last transaction boundary
+    before stop)`` when there is none up to ``stop``."""
     schemas = {table: load_table_schema(control, table) for table in tables}
+    watch_new = selection.matches if selection is not None and selection.by_pattern else None
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, start,
-                          reload_schema=lambda table: load_table_schema(control, table), stop=stop)
+                          reload_schema=lambda table: load_table_schema(control, table), stop=stop,
+                          watch_new=watch_new)
     reached = start
     for item in reader:
         if isinstance(item, ChangeRecord | SchemaStatement):

@@ -226,7 +226,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         progress.deferrals += 1
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),
-                                       options.poll_interval, progress.to_dict(), [str(t) for t in checkpoint.schemas]),
+                                       options.poll_interval, progress.to_dict(), [str(t) for t in checkpoint.schemas],
+                                       options.selection().to_dict() if options.selection().by_pattern else None),
             method_name="execute_complete",
         )
         return None  # not reached: defer raises

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
@@ -95,3 +96,25 @@ def test_other_traffic_does_not_wake_the_stream(mariadb_server, admin, cdc_conn,
     payload, fired_at = first_event(waiting)
     writes.join()
     assert payload["reason"] == "moved" and fired_at < writes.captured_at  # type: ignore[attr-defined]
+
+
+def test_a_table_made_under_the_streams_patterns_wakes_it(mariadb_server, admin, cdc_conn, database) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        cur.execute("CREATE TABLE p_first (id INT PRIMARY KEY)")
+    selection = TableSelection(include_databases=database, include_tables=rf"{database}\.p_.*")
+
+    def trigger() -> MySqlBinlogTrigger:
+        offset = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False).to_dict()
+        return MySqlBinlogTrigger("mysql_cdc_default", offset, time.time() + 30, 0.2, {}, [f"{database}.p_first"],
+                                  selection.to_dict())
+
+    waiting = trigger()
+    writes = busy(mariadb_server, database, 1.5)  # traffic elsewhere, then a table the patterns match
+    writes.join()
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE other_2 (id INT PRIMARY KEY)")  # not matched: no wake
+        cur.execute("CREATE TABLE p_second (id INT PRIMARY KEY)")
+        made_at = time.time()
+    payload, fired_at = first_event(waiting)
+    assert payload["reason"] == "moved" and fired_at >= made_at
