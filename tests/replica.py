@@ -73,6 +73,16 @@ def stream(config: ConnectionConfig, base_uri: str, tables: list[str], merge: bo
     return checkpoint
 
 
+def run_stopping_stream(config: ConnectionConfig, options: StreamOptions) -> None:
+    """One run of the stream as a stopping stream task makes it (``options`` say when it stops, e.g.
+    ``stop_after_idle_seconds=0``: once caught up), its MERGE included."""
+    runner, control = StreamRunner(options, config), config.connect()
+    try:
+        runner.run(control, runner.open(control), StreamProgress.start(), may_wait=False)
+    finally:
+        control.close()
+
+
 @contextmanager
 def stream_running(config: ConnectionConfig, base_uri: str) -> Iterator[None]:
     """The stream following the server in a worker process (``tests.stream_worker``, from the lake's

@@ -24,8 +24,7 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
-from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -34,7 +33,7 @@ from airflow_provider_mysqlcdc.lake.stream_commits import stream_extra
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from tests.integration.test_snapshot_dag import current_rows
 from tests.integration.test_stream_dag import table_rows
-from tests.replica import snapshot
+from tests.replica import run_stopping_stream, snapshot
 
 SERVER_IDS = "5950-5959"
 ROWS = 2000
@@ -49,14 +48,8 @@ def config(mariadb_server: Any) -> ConnectionConfig:
 def stream(config: ConnectionConfig, base_uri: str, tables: list[TableId],
            behavior: SchemaChangeBehavior = SchemaChangeBehavior.EVOLVE) -> None:
     """Stream until caught up, then MERGE, as a stopping stream task does."""
-    options = StreamOptions(base_uri, tuple(tables), writer="tests.schema_changes", stop_after_idle_seconds=0,
-                            schema_change_behavior=behavior)
-    runner, control = StreamRunner(options, config), config.connect()
-    try:
-        checkpoint = runner.open(control)
-        runner.run(control, checkpoint, StreamProgress.start(), may_wait=False)
-    finally:
-        control.close()
+    run_stopping_stream(config, StreamOptions(base_uri, tuple(tables), writer="tests.schema_changes",
+                                              stop_after_idle_seconds=0, schema_change_behavior=behavior))
 
 
 class Writer(threading.Thread):
@@ -390,14 +383,7 @@ def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
     options = StreamOptions(base_uri, (), writer="tests.patterns", stop_after_idle_seconds=0,
                             include_databases=database, include_tables=rf"{database}\.pt_.*")
 
-    def stream_patterns() -> None:
-        runner, control = StreamRunner(options, config), config.connect()
-        try:
-            runner.run(control, runner.open(control), StreamProgress.start(), may_wait=False)
-        finally:
-            control.close()
-
-    stream_patterns()
+    run_stopping_stream(config, options)
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE pt_new (id INT PRIMARY KEY, s VARCHAR(10))")
         cur.execute("INSERT INTO pt_new VALUES (1, 'a'), (2, 'b')")
@@ -412,12 +398,12 @@ def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
     writer = Writer(mariadb_server, database, "pt_moved")
     writer.start()
     try:
-        stream_patterns()  # reads pt_moved whole while the writer changes it
+        run_stopping_stream(config, options)  # reads pt_moved whole while the writer changes it
     finally:
         writer.stopping.set()
         writer.join()
     assert writer.count > 0
-    stream_patterns()
+    run_stopping_stream(config, options)
 
     checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None

@@ -13,13 +13,12 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-from tests.replica import snapshot
+from tests.replica import run_stopping_stream, snapshot
 
 BEFORE, TRANSACTION = 1_000, 200_000
 
@@ -37,11 +36,7 @@ def test_readers_never_see_part_of_a_transaction(admin: Any, mariadb_server: Any
                             limits=BatchLimits(max_events=TRANSACTION // 10), merge_interval_seconds=0.001)
 
     def stream() -> None:
-        runner, control = StreamRunner(options, config), config.connect()
-        try:
-            runner.run(control, runner.open(control), StreamProgress.start(), may_wait=False)
-        finally:
-            control.close()
+        run_stopping_stream(config, options)
 
     stream()
     with admin.cursor() as cur:  # one transaction, committed before the stream reads it
