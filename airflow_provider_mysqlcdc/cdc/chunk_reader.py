@@ -282,14 +282,6 @@ class ChunkReader:
         index = self._key_index
         values = [c.values[index] for c in changes]
         keys = dict(zip(values, self._key_order.sort_keys(values), strict=True))
-        start, end = self._key_order.sort_keys([chunk.start, chunk.end])
-        first = chunk.start is None
-
-        def in_chunk(row: Row) -> bool:
-            key = keys[row[index]]
-            if key is None:
-                return first
-            return (start is None or not key < start) and (end is None or key < end)
-
-        return in_chunk
+        key_range = chunk.key_range.in_order(self._key_order.sort_keys)
+        return lambda row: key_range.holds(keys[row[index]])
 

@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, collated_parameter
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRange
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
@@ -58,6 +59,10 @@ class Chunk:
     index: int
     start: Any
     end: Any
+
+    @property
+    def key_range(self) -> KeyRange:
+        return KeyRange(self.start, self.end)
 
     def to_dict(self) -> dict[str, Any]:
         return {"t": str(self.table), "i": self.index, "s": encode_key(self.start), "e": encode_key(self.end)}

@@ -3,9 +3,8 @@
 A chunk's output is its state as of its high watermark (HW), so an event for a row of that chunk is
 new only if it comes after that HW; events at or before it are already in the snapshot. Once an
 event is past the highest HW of its table, every chunk of the table is older than it and the table
-is in its pure binlog phase: no lookup at all. Otherwise the chunk holding the key is found by a
-binary search over the chunk starts (Flink CDC scanned the chunks linearly, which cost a quarter of
-its CPU at 10,000 chunks).
+is in its pure binlog phase: no lookup at all. Otherwise the chunk holding the key is found by
+``cdc.key_range.KeyRanges``, a binary search over the chunk starts.
 
 Keys are compared through *sort keys* (see ``key_order``), so string keys follow the column's
 collation exactly as the splitter's SQL did.
@@ -13,23 +12,15 @@ collation exactly as the splitter's SQL did.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges, SortKeys, as_they_are
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 
 _RESNAPSHOT = "its snapshot manifests are incomplete or inconsistent: re-run the table's snapshot tasks"
-
-SortKeys = Callable[[Sequence[Any]], list[Any]]
-"""Key values to their sort keys, ``None`` (unbounded, or a NULL key) staying ``None``: a table's
-``KeyOrder.sort_keys``. Keys that already compare like the column (integers) need none."""
-
-
-def _as_they_are(values: Sequence[Any]) -> list[Any]:
-    return list(values)
 
 
 class TableFilter:
@@ -37,24 +28,25 @@ class TableFilter:
     their key bounds turned into sort keys by ``sort_keys`` (all at once: one batch of server lookups for
     string keys), their HWs as they are."""
 
-    def __init__(self, chunks: Iterable[FinishedChunkInfo], sort_keys: SortKeys = _as_they_are,
+    def __init__(self, chunks: Iterable[FinishedChunkInfo], sort_keys: SortKeys = as_they_are,
                  table: Any = "the table") -> None:
         chunks = list(chunks)
         bounds = sort_keys([bound for c in chunks for bound in (c.start, c.end)])
-        ranges = sorted(((bounds[2 * i], bounds[2 * i + 1], c.high_watermark) for i, c in enumerate(chunks)),
-                        key=lambda r: (r[0] is not None, r[0]))
+        ranges = sorted(((KeyRange(bounds[2 * i], bounds[2 * i + 1]), c.high_watermark) for i, c in enumerate(chunks)),
+                        key=lambda r: (r[0].start is not None, r[0].start))
         if not ranges:
             raise SnapshotStateError(f"{table} has no finished snapshot chunk: {_RESNAPSHOT}")
-        if ranges[0][0] is not None or ranges[-1][1] is not None:
+        if ranges[0][0].start is not None or ranges[-1][0].end is not None:
             raise SnapshotStateError(f"the chunks of {table} do not start and end unbounded: {_RESNAPSHOT}")
-        for (_, end, _), (start, _, _) in zip(ranges, ranges[1:], strict=False):
-            if end is None or end != start:
+        for (before, _), (after, _) in zip(ranges, ranges[1:], strict=False):
+            if before.end is None or before.end != after.start:
                 raise SnapshotStateError(
-                    f"the chunks of {table} do not tile the key space ({end!r} is followed by {start!r}): {_RESNAPSHOT}"
+                    f"the chunks of {table} do not tile the key space ({before.end!r} is followed by "
+                    f"{after.start!r}): {_RESNAPSHOT}"
                 )
-        # bisect over the bounded starts; chunk 0 holds everything below the first of them
-        self._starts = [start for start, _, _ in ranges[1:]]
-        self._high_watermarks = [hw for _, _, hw in ranges]
+        # the bounds are sort keys already: the lookup compares them as they are
+        self._chunks = KeyRanges([key_range.start for key_range, _ in ranges[1:]])
+        self._high_watermarks = [hw for _, hw in ranges]
         self.max_high_watermark: BinlogOffset = max(self._high_watermarks)
 
     def in_binlog_phase(self, offset: BinlogOffset) -> bool:
@@ -62,10 +54,8 @@ class TableFilter:
         return self.max_high_watermark < offset
 
     def chunk_index(self, sort_key: Any) -> int:
-        """The chunk holding a key; a NULL key (``None``) belongs to the first chunk, like the splitter says."""
-        if sort_key is None:
-            return 0
-        return bisect_right(self._starts, sort_key)
+        """The chunk holding a key (its position in key order); a NULL key (``None``) is in the first."""
+        return self._chunks.position(sort_key)
 
     def should_emit(self, sort_key: Any, offset: BinlogOffset) -> bool:
         if self.in_binlog_phase(offset):
@@ -81,7 +71,7 @@ class EmitFilter:
                  sort_keys: Mapping[Any, SortKeys] | None = None) -> None:
         orders = sort_keys or {}
         self.tables: dict[Any, TableFilter] = {
-            table: TableFilter(chunks, orders.get(table, _as_they_are), table)
+            table: TableFilter(chunks, orders.get(table, as_they_are), table)
             for table, chunks in chunks_by_table.items()
         }
 

@@ -15,10 +15,8 @@ weights compare with the shorter padded by the weight of a space.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import total_ordering
 from typing import Any
 
@@ -108,27 +106,6 @@ class KeyOrder:
         if column.data_type in STRING_TYPES:
             return cls(column, _string_weights(conn, column))
         return cls(column, list)
-
-
-@dataclass(frozen=True)
-class KeyRanges:
-    """Consecutive half-open key ranges (the first unbounded below, the last above), each with a number:
-    which snapshot batch, or which chunk, holds a chunk-key value, found by bisection over sort keys."""
-
-    order: KeyOrder
-    starts: list[Any]
-    """The sort key where each range after the first starts."""
-    numbers: list[int]
-
-    @classmethod
-    def from_starts(cls, order: KeyOrder, starts: Sequence[Any], numbers: Sequence[int]) -> KeyRanges:
-        """``starts``: the key value where each range but the first starts; ``numbers``: one per range."""
-        return cls(order, order.sort_keys(list(starts)), list(numbers))
-
-    def numbers_of(self, values: Sequence[Any]) -> list[int]:
-        keys = self.order.sort_keys(values)
-        # a NULL chunk key sorts first, as in the snapshot's first chunk
-        return [self.numbers[0] if k is None else self.numbers[bisect.bisect_right(self.starts, k)] for k in keys]
 
 
 def _string_weights(conn: Any, column: Column) -> Callable[[Sequence[Any]], list[Any]]:

@@ -17,7 +17,7 @@ Nothing needs to stop the stream or coordinate with it: the repair writes only t
 table (never the changelog or the checkpoint, the stream's alone), and a commit that races the
 stream's MERGE or compaction is retried. Keys the lake has in a chunk's range but the source lacks
 at the HW are deleted by a ``-D`` ordered at the HW; which chunk holds a lake row is decided in the
-chunk-key column's collation order (``cdc.key_order.KeyRanges``), as the snapshot decided it.
+chunk-key column's collation order (``cdc.key_range.KeyRanges``), as the snapshot decided it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
@@ -53,8 +54,12 @@ COMMIT_TRIES = 8
 
 
 @dataclass(frozen=True)
-class KeyRange:
-    """Chunk-key values from ``low`` to ``high``, both included; None: unbounded on that side."""
+class RequestedRange:
+    """Chunk-key values from ``low`` to ``high``, both included; None: unbounded on that side.
+
+    A user's input (``resnapshot_tables``), not a chunk's range: it is inclusive at both ends, as a person
+    names "keys 100 to 200", and only chooses which chunks to read again. The ranges the chunks are cut in
+    are ``cdc.key_range.KeyRange`` (half open)."""
 
     low: Any = None
     high: Any = None
@@ -66,7 +71,7 @@ class ResnapshotRequest:
     the chunks named by index in ``chunks`` (what a verification reports)."""
 
     table: TableId
-    ranges: tuple[KeyRange, ...] = ()
+    ranges: tuple[RequestedRange, ...] = ()
     chunks: tuple[int, ...] = ()
     whole: bool = False
 
@@ -107,7 +112,7 @@ class ResnapshotRequest:
             if not isinstance(item, list | tuple) or len(item) != 2:
                 raise InvalidOptionError(f"resnapshot[{table!r}]: a key range is [low, high] (both included, null "
                                          f"for unbounded), not {item!r}")
-            parsed.append(KeyRange(item[0], item[1]))
+            parsed.append(RequestedRange(item[0], item[1]))
         if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in chunks):
             raise InvalidOptionError(f"resnapshot[{table!r}]['chunks'] must be chunk indexes (whole numbers >= 0), "
                                      f"not {chunks!r}")
@@ -128,15 +133,16 @@ class ResnapshotRequest:
                                      f"{len(plan.chunks) - 1}, not {unknown}")
         chosen = set(self.chunks)
         for key_range in self.ranges:
-            first = chunks.numbers_of([key_range.low])[0]  # None (unbounded) is in the first chunk too
-            last = len(plan.chunks) - 1 if key_range.high is None else chunks.numbers_of([key_range.high])[0]
+            first = chunks.positions([key_range.low])[0]  # None (unbounded) is in the first chunk too
+            last = len(plan.chunks) - 1 if key_range.high is None else chunks.positions([key_range.high])[0]
             chosen.update(range(first, last + 1))
         return [plan.chunks[i] for i in sorted(chosen)]
 
 
 def chunk_ranges(plan: Plan, order: KeyOrder) -> KeyRanges:
-    """Which of the plan's chunks holds a chunk-key value, in the column's collation order."""
-    return KeyRanges.from_starts(order, [c.start for c in plan.chunks[1:]], [c.index for c in plan.chunks])
+    """Which of the plan's chunks holds a chunk-key value, in the column's collation order: a position in
+    ``plan.chunks``, which is the chunk's index (the splitter numbers chunks in key order from 0)."""
+    return KeyRanges([c.start for c in plan.chunks[1:]], order.sort_keys)
 
 
 @dataclass(frozen=True)
@@ -294,7 +300,7 @@ class _LakeKeys:
         if table is None:
             raise SnapshotStateError(f"the current table at {self.current} is gone: repair needs the snapshot's rows")
         keys = table.to_pyarrow_table(filters=[(BATCH_COLUMN, "=", batch)], columns=columns)
-        indexes = self.ranges.numbers_of(keys.column(key).to_pylist())
+        indexes = self.ranges.positions(keys.column(key).to_pylist())
         return keys.append_column("__chunk", pa.array(indexes, pa.int64()))
 
 

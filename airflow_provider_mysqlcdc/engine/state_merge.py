@@ -16,7 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, KeyRanges
+from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -35,7 +36,7 @@ class StateMerger:
     def __init__(self, lake: Lake, control: Any) -> None:
         self.lake = lake
         self.control = control
-        self._ranges: dict[TableId, tuple[str, KeyRanges] | None] = {}
+        self._ranges: dict[TableId, tuple[str, KeyRanges, list[int]] | None] = {}
 
     def merge(self, checkpoint: Checkpoint) -> dict[TableId, int]:
         """Merge every table's changelog rows up to ``checkpoint``'s last whole transaction (its ``visible``
@@ -77,15 +78,16 @@ class StateMerger:
         found = self._ranges[table]
         if found is None:
             return [0] * changes.num_rows
-        column, ranges = found
-        return ranges.numbers_of(changes.column(column).to_pylist())
+        column, ranges, numbers = found
+        return [numbers[i] for i in ranges.positions(changes.column(column).to_pylist())]
 
-    def _batch_ranges(self, table: TableId, schema: TableSchema) -> tuple[str, KeyRanges] | None:
-        """The chunk-key column and the key ranges of the table's snapshot batches; None without a plan."""
+    def _batch_ranges(self, table: TableId, schema: TableSchema) -> tuple[str, KeyRanges, list[int]] | None:
+        """The chunk-key column, the key ranges of the table's snapshot batches in key order and their
+        numbers; None without a plan."""
         plan = SnapshotStore(self.lake).read_plan(table)
         if plan is None or not plan.batches:
             return None
         column = plan.schema.chunk_key
         order = KeyOrder.for_column(self.control, plan.schema.column(column))
         firsts = [plan.chunks[b.first_chunk].start for b in plan.batches[1:]]
-        return column, KeyRanges.from_starts(order, firsts, [b.number for b in plan.batches])
+        return column, KeyRanges(firsts, order.sort_keys), [b.number for b in plan.batches]

@@ -42,7 +42,8 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
 from airflow_provider_mysqlcdc.cdc.chunks import INTEGER_TYPES, Chunk, decode_key, encode_key
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder, KeyRanges
+from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id
@@ -350,21 +351,24 @@ def verify_chunks(
     column = schema.chunk_key_column
     if by_key and column.data_type in INTEGER_TYPES:  # the chunks' keys from every partition: a misplaced row shows
         ordered = sorted(chunks, key=lambda c: c.index)
-        history = History.load(lake, schema.id, key_range=(ordered[0].start, ordered[-1].end))
+        history = History.load(lake, schema.id, key_range=KeyRange(ordered[0].start, ordered[-1].end))
     else:
         history = History.load(lake, schema.id, batch=batch.number if by_key else None)
     control = config.connect() if column.data_type in STRING_TYPES else None  # collation weights from the server
     try:
-        ranges = KeyRanges.from_starts(KeyOrder.for_column(control, column), [c.start for c in plan_chunks[1:]],
-                                       [c.index for c in plan_chunks])
+        starts = [c.start for c in plan_chunks[1:]]
+        ranges = KeyRanges(starts, KeyOrder.for_column(control, column).sort_keys)
+        indexes = np.array([c.index for c in plan_chunks])
 
         def chunk_of(rows: pa.Table) -> pa.Array:
             values = rows.column(schema.chunk_key)
-            if pa.types.is_integer(values.type) and not values.null_count:  # no Python object per row
-                starts = np.array([c.start for c in plan_chunks[1:]], dtype=values.type.to_pandas_dtype())
-                found = np.searchsorted(starts, values.to_numpy(), side="right")
-                return pa.array(np.array([c.index for c in plan_chunks])[found], pa.int32())
-            return pa.array(ranges.numbers_of(values.to_pylist()), pa.int32())
+            if pa.types.is_integer(values.type) and not values.null_count:
+                # KeyRanges' bisection done by numpy over the whole column: no Python object per row
+                found = np.searchsorted(np.array(starts, dtype=values.type.to_pandas_dtype()), values.to_numpy(),
+                                        side="right")
+            else:
+                found = np.array(ranges.positions(values.to_pylist()), dtype=np.int64)
+            return pa.array(indexes[found], pa.int32())
 
         rows = history.rows
         numbers = chunk_of(rows) if by_key else None

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRange
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
@@ -171,7 +172,7 @@ class History:
 
     @classmethod
     def load(cls, lake: Lake, table: str | TableId, batch: int | None = None,
-             key_range: tuple[Any, Any] | None = None) -> History:
+             key_range: KeyRange | None = None) -> History:
         """``batch``: only that snapshot batch's partition of the current table (the rows of its key range;
         the changelog rows of other keys are kept and harmless: the caller filters keys). ``key_range``:
         ``[start, end)`` of the chunk key (``None`` unbounded), for an integer chunk key that is part of the
@@ -230,7 +231,7 @@ class History:
             )
 
 
-def _key_filter(schema: TableSchema, key_range: tuple[Any, Any]) -> pc.Expression:
+def _key_filter(schema: TableSchema, key_range: KeyRange) -> pc.Expression:
     """``start <= key < end`` on the chunk key's stored column (an integer key: Arrow orders it as SQL)."""
     column = schema.chunk_key_column
     arrow_type = arrow_schema(schema).field(column.name).type
@@ -238,7 +239,8 @@ def _key_filter(schema: TableSchema, key_range: tuple[Any, Any]) -> pc.Expressio
         raise InvalidOptionError(f"a key range reads an integer chunk key of the row key, not {column.name} of "
                                  f"{schema.id} ({column.column_type})")
     stored, key = stored_type(arrow_type), pc.field(column.name)
-    start, end = (None if v is None else pa.scalar(v, arrow_type).cast(stored) for v in key_range)
+    start, end = (None if v is None else pa.scalar(v, arrow_type).cast(stored)
+                  for v in (key_range.start, key_range.end))
     conditions = [c for c in (None if start is None else key >= start, None if end is None else key < end)
                   if c is not None]
     return functools.reduce(operator.and_, conditions) if conditions else pc.scalar(True)

@@ -23,9 +23,11 @@ Both documents are typed dataclasses, versioned by ``lake.documents`` (``PLAN_FO
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, ClassVar
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
@@ -129,7 +131,12 @@ class Plan:
 
     def batch_of(self, chunk: Chunk) -> int:
         """The number of the batch that holds ``chunk`` (its partition of the current state)."""
-        return next(b.number for b in self.batches if b.first_chunk <= chunk.index <= b.last_chunk)
+        return self.batches[self._batch_ranges.position(chunk.index)].number
+
+    @cached_property
+    def _batch_ranges(self) -> KeyRanges:
+        """The batches as consecutive ranges of chunk indexes, each from its first chunk on."""
+        return KeyRanges([b.first_chunk for b in self.batches[1:]])
 
 
 @dataclass(frozen=True)

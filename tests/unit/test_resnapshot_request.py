@@ -7,7 +7,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.resnapshot import KeyRange, ResnapshotRequest, chunk_ranges
+from airflow_provider_mysqlcdc.engine.resnapshot import RequestedRange, ResnapshotRequest, chunk_ranges
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, group_batches
 
@@ -39,7 +39,7 @@ def test_a_verification_summary_reads_its_differing_chunks_again() -> None:
 
 
 def test_a_chunk_the_plan_lacks_is_named() -> None:
-    request = ResnapshotRequest(ORDERS, (KeyRange(1, 2),), chunks=(7,))
+    request = ResnapshotRequest(ORDERS, (RequestedRange(1, 2),), chunks=(7,))
     with pytest.raises(InvalidOptionError, match=r"has chunks 0-4, not \[7\]"):
         request.chunks_of(PLAN, RANGES)
 

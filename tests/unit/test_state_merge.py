@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
@@ -29,8 +31,8 @@ def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path:
     merger = StateMerger(Lake.at(base_uri), control=None)  # integer keys need no server for their order
     found = merger._batch_ranges(ORDERS, SCHEMA)
     assert found is not None and found[0] == "id"
-    keys = [-5, 0, 19, 20, 29, 39, 40, 10**12, None]
-    assert found[1].numbers_of(keys) == [0, 0, 0, 1, 1, 1, 2, 2, 0]
+    keys = pa.table({"id": pa.array([-5, 0, 19, 20, 29, 39, 40, 10**12, None], pa.int64())})
+    assert merger._batches(ORDERS, SCHEMA, keys) == [0, 0, 0, 1, 1, 1, 2, 2, 0]
 
 
 def test_a_table_without_snapshot_is_one_partition(tmp_path: Path) -> None:
