@@ -16,7 +16,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 
 
@@ -25,7 +25,8 @@ def main(argv: list[str]) -> int:
     config = ConnectionConfig.from_dict(json.loads(connection), os.environ["MYSQL_CDC_PASSWORD"])
     offset = BinlogOffset.from_dict(json.loads(start))
     options = StreamOptions(base_uri, (TableId("bench", "big"),), StartupMode.SPECIFIC,
-                            startup_offset=f"{offset.file}:{offset.position}", limits=BatchLimits(**json.loads(limits)))
+                            startup_offset=f"{offset.file}:{offset.position}",
+                            limits=CommitLimits(**json.loads(limits)))
     runner, control, progress = StreamRunner(options, config), config.connect(), StreamProgress.start()
     try:
         runner.catch_up(control, runner.open(control), progress)

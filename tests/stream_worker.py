@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -36,8 +36,8 @@ def run(base_uri: str, config: ConnectionConfig, once: bool = False) -> None:
     if checkpoint is None:
         raise SystemExit(f"no stream checkpoint in {base_uri}: the test commits the first one")
     # one writer name for all the workers, so that each restart takes over the killed one's lease
-    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=BatchLimits(max_events=400), poll_interval=0.05,
-                            writer="crash-test stream worker")
+    options = StreamOptions(base_uri, tuple(checkpoint.schemas), limits=CommitLimits(max_events=400),
+                            poll_interval=0.05, writer="crash-test stream worker")
     runner, control = StreamRunner(options, config), config.connect()
     try:
         checkpoint, progress = runner.open(control), StreamProgress.start()

@@ -42,7 +42,7 @@ from airflow_provider_mysqlcdc.cdc.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import as_kept_columns, rows_table
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
@@ -64,7 +64,10 @@ _IDLE_HEARTBEAT_SECONDS = 0.25
 
 
 @dataclass
-class BatchReport:
+class StreamCommit:
+    """One commit of the stream to the lake (its checkpoint ``seq``, the offset it reached, rows per table):
+    what the stream calls a batch, bounded by ``CommitLimits``. Not a snapshot batch (``lake.snapshot.Batch``)."""
+
     seq: int
     offset: BinlogOffset
     rows: dict[str, int]
@@ -110,7 +113,7 @@ class _Pending:
         self.bytes += other.bytes
         self._schema = None
 
-    def over(self, limits: BatchLimits) -> bool:
+    def over(self, limits: CommitLimits) -> bool:
         return self.count >= limits.max_events or self.bytes >= limits.max_bytes
 
 
@@ -121,10 +124,10 @@ def stream_batches(
     checkpoint: Checkpoint,
     control: Any,
     reload_schema: Callable[[TableId], TableSchema],
-    limits: BatchLimits = BatchLimits(),
+    limits: CommitLimits = CommitLimits(),
     follow: float | None = None,
     schema_changes: SchemaChanges | None = None,
-) -> Generator[BatchReport | CaughtUp, None, None]:
+) -> Generator[StreamCommit | CaughtUp, None, None]:
     """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit.
 
     With ``follow`` (seconds), one binlog connection stays open and waits for new events, with server
@@ -221,7 +224,7 @@ def stream_batches(
 
 def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Checkpoint, store: StreamStore,
                      schema_changes: SchemaChanges | None, reader: BinlogReader, schemas: dict[TableId, TableSchema],
-                     events: int) -> BatchReport:
+                     events: int) -> StreamCommit:
     """The DDL's batch: applied to the lake, then its records committed with the checkpoint past it (the
     batches before it are committed: the caller finished them)."""
     if schema_changes is None:
@@ -247,7 +250,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
     rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
     _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
               ", ".join(sorted(rows)) or "no table")
-    return BatchReport(target.seq, end.offset, rows, events, end.ts_ms)
+    return StreamCommit(target.seq, end.offset, rows, events, end.ts_ms)
 
 
 class _Committer:
@@ -262,10 +265,10 @@ class _Committer:
     def __init__(self, store: StreamStore, checkpoint: Checkpoint) -> None:
         self._store, self._checkpoint = store, checkpoint
         self._executor: ThreadPoolExecutor | None = None
-        self._running: tuple[Future[None], Checkpoint, BatchReport] | None = None
+        self._running: tuple[Future[None], Checkpoint, StreamCommit] | None = None
 
     def submit(self, pending: _Pending, boundary: BinlogOffset, schemas: dict[TableId, TableSchema], events: int,
-               last_ts: int) -> Iterator[BatchReport]:
+               last_ts: int) -> Iterator[StreamCommit]:
         """Start committing ``pending`` up to ``boundary``, after yielding the report of the commit before."""
         yield from self.finish()
         current = self._checkpoint
@@ -278,12 +281,12 @@ class _Committer:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="stream-commit")
         future = self._executor.submit(_write, self._store, target, pending)
-        self._running = (future, target, BatchReport(target.seq, boundary, rows, events, last_ts))
+        self._running = (future, target, StreamCommit(target.seq, boundary, rows, events, last_ts))
 
     def done(self) -> bool:
         return self._running is not None and self._running[0].done()
 
-    def finish(self) -> Iterator[BatchReport]:
+    def finish(self) -> Iterator[StreamCommit]:
         """Wait for the running commit, if any (raising its error), advance the checkpoint, yield its report."""
         if self._running is None:
             return

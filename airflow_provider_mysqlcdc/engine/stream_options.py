@@ -55,8 +55,9 @@ class SchemaChangeBehavior(StrEnum):
 
 
 @dataclass(frozen=True)
-class BatchLimits:
-    """When a stream batch is committed: at the first transaction boundary past any of these."""
+class CommitLimits:
+    """When the stream commits (a ``StreamCommit``): at the first transaction boundary past any of these.
+    The operator's options keep their names (``max_batch_events``, ...)."""
 
     max_events: int = 100_000
     max_seconds: float = 10.0
@@ -80,7 +81,7 @@ class StreamOptions:
     stop_after_idle_seconds: float | None = None
     max_duration_seconds: float | None = None
     stop_at_offset: str | None = None
-    limits: BatchLimits = field(default_factory=BatchLimits)
+    limits: CommitLimits = field(default_factory=CommitLimits)
     poll_interval: float = 1.0
     defer_after_idle_seconds: float = 60.0
     merge_interval_seconds: float = 300.0
@@ -144,7 +145,7 @@ class StreamOptions:
             stop_after_idle_seconds=rendered.optional_seconds("stop_after_idle_seconds", stop_after_idle_seconds),
             max_duration_seconds=rendered.optional_seconds("max_duration_seconds", max_duration_seconds),
             stop_at_offset=rendered.optional_text(stop_at_offset),
-            limits=BatchLimits(rendered.number("max_batch_events", max_batch_events, int),
+            limits=CommitLimits(rendered.number("max_batch_events", max_batch_events, int),
                                rendered.number("max_batch_seconds", max_batch_seconds, float),
                                rendered.number("max_batch_bytes", max_batch_bytes, int)),
             poll_interval=rendered.number("poll_interval", poll_interval, float),

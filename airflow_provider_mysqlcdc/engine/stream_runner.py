@@ -26,7 +26,7 @@ from airflow_provider_mysqlcdc.engine.resnapshot import resnapshot_server_id
 from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.schema_self_check import SchemaSelfCheck
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream_batches import BatchReport, CaughtUp, stream_batches
+from airflow_provider_mysqlcdc.engine.stream_batches import CaughtUp, StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.engine.stream_observer import (
     BatchObservation,
     MergeObservation,
@@ -130,7 +130,7 @@ class StreamRunner:
         lease_checked = merged = time.monotonic()
         try:
             for item in batches:
-                if isinstance(item, BatchReport):
+                if isinstance(item, StreamCommit):
                     self._account(item, progress)  # its commit checked the lease
                     lease_checked = time.monotonic()
                     if lease_checked - merged >= self.options.merge_interval_seconds:
@@ -159,14 +159,14 @@ class StreamRunner:
     def catch_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
         """Commit batches until the stream has caught up with the server, then return."""
         for item in self._batches(control, checkpoint, follow=False):
-            if isinstance(item, BatchReport):
+            if isinstance(item, StreamCommit):
                 self._account(item, progress)
             else:
                 self._caught_up(control, checkpoint, progress)
 
     def _batches(
         self, control: Any, checkpoint: Checkpoint, follow: bool
-    ) -> Generator[BatchReport | CaughtUp, None, None]:
+    ) -> Generator[StreamCommit | CaughtUp, None, None]:
         check_offset_available(control, checkpoint.offset)
         reload = partial(load_table_schema, control)
         merger = StateMerger(self.options.lake, control)
@@ -177,7 +177,7 @@ class StreamRunner:
                               self.options.limits, follow=self.options.poll_interval if follow else None,
                               schema_changes=schema_changes)
 
-    def _account(self, report: BatchReport, progress: StreamProgress) -> None:
+    def _account(self, report: StreamCommit, progress: StreamProgress) -> None:
         self.upkeep.changelogs_committed(TableId.parse(t) for t, rows in report.rows.items() if rows)
         written = sum(report.rows.values())
         progress.batches += 1

@@ -36,7 +36,7 @@ from urllib.parse import quote, urlencode
 from airflow.sdk import BaseOperatorLink
 from airflow.sdk.execution_time.xcom import XCom
 
-from airflow_provider_mysqlcdc.spark.batch_job import APPLICATION_LINE, EVENT_LOG_ENABLED, HISTORY_SERVER_ADDRESS
+from airflow_provider_mysqlcdc.spark.application import APPLICATION_LINE, EVENT_LOG_ENABLED, HISTORY_SERVER_ADDRESS
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook

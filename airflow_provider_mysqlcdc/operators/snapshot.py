@@ -1,7 +1,7 @@
 """One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our snapshot application.
 
 What it sets up around ``spark-submit`` (the environment on a local master, the shipped package on a
-cluster, the password in ``spark-submit``'s environment only) is every batch job's, in
+cluster, the password in ``spark-submit``'s environment only) is every Spark application's, in
 ``operators/spark_submit.py``; this operator adds the batch's outcome: its manifest in XCom, its asset
 event, its metrics, lineage and links.
 """
@@ -19,7 +19,7 @@ from airflow_provider_mysqlcdc.operators.links import (
     persist_lake_link,
 )
 from airflow_provider_mysqlcdc.operators.snapshot_metrics import send_batch_metrics
-from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
+from airflow_provider_mysqlcdc.operators.spark_submit import SparkApplicationOperator
 from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 
-class MySqlSnapshotSparkOperator(BatchJobOperator):
+class MySqlSnapshotSparkOperator(SparkApplicationOperator):
     """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
 
     It submits the package's PySpark application through the ordinary ``spark`` connection

@@ -32,7 +32,7 @@ from airflow.sdk.log import mask_secret
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
-from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV, PASSWORD_ENV
+from airflow_provider_mysqlcdc.spark.application import LAKE_OPTIONS_ENV, PASSWORD_ENV
 from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None
     return connection["master"], connection["deploy_mode"]
 
 
-class BatchJobOperator(SparkSubmitOperator):
-    """A ``SparkSubmitOperator`` that runs one of the package's batch jobs (``spark/<job>_job.py``) for one
+class SparkApplicationOperator(SparkSubmitOperator):
+    """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<job>_job.py``) for one
     batch: the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
     connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
     refused: the base class keeps it untemplated as ``_conn_id``)."""
@@ -151,7 +151,7 @@ class BatchJobOperator(SparkSubmitOperator):
         return open_lake(self.base_uri, self.lake_conn_id)
 
     def prepare(self, batch: Batch, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
-        """Set this task up to submit its batch job (``spark.batch_job``) for ``batch`` and return the
+        """Set this task up to submit its Spark application (``spark.application``) for ``batch`` and return the
         source's config: the job's arguments (the connection without password), Spark at WARN under the
         user's ``conf``, the environment or the shipped package for the master. Refuses a batch without
         server ids, too many tasks, a narrowed ``server_id`` range and a cluster deploy mode the password

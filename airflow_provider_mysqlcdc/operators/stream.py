@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import error_from_event
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import storage_options
@@ -122,9 +122,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
         stop_after_idle_seconds: float | None = None,
         max_duration_seconds: float | None = None,
         stop_at_offset: str | None = None,
-        max_batch_events: int = BatchLimits.max_events,
-        max_batch_seconds: float = BatchLimits.max_seconds,
-        max_batch_bytes: int = BatchLimits.max_bytes,
+        max_batch_events: int = CommitLimits.max_events,
+        max_batch_seconds: float = CommitLimits.max_seconds,
+        max_batch_bytes: int = CommitLimits.max_bytes,
         poll_interval: float = StreamOptions.poll_interval,
         defer_after_idle_seconds: float = StreamOptions.defer_after_idle_seconds,
         merge_interval_seconds: float = StreamOptions.merge_interval_seconds,

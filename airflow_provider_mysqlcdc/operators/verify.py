@@ -21,7 +21,7 @@ from airflow_provider_mysqlcdc.engine import rendered
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
-from airflow_provider_mysqlcdc.operators.spark_submit import BatchJobOperator
+from airflow_provider_mysqlcdc.operators.spark_submit import SparkApplicationOperator
 
 WAIT_SECONDS = 600.0
 """The verify tasks' default bound on waiting for the stream to pass their chunks' high watermarks."""
@@ -81,7 +81,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
         return [b.to_dict() for b in assigned]
 
 
-class MySqlVerifyOperator(BatchJobOperator):
+class MySqlVerifyOperator(SparkApplicationOperator):
     """Verifies one batch of ``MySqlVerifyPlanOperator`` on Spark (map it with ``.partial().expand(batch=...)``).
 
     The job's executors read their chunks from the source as the snapshot does (no locks), wait until
@@ -109,7 +109,7 @@ class MySqlVerifyOperator(BatchJobOperator):
         ``{{ task.batch['label'] }}``
     """
 
-    template_fields: Sequence[str] = (*BatchJobOperator.template_fields, "run", "wait_seconds")
+    template_fields: Sequence[str] = (*SparkApplicationOperator.template_fields, "run", "wait_seconds")
 
     def __init__(
         self,

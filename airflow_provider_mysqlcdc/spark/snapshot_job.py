@@ -4,8 +4,8 @@ Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and w
 themselves, into the batch's partition folder of the table's current-state Delta table; the driver
 only gets a ``ChunkResult`` per chunk back, logs progress, and commits the batch: one Delta
 transaction replacing the batch's partition, then the batch manifest with the chunks' watermarks.
-Arguments, password handling and the distribution of the chunks are every batch job's
-(``spark.batch_job``).
+Arguments, password handling and the distribution of the chunks are every Spark application's
+(``spark.application``).
 
     spark-submit snapshot_job.py --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
         --connection '{"host": ..., "user": ...}'
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
+from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult
@@ -65,7 +65,7 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser(__doc__).parse_args(argv)
     try:
-        job = BatchJob.open("snapshot", args)
+        job = SparkApplication.open("snapshot", args)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2

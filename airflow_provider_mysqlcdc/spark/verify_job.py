@@ -5,7 +5,7 @@ source's chunks read as the snapshot reads them, the stream awaited past their h
 replica read as of them) and return one verdict per chunk; the driver writes the batch's report into
 the lake (``<db>/<table>/verify/<run>/batch=<n>.json``), which the operator returns and the summary
 task combines. Differences do not fail the job: the summary decides. Arguments, password handling and
-the distribution of the chunks are every batch job's (``spark.batch_job``), plus the run's name and how
+the distribution of the chunks are every Spark application's (``spark.application``), plus the run's name and how
 long to wait for the stream.
 
     spark-submit verify_job.py --run <run> --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, verify_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
-from airflow_provider_mysqlcdc.spark.batch_job import BatchJob, TaskChunks, argument_parser
+from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long a task waits for the stream to commit past its chunks' high watermarks")
     args = parser.parse_args(argv)
     try:
-        job = BatchJob.open("verify", args)
+        job = SparkApplication.open("verify", args)
     except MySqlCdcError as error:
         print(f"verify: {error}", file=sys.stderr)
         return 2

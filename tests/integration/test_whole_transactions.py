@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
@@ -33,7 +33,7 @@ def test_readers_never_see_part_of_a_transaction(admin: Any, mariadb_server: Any
     table, base_uri = TableId(database, "big"), str(tmp_path / "lake")
     snapshot(config, base_uri, str(table), chunk_size=500, chunks_per_batch=2)
     options = StreamOptions(base_uri, (table,), writer="tests.whole_transactions", stop_after_idle_seconds=0,
-                            limits=BatchLimits(max_events=TRANSACTION // 10), merge_interval_seconds=0.001)
+                            limits=CommitLimits(max_events=TRANSACTION // 10), merge_interval_seconds=0.001)
 
     def stream() -> None:
         run_stopping_stream(config, options)

@@ -18,7 +18,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_uri
 from airflow_provider_mysqlcdc.lake.snapshot import Batch
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver
-from airflow_provider_mysqlcdc.spark.batch_job import LAKE_OPTIONS_ENV
+from airflow_provider_mysqlcdc.spark.application import LAKE_OPTIONS_ENV
 
 SECRET = "the-secret-key-7f3a"  # noqa: S105  (a value to search for, not a credential)
 OPTIONS = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "eu-west-1",

@@ -20,7 +20,7 @@ from airflow_provider_mysqlcdc.operators.links import (
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
-from airflow_provider_mysqlcdc.spark.batch_job import APPLICATION_LINE
+from airflow_provider_mysqlcdc.spark.application import APPLICATION_LINE
 
 CONSOLE = "https://s3.console.aws.amazon.com/s3/buckets/"
 

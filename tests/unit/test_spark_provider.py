@@ -3,7 +3,7 @@ what they do: each test names one and fails when a release of apache-airflow-pro
 changes it, before a snapshot or verify task breaks in a deployment.
 
 - ``SparkSubmitOperator._conn_id``: the base class keeps ``conn_id`` untemplated there and builds its hook
-  from it; ``BatchJobOperator.prepare`` puts the rendered ``spark_conn_id`` there. ``_deploy_mode``: the
+  from it; ``SparkApplicationOperator.prepare`` puts the rendered ``spark_conn_id`` there. ``_deploy_mode``: the
   ``deploy_mode`` argument, which ``prepare`` reads to know where the driver runs.
 - ``SparkSubmitHook._connection``: the master and deploy mode the provider resolves from a connection
   (``operators.spark_submit.spark_master``).
@@ -39,7 +39,7 @@ def spark_connections(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_operator_builds_its_hook_from_conn_id_kept_as_conn_id() -> None:
     operator = SparkSubmitOperator(task_id="submit", conn_id="spark_local", deploy_mode="client")
     assert (operator._conn_id, operator._deploy_mode) == ("spark_local", "client")
-    operator._conn_id = "spark_standalone"  # what BatchJobOperator.prepare does with the rendered id
+    operator._conn_id = "spark_standalone"  # what SparkApplicationOperator.prepare does with the rendered id
     hook = operator._get_hook()
     assert isinstance(hook, SparkSubmitHook) and hook._conn_id == "spark_standalone"
     assert (hook._connection["master"], hook._connection["deploy_mode"]) == ("spark://master.example:7077", "client")

@@ -8,7 +8,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import BatchLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
@@ -22,7 +22,7 @@ def options(**given: Any) -> StreamOptions:
 def test_operator_defaults_are_the_options_defaults() -> None:
     writer = options().writer
     assert options() == StreamOptions("/lake", (TableId("shop", "a"),), writer=writer)
-    assert options().limits == BatchLimits()
+    assert options().limits == CommitLimits()
 
 
 def test_rendered_text_becomes_typed_values() -> None:

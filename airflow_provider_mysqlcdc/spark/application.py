@@ -47,7 +47,7 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 
 
 def argument_parser(description: str | None) -> argparse.ArgumentParser:
-    """The arguments every batch job takes; a job adds its own before parsing."""
+    """The arguments every Spark application of the package takes; a job adds its own before parsing."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-uri", required=True, help="the lake's base URI")
     parser.add_argument("--batch", required=True, help="the batch as JSON (Batch.to_dict)")
@@ -85,8 +85,9 @@ class TaskChunks:
 
 
 @dataclass(frozen=True)
-class BatchJob:
-    """A batch job's driver side: the batch, its plan and the columns it reads, found once."""
+class SparkApplication:
+    """A Spark application's driver side (the snapshot's or the verification's, one ``spark-submit``): the
+    snapshot batch it reads, its plan and the columns it reads, found once."""
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
@@ -98,7 +99,7 @@ class BatchJob:
     config: ConnectionConfig
 
     @classmethod
-    def open(cls, kind: str, args: argparse.Namespace) -> BatchJob:
+    def open(cls, kind: str, args: argparse.Namespace) -> SparkApplication:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
         from airflow_provider_mysqlcdc.engine.batch_readers import batch_tasks
