@@ -1,4 +1,4 @@
-"""What the stream runner tells an observer, for metrics: committed batches, lag, merges.
+"""What the stream runner tells an observer, for metrics: its commits, lag, merges.
 
 The engine stays free of Airflow (Spark executors and lean workers import it), so it only states
 facts through this protocol; the operator passes an implementation backed by Airflow's ``Stats``
@@ -14,16 +14,16 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
-class BatchObservation:
-    """One committed batch. ``lag_seconds`` is now minus the commit time of the batch's last change
-    (never below 0; commit times have second resolution, so it reads up to a second high), None when
-    the batch wrote no change (it only moved the checkpoint past other traffic)."""
+class CommitObservation:
+    """One stream commit (``StreamCommit``). ``lag_seconds`` is now minus the commit time of its last
+    change (never below 0; commit times have second resolution, so it reads up to a second high), None
+    when it wrote no change (it only moved the checkpoint past other traffic)."""
 
     seq: int
     rows: Mapping[str, int]
     """Changelog rows written per table (``db.table``); an UPDATE writes two (before and after)."""
     events_read: int
-    """Row changes read from the binlog for this batch, including those the snapshot's emit filter skipped."""
+    """Row changes read from the binlog for this commit, including those the snapshot's emit filter skipped."""
     lag_seconds: float | None
 
 
@@ -40,7 +40,7 @@ class MergeObservation:
 class StreamObserver(Protocol):
     """Receives the stream's facts as they happen; must be cheap and must not raise."""
 
-    def batch_committed(self, batch: BatchObservation) -> None: ...
+    def committed(self, commit: CommitObservation) -> None: ...
 
     def caught_up(self) -> None:
         """The stream is caught up and wrote nothing for a heartbeat period or more: its lag is 0."""
@@ -51,7 +51,7 @@ class StreamObserver(Protocol):
 class NoStreamObserver:
     """The default: observes nothing."""
 
-    def batch_committed(self, batch: BatchObservation) -> None:
+    def committed(self, commit: CommitObservation) -> None:
         pass
 
     def caught_up(self) -> None:

@@ -28,7 +28,7 @@ from airflow_provider_mysqlcdc.engine.schema_self_check import SchemaSelfCheck
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_batches import CaughtUp, StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.engine.stream_observer import (
-    BatchObservation,
+    CommitObservation,
     MergeObservation,
     NoStreamObserver,
     StreamObserver,
@@ -190,7 +190,7 @@ class StreamRunner:
         # the report's last change time carries over from an earlier batch when this one wrote nothing
         lag_seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if written and report.last_ts_ms else None
         self._wrote_since_caught_up = self._wrote_since_caught_up or bool(written)
-        self.observer.batch_committed(BatchObservation(report.seq, dict(report.rows), report.events_read, lag_seconds))
+        self.observer.committed(CommitObservation(report.seq, dict(report.rows), report.events_read, lag_seconds))
 
     def _caught_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
         """A ``CaughtUp``: the lag is 0 only if nothing was written since the previous one. A busy server

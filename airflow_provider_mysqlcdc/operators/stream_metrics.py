@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.sdk.observability import stats
 
-from airflow_provider_mysqlcdc.engine.stream_observer import BatchObservation, MergeObservation
+from airflow_provider_mysqlcdc.engine.stream_observer import CommitObservation, MergeObservation
 
 _log = logging.getLogger(__name__)
 
@@ -64,18 +64,18 @@ class StatsStreamObserver:
         self._clock = clock
         self._idle_lag_sent: float | None = None  # when lag 0 was last sent, while idle
 
-    def batch_committed(self, batch: BatchObservation) -> None:
+    def committed(self, commit: CommitObservation) -> None:
         def send() -> None:
-            written = sum(batch.rows.values())
+            written = sum(commit.rows.values())
             stats.incr(BATCHES, tags=self.tags)
-            stats.incr(EVENTS, batch.events_read, tags=self.tags)
-            for table, rows in batch.rows.items():
+            stats.incr(EVENTS, commit.events_read, tags=self.tags)
+            for table, rows in commit.rows.items():
                 if rows:
                     stats.incr(ROWS, rows, tags={**self.tags, "table": tag_value(table)})
             stats.gauge(BATCH_ROWS, written, tags=self.tags)
-            stats.gauge(BATCH_EVENTS, batch.events_read, tags=self.tags)
-            if batch.lag_seconds is not None:
-                stats.gauge(LAG_SECONDS, round(batch.lag_seconds, 3), tags=self.tags)
+            stats.gauge(BATCH_EVENTS, commit.events_read, tags=self.tags)
+            if commit.lag_seconds is not None:
+                stats.gauge(LAG_SECONDS, round(commit.lag_seconds, 3), tags=self.tags)
                 self._idle_lag_sent = None
 
         self._safely(send)

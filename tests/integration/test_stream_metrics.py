@@ -19,7 +19,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_observer import BatchObservation, MergeObservation, NoStreamObserver
+from airflow_provider_mysqlcdc.engine.stream_observer import CommitObservation, MergeObservation, NoStreamObserver
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
@@ -155,8 +155,8 @@ class Recording:
     def __init__(self) -> None:
         self.seen: list[Any] = []
 
-    def batch_committed(self, batch: BatchObservation) -> None:
-        self.seen.append(batch)
+    def committed(self, commit: CommitObservation) -> None:
+        self.seen.append(commit)
 
     def caught_up(self) -> None:
         self.seen.append("caught up")
@@ -185,9 +185,9 @@ def test_runner_tells_its_observer(admin, database, tmp_path, cdc_conn) -> None:
         runner.run(control, checkpoint, StreamProgress.start(), may_wait=False)
     finally:
         control.close()
-    batches = [s for s in recording.seen if isinstance(s, BatchObservation)]
+    batches = [s for s in recording.seen if isinstance(s, CommitObservation)]
     assert sum(sum(b.rows.values()) for b in batches) == 2
-    written = next(i for i, s in enumerate(recording.seen) if isinstance(s, BatchObservation) and s.rows)
+    written = next(i for i, s in enumerate(recording.seen) if isinstance(s, CommitObservation) and s.rows)
     assert recording.seen[written].lag_seconds is not None and recording.seen[written].lag_seconds >= 0
     assert "caught up" in recording.seen[written + 1:]  # idle for a second after the write: lag 0
     assert isinstance(recording.seen[-1], MergeObservation) and recording.seen[-1].rows == {table: 2}
@@ -195,7 +195,7 @@ def test_runner_tells_its_observer(admin, database, tmp_path, cdc_conn) -> None:
 
 def test_observer_defaults_and_tags() -> None:
     observer = NoStreamObserver()  # the runner's default: accepts everything, does nothing
-    assert observer.batch_committed(BatchObservation(1, {"a.b": 1}, 1, 0.5)) is None
+    assert observer.committed(CommitObservation(1, {"a.b": 1}, 1, 0.5)) is None
     assert observer.caught_up() is None
     assert observer.merged(MergeObservation(0.1, {"a.b": 1})) is None
     assert tag_value("shop.order lines$") == "shop.order_lines_"
@@ -215,6 +215,6 @@ def test_idle_lag_is_resent_only_now_and_then(statsd: StatsdListener) -> None:
     observer.caught_up()  # a heartbeat later: not again
     clock[0] += 10
     observer.caught_up()
-    observer.batch_committed(BatchObservation(1, {"a.b": 2}, 2, 1.5))
+    observer.committed(CommitObservation(1, {"a.b": 2}, 2, 1.5))
     observer.caught_up()  # idle again after a batch: at once
     assert [v for v, _ in statsd.metrics()["mysql_cdc.stream.lag_seconds"]] == [0.0, 0.0, 1.5, 0.0]
