@@ -227,7 +227,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),
                                        options.poll_interval, progress.to_dict(), [str(t) for t in checkpoint.schemas],
-                                       options.selection().to_dict() if options.selection().by_pattern else None),
+                                       selection.to_dict() if (selection := options.selection()).by_pattern else None),
             method_name="execute_complete",
         )
         return None  # not reached: defer raises

@@ -113,7 +113,6 @@ def test_a_table_made_under_the_streams_patterns_wakes_it(mariadb_server, admin,
     writes = busy(mariadb_server, database, 1.5)  # traffic elsewhere, then a table the patterns match
     writes.join()
     with admin.cursor() as cur:
-        cur.execute("CREATE TABLE other_2 (id INT PRIMARY KEY)")  # not matched: no wake
         cur.execute("CREATE TABLE p_second (id INT PRIMARY KEY)")
         made_at = time.time()
     payload, fired_at = first_event(waiting)
