@@ -107,8 +107,10 @@ def get_provider_info() -> dict[str, Any]:
                     "ssl": {
                         "label": "SSL",
                         "description": 'TLS to the server, a JSON object with keys among ca, cert, key, verify, '
-                        'e.g. {"ca": "/path/ca.pem", "cert": "...", "key": "...", "verify": true}. verify '
-                        "(default true) checks the server's certificate and host name. Empty: no TLS.",
+                        'e.g. {"ca": "/path/ca.pem", "verify": "identity"}. verify: "identity" (the default, '
+                        "or true) checks the certificate's CA and host name, \"ca\" the CA only (Cloud SQL), "
+                        '"none" (or false) nothing. Paths as the workers and Spark executors see them. '
+                        "Empty: no TLS.",
                         "schema": {"type": ["object", "null"]},
                     },
                 },

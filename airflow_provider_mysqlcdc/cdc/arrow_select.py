@@ -64,15 +64,24 @@ def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:
     return type_of(column).from_connectorx(values, arrow_type(column))
 
 
+def connectorx_reaches(config: ConnectionConfig) -> bool:
+    """Whether connectorx's URL can say how to connect: plain, or TLS without a client certificate."""
+    return config.ssl is None or config.ssl.connectorx_params() is not None
+
+
 def connectorx_url(config: ConnectionConfig, database: str) -> str:
+    """The MySQL URL of ``config`` for connectorx, TLS settings included (``tls.connectorx_params``)."""
     user, password = quote(config.user, safe=""), quote(config.password, safe="")
-    return f"mysql://{user}:{password}@{config.host}:{config.port}/{quote(database, safe='')}"
+    params = config.ssl.connectorx_params() if config.ssl else None
+    query = f"?{params}" if params else ""
+    return f"mysql://{user}:{password}@{config.host}:{config.port}/{quote(database, safe='')}{query}"
 
 
 class ArrowSelect:
     """Reads chunks of one table into canonical Arrow tables."""
 
     def __init__(self, config: ConnectionConfig, schema: TableSchema) -> None:
+        self._config = config
         self._url = connectorx_url(config, schema.id.database)
         self._schema = schema
         self._arrow_schema = arrow_schema(schema)
@@ -87,7 +96,13 @@ class ArrowSelect:
     def read(self, chunk: Chunk) -> pa.Table:
         import connectorx
 
-        raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
+        try:
+            raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
+        except RuntimeError as exc:  # connectorx's connection errors are RuntimeErrors with the driver's words
+            explained = self._config.explain(exc)
+            if explained is exc:
+                raise
+            raise explained from None
         if raw.num_rows == 0:
             return self._arrow_schema.empty_table()
         columns = [_canonical(c, raw.column(i)) for i, c in enumerate(self._schema.columns)]

@@ -38,7 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
+from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect, connectorx_reaches
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, SchemaChanged, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, check_chunk_key, chunk_where
@@ -99,8 +99,8 @@ class ChunkSnapshot:
 class ChunkReader:
     """Reads chunks of one table, one after the other.
 
-    The SELECT goes through connectorx straight into Arrow (``arrow_select``); with SSL configured,
-    which connectorx's MySQL URL cannot express, through pymysql (unbuffered) instead
+    The SELECT goes through connectorx straight into Arrow (``arrow_select``), over TLS too; with a TLS
+    client certificate, which connectorx's MySQL URL cannot express, through pymysql (unbuffered) instead
     (``use_connectorx`` overrides the choice). Watermarks
     and the schema use a pymysql control connection. ``server_id`` is the binlog reader id for the
     fix-ups (one per concurrent ChunkReader).
@@ -123,7 +123,7 @@ class ChunkReader:
         self.fetch_size = fetch_size
         self.group_size = group_size
         self._key_column = check_chunk_key(schema)
-        native = not config.ssl if use_connectorx is None else use_connectorx
+        native = connectorx_reaches(config) if use_connectorx is None else use_connectorx
         native = native and not schema.keyless  # a keyless chunk is selected in the control connection's snapshot
         self._arrow = ArrowSelect(config, schema) if native else None
         self._convert = RowConverter(schema, config.server_time_zone)

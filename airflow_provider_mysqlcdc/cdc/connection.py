@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE, ServerIdRange
+from airflow_provider_mysqlcdc.cdc.tls import TlsSettings, explain_refusal
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 DEFAULT_PORT = 3306
 DEFAULT_CONNECT_TIMEOUT = 10
 DEFAULT_TIME_ZONE = "+00:00"
-_SSL_KEYS = {"ca", "cert", "key", "verify"}
 _OFFSET_ZONE = re.compile(r"^[+-](0\d|1[0-4]):[0-5]\d$")
 _NAMED_ZONE = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-/]*$")
 # pymysql error numbers that mean "these credentials or this address do not work"
@@ -31,7 +31,7 @@ class ConnectionConfig:
     password: str = field(default="", repr=False)
     port: int = DEFAULT_PORT
     database: str | None = None
-    ssl: dict[str, Any] | None = None
+    ssl: TlsSettings | None = None
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     server_time_zone: str = DEFAULT_TIME_ZONE
     server_id: ServerIdRange = field(default_factory=lambda: ServerIdRange.parse(DEFAULT_SERVER_ID_RANGE))
@@ -65,7 +65,7 @@ class ConnectionConfig:
             user=user,
             password=password or "",
             database=database or None,
-            ssl=_ssl(extra.get("ssl")),
+            ssl=TlsSettings.parse(extra.get("ssl")),
             connect_timeout=_timeout(extra.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)),
             server_time_zone=_time_zone(extra.get("server_time_zone", DEFAULT_TIME_ZONE)),
             server_id=ServerIdRange.parse(extra.get("server_id", DEFAULT_SERVER_ID_RANGE)),
@@ -75,14 +75,16 @@ class ConnectionConfig:
     def to_dict(self) -> dict[str, Any]:
         """Everything but the password, which travels apart (an environment variable, a secret)."""
         return {
-            "host": self.host, "port": self.port, "user": self.user, "database": self.database, "ssl": self.ssl,
+            "host": self.host, "port": self.port, "user": self.user, "database": self.database,
+            "ssl": self.ssl.to_dict() if self.ssl else None,
             "connect_timeout": self.connect_timeout, "server_time_zone": self.server_time_zone,
             "server_id": str(self.server_id), "charset": self.charset,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], password: str) -> ConnectionConfig:
-        return cls(**{**d, "password": password, "server_id": ServerIdRange.parse(d["server_id"])})
+        return cls(**{**d, "password": password, "server_id": ServerIdRange.parse(d["server_id"]),
+                      "ssl": TlsSettings.parse(d.get("ssl"))})
 
     @property
     def address(self) -> str:
@@ -101,45 +103,47 @@ class ConnectionConfig:
             "init_command": f"SET time_zone = '{self.server_time_zone}'",
         }
         if self.ssl:
-            kwargs["ssl"] = {k: v for k, v in self.ssl.items() if k != "verify"}
-            kwargs["ssl_verify_cert"] = bool(self.ssl.get("verify", True))
-            kwargs["ssl_verify_identity"] = bool(self.ssl.get("verify", True))
+            kwargs["ssl"] = self.ssl.context()
+        else:  # not pymysql's opportunistic TLS: the same as connectorx's, and as the extra says
+            kwargs["ssl_disabled"] = True
         return kwargs
 
     def connect(self, **overrides: Any) -> Any:
         """A pymysql connection with the session time zone set, or a clear error (no password in it)."""
         import pymysql
+        from pymysql.constants import CLIENT
 
+        conn = pymysql.Connection(**{**self.pymysql_kwargs(), **overrides, "defer_connect": True})
         try:
-            return pymysql.connect(**{**self.pymysql_kwargs(), **overrides})
+            conn.connect()
         except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else None
-            if code in _ACCESS_DENIED:
-                raise SourceConfigError(
-                    f"access denied for {self.address}: check the login and password of the mysql_cdc "
-                    f"connection and that the user may connect from this host"
-                ) from None
-            if code in _UNREACHABLE:
-                raise SourceConfigError(
-                    f"cannot reach the server at {self.host}:{self.port} within {self.connect_timeout} s: "
-                    f"check the connection's host and port and the network"
-                ) from None
-            raise
+            offers_tls = bool(getattr(conn, "server_capabilities", 0) & CLIENT.SSL)
+            raise self.explain(exc, offers_tls) from None
+        return conn
+
+    def explain(self, exc: BaseException, offers_tls: bool | None = None) -> BaseException:
+        """A driver's connection error (pymysql's, connectorx's) as a SourceConfigError naming what to set, or
+        ``exc`` itself when it is about something else. ``offers_tls``: whether the server's greeting did."""
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+        tls = explain_refusal(message, self.address, self.ssl, offers_tls)
+        if tls is not None:
+            return SourceConfigError(tls)
+        if code in _ACCESS_DENIED or (code is None and "access denied for user" in message.lower()):
+            return SourceConfigError(
+                f"access denied for {self.address}: check the login and password of the mysql_cdc "
+                f"connection and that the user may connect from this host"
+            )
+        if code in _UNREACHABLE:
+            return SourceConfigError(
+                f"cannot reach the server at {self.host}:{self.port} within {self.connect_timeout} s: "
+                f"check the connection's host and port and the network"
+            )
+        return exc
 
     def replication_settings(self) -> dict[str, Any]:
         """Connection settings for mysql-replication's ``BinLogStreamReader``."""
         return {k: v for k, v in self.pymysql_kwargs().items() if k not in ("database", "autocommit")}
-
-
-def _ssl(value: Any) -> dict[str, Any] | None:
-    if value in (None, {}, ""):
-        return None
-    if not isinstance(value, dict) or set(value) - _SSL_KEYS:
-        raise InvalidOptionError(
-            f"the ssl extra must be an object with keys among {sorted(_SSL_KEYS)}, e.g. "
-            f'{{"ca": "/path/ca.pem", "verify": true}}'
-        )
-    return dict(value)
 
 
 def _timeout(value: Any) -> int:

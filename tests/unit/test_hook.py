@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 
 import pytest
 
@@ -14,14 +15,14 @@ from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 def test_hook_reads_an_env_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     conn = {"conn_type": "mysql_cdc", "host": "db.example", "port": 3307, "login": "cdc", "password": "s3cret!",
             "schema": "shop", "extra": {"server_id": "6000-6003", "connect_timeout": 5,
-                                         "ssl": {"ca": "/ca.pem", "verify": False}}}
+                                         "ssl": {"verify": False}}}
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps(conn))
     config = MySqlCdcHook().get_config()
     assert (config.host, config.port, config.user, config.database) == ("db.example", 3307, "cdc", "shop")
     assert (str(config.server_id), config.connect_timeout, config.server_time_zone) == ("6000-6003", 5, "+00:00")
     assert "s3cret" not in repr(config)
     kwargs = config.pymysql_kwargs()
-    assert kwargs["ssl"] == {"ca": "/ca.pem"} and kwargs["ssl_verify_cert"] is False
+    assert kwargs["ssl"].verify_mode == ssl.CERT_NONE and "ssl_disabled" not in kwargs
     assert kwargs["init_command"] == "SET time_zone = '+00:00'"
     assert config.replication_settings()["password"] == "s3cret!"
     assert "s3cret" not in json.dumps(config.to_dict())
@@ -38,6 +39,8 @@ def test_hook_reads_an_env_connection(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"server_time_zone": "'; DROP"}, "server_time_zone extra"),
         ({"ssl": "yes"}, "ssl extra must be an object"),
         ({"ssl": {"ca": "x", "pem": "y"}}, "ssl extra"),
+        ({"ssl": {"verify": "full"}}, "verify must be one of"),
+        ({"ssl": {"cert": "/c.pem"}}, "cert and key go together"),
         ({"sever_id": "1"}, r"unknown extras \['sever_id'\]"),
     ],
 )
