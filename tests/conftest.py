@@ -2,7 +2,8 @@
 
 The server is started once per session (about 2 s) on a free port in a temporary folder and
 stopped by its PID at the end; each test module gets a fresh database of its own. Airflow gets a
-home of its own (set here, before anything imports Airflow) with a SQLite database.
+home of its own (set here, before anything imports Airflow) with a SQLite database. A second
+server, which refuses connections without TLS, starts only for the tests that ask for it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dev import mariadb
+from dev.tls_certs import TlsFiles, make_tls_files
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-home-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
@@ -42,6 +44,29 @@ def _free_port() -> int:
 def mariadb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mariadb.MariaDbServer]:
     base = tmp_path_factory.mktemp("mariadb")
     server = mariadb.start(base, _free_port())
+    yield server
+    mariadb.stop(base)
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A CA, the TLS server's certificate it signs, a client certificate, and an unrelated CA."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def tls_mariadb_server(tmp_path_factory: pytest.TempPathFactory,
+                       tls_files: TlsFiles) -> Iterator[mariadb.MariaDbServer]:
+    """A MariaDB that requires TLS of every TCP connection (``require_secure_transport``), as managed
+    MySQL does, and whose CDC user is ``REQUIRE SSL``. Its admin (root over the socket) needs none."""
+    base = tmp_path_factory.mktemp("mariadb-tls")
+    server = mariadb.start(base, _free_port(), extra_args=[
+        f"--ssl-ca={tls_files.ca}", f"--ssl-cert={tls_files.server_cert}", f"--ssl-key={tls_files.server_key}",
+        "--require-secure-transport=ON",
+    ])
+    with server.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        cur.execute("ALTER USER %s@'%%' REQUIRE SSL", (server.cdc_user,))
     yield server
     mariadb.stop(base)
 
