@@ -25,6 +25,7 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+from airflow_provider_mysqlcdc.cdc.tls import only_the_ca
 from airflow_provider_mysqlcdc.cdc.type_registry import select_item, type_of
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
@@ -97,7 +98,8 @@ class ArrowSelect:
         import connectorx
 
         try:
-            raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
+            with only_the_ca(self._config.ssl):
+                raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
         except RuntimeError as exc:  # connectorx's connection errors are RuntimeErrors with the driver's words
             explained = self._config.explain(exc)
             if explained is exc:

@@ -15,11 +15,20 @@ checks the server's certificate as ``verify`` says:
 
 connectorx's MySQL URL takes ``ssl-mode`` and ``ssl-ca`` (no client certificate), so with ``cert``
 and ``key`` the snapshot SELECT goes through pymysql instead (``connectorx_params`` returns None).
+connectorx's TLS (OpenSSL, through Rust's native-tls) also loads OpenSSL's default CA paths for every
+connection it opens, besides ``ssl-ca``: the system bundle, about 7 ms of CPU a connection here, and it
+opens two a chunk, which halved the snapshot's rows/s over TLS (bench/RESULTS.md, "Snapshot over TLS").
+``only_the_ca`` points those defaults at the configured CA while connectorx connects, so it trusts
+exactly what pymysql trusts, at no cost.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import ssl
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
@@ -32,6 +41,7 @@ _KEYS = frozenset({"ca", "cert", "key", "verify"})
 _VERIFY_ALIASES: dict[Any, VerifyMode] = {True: "identity", False: "none"}
 _CONNECTORX_MODES: dict[VerifyMode, str] = {"identity": "VERIFY_IDENTITY", "ca": "VERIFY_CA", "none": "REQUIRED"}
 EXAMPLE = '{"ca": "/path/ca.pem", "verify": "identity"}'
+_OPENSSL_DEFAULTS = threading.Lock()  # one connectorx call at a time sets OpenSSL's default CA paths
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,33 @@ class TlsSettings:
         if self.ca:
             params["ssl-ca"] = self.ca
         return urlencode(params)
+
+
+@contextlib.contextmanager
+def only_the_ca(tls: TlsSettings | None) -> Iterator[None]:
+    """While it lasts, OpenSSL's default CA paths (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) hold only ``tls.ca``
+    (or nothing, for ``verify`` none), then they are as before; without a CA to trust instead, nothing changes.
+
+    The variables are the process's: another thread loading OpenSSL's defaults meanwhile would trust this CA
+    only, and refuse its server, never accept more. Nothing else here opens TLS connections while chunks
+    are read (the Spark task reads, then writes).
+    """
+    if tls is None or (tls.ca is None and tls.verify != "none"):
+        yield
+        return
+    paths = ssl.get_default_verify_paths()
+    names = (paths.openssl_cafile_env, paths.openssl_capath_env)
+    with _OPENSSL_DEFAULTS:
+        before = {name: os.environ.get(name) for name in names}
+        os.environ.update(zip(names, (tls.ca or os.devnull, os.devnull), strict=True))
+        try:
+            yield
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def explain_refusal(message: str, address: str, tls: TlsSettings | None, offers_tls: bool | None) -> str | None:

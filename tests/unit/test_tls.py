@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import ssl
 
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_reaches, connectorx_url
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.tls import TlsSettings, explain_refusal
+from airflow_provider_mysqlcdc.cdc.tls import TlsSettings, explain_refusal, only_the_ca
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 
@@ -72,3 +73,17 @@ def test_refusals_say_what_to_set() -> None:
                   "failed (self-signed certificate in certificate chain) }")
     assert "ssl extra's ca" in (explain_refusal(connectorx, "cdc@db:3306", tls, None) or "")
     assert explain_refusal("Unknown database 'shop'", "cdc@db:3306", tls, None) is None
+
+
+def test_connectorx_trusts_only_the_configured_ca_while_it_connects(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = ssl.get_default_verify_paths()
+    file_env, dir_env = paths.openssl_cafile_env, paths.openssl_capath_env
+    monkeypatch.setenv(file_env, "/etc/before.pem")
+    monkeypatch.delenv(dir_env, raising=False)
+    with only_the_ca(TlsSettings(ca="/etc/rds.pem")):
+        assert (os.environ[file_env], os.environ[dir_env]) == ("/etc/rds.pem", os.devnull)
+    assert os.environ[file_env] == "/etc/before.pem" and dir_env not in os.environ
+    with only_the_ca(TlsSettings(verify="none")):  # nothing to verify: no CA loaded at all
+        assert os.environ[file_env] == os.devnull
+    with only_the_ca(TlsSettings()), only_the_ca(None):  # the system's CAs: they are the defaults
+        assert os.environ[file_env] == "/etc/before.pem" and dir_env not in os.environ
