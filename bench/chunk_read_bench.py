@@ -18,13 +18,12 @@ from multiprocessing.synchronize import Event
 
 import pymysql.cursors
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_url
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from bench.server import bench_arguments, load_orders, throwaway_server
+from bench.server import bench_arguments, connectorx_select_rate, load_orders, throwaway_server
 from dev import mariadb
 
 
@@ -52,14 +51,6 @@ def _plain_pymysql(config: ConnectionConfig) -> float:
     return rows / (time.perf_counter() - started)
 
 
-def _plain_connectorx(config: ConnectionConfig) -> float:
-    import connectorx
-
-    started = time.perf_counter()
-    table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
-    return table.num_rows / (time.perf_counter() - started)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = bench_arguments(__doc__, argv, port=33082)
     with throwaway_server(args.port) as server:
@@ -69,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
         rates = {
             "plain pymysql SELECT (tuples)": _plain_pymysql(config),
-            "plain connectorx SELECT (Arrow)": _plain_connectorx(config),
+            "plain connectorx SELECT (Arrow)": connectorx_select_rate(config),
         }
         control = config.connect()
         schema = load_table_schema(control, TableId("bench", "orders"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +13,10 @@ from dev import mariadb
 
 
 @contextlib.contextmanager
-def throwaway_server(port: int) -> Iterator[mariadb.MariaDbServer]:
-    """A server with an empty database ``bench``."""
+def throwaway_server(port: int, extra_args: Sequence[str] = ()) -> Iterator[mariadb.MariaDbServer]:
+    """A server (``extra_args``: more ``mariadbd`` options) with an empty database ``bench``."""
     with tempfile.TemporaryDirectory(prefix="bench-mariadb-") as base:
-        server = mariadb.start(Path(base), port)
+        server = mariadb.start(Path(base), port, extra_args=extra_args)
         try:
             with server.admin_connect().cursor() as cur:
                 cur.execute("CREATE DATABASE bench")
@@ -73,3 +73,16 @@ def raw_replication_rows(config: Any, start: Any, server_id: int) -> int:
     rows = sum(len(event.rows) for event in stream)
     stream.close()
     return rows
+
+
+def connectorx_select_rate(config: Any) -> float:
+    """Rows/s of one connectorx SELECT of ``bench.orders`` into Arrow: no chunks, watermarks or conversion."""
+    import time
+
+    import connectorx
+
+    from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_url
+
+    started = time.perf_counter()
+    table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
+    return float(table.num_rows / (time.perf_counter() - started))

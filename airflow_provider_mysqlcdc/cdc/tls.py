@@ -17,9 +17,9 @@ connectorx's MySQL URL takes ``ssl-mode`` and ``ssl-ca`` (no client certificate)
 and ``key`` the snapshot SELECT goes through pymysql instead (``connectorx_params`` returns None).
 connectorx's TLS (OpenSSL, through Rust's native-tls) also loads OpenSSL's default CA paths for every
 connection it opens, besides ``ssl-ca``: the system bundle, about 7 ms of CPU a connection here, and it
-opens two a chunk, which halved the snapshot's rows/s over TLS (bench/RESULTS.md, "Snapshot over TLS").
+opens two a chunk, which cut the snapshot's rows/s over TLS to a third (bench/RESULTS.md, "Snapshot over TLS").
 ``only_the_ca`` points those defaults at the configured CA while connectorx connects, so it trusts
-exactly what pymysql trusts, at no cost.
+exactly what pymysql trusts, without that cost.
 """
 
 from __future__ import annotations
