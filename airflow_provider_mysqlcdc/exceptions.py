@@ -73,6 +73,11 @@ class LakeFormatError(MySqlCdcError):
     the provider does not read, or a Delta table with features it cannot keep."""
 
 
+class TableCommitConflictError(MySqlCdcError):
+    """A commit to a table of the lake lost a race with another writer's commit to the same table; the
+    caller retries it or puts it off."""
+
+
 class NewerLakeFormatError(LakeFormatError):
     """A document of the lake (plan, batch manifest, stream checkpoint, lease, verification report) was
     written by a newer version of the provider, in a ``format_version`` this one does not know."""

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
 from airflow_provider_mysqlcdc.lake.merge import merge_changes
 from bench.delta_merge import change_set, rows_table

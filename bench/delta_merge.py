@@ -27,8 +27,9 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
-from airflow_provider_mysqlcdc.lake.merge import _merge, merge_changes, prepare_source, quote
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.merge import _merge, merge_changes, prepare_source
+from airflow_provider_mysqlcdc.lake.table_format import quote
 from bench.measure import write_sections
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,8 +105,9 @@ def measure(template: str, work: str, changes: pa.Table, *, partitioned: bool) -
         scanned = merge_changes(DeltaLocation(work), changes, ["id"], through_seq=1).files_scanned
     else:
         source = prepare_source(changes, ["id"])
-        metrics = _merge(DeltaTable(work), source, ["id"], 1, predicate=f"t.{quote('id')} = s.{quote('id')}")
-        scanned = len(before) - int(metrics["num_target_files_skipped_during_scan"])
+        opened = DeltaLocation(work).open()
+        assert opened is not None
+        scanned = _merge(opened, source, ["id"], 1, predicate=f"t.{quote('id')} = s.{quote('id')}").files_scanned
     seconds = time.perf_counter() - started
     after = sizes(work)
     removed = set(before) - set(after)

@@ -40,12 +40,13 @@ from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes
 from airflow_provider_mysqlcdc.lake.multiset import check_not_keyless
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore
+from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 _log = logging.getLogger(__name__)
 MERGE_ROWS = 200_000
@@ -272,7 +273,7 @@ def read_whole_table(config: ConnectionConfig, lake: Lake, table: TableId, serve
 class _LakeKeys:
     """The keys the current state holds, per chunk of the plan: read per batch partition, once."""
 
-    def __init__(self, current: DeltaLocation, plan: Plan, ranges: KeyRanges) -> None:
+    def __init__(self, current: ReplicaTable, plan: Plan, ranges: KeyRanges) -> None:
         self.current, self.plan, self.ranges = current, plan, ranges
         self._batch: tuple[int, pa.Table] | None = None  # the last partition read: chunks come in order
 
@@ -298,8 +299,9 @@ class _LakeKeys:
         columns = list(dict.fromkeys([*schema.row_key, key]))
         table = self.current.open()
         if table is None:
-            raise SnapshotStateError(f"the current table at {self.current} is gone: repair needs the snapshot's rows")
-        keys = table.to_pyarrow_table(filters=[(BATCH_COLUMN, "=", batch)], columns=columns)
+            raise SnapshotStateError(
+                f"the current table at {self.current.uri} is gone: repair needs the snapshot's rows")
+        keys = table.read(columns, pc.field(BATCH_COLUMN) == batch)
         indexes = self.ranges.positions(keys.column(key).to_pylist())
         return keys.append_column("__chunk", pa.array(indexes, pa.int64()))
 
@@ -320,15 +322,13 @@ def _deletes(keys: pa.Table, schema: pa.Schema, table: TableId, high_watermark: 
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _merge(current: DeltaLocation, parts: Sequence[pa.Table], schema: TableSchema) -> MergeReport:
+def _merge(current: ReplicaTable, parts: Sequence[pa.Table], schema: TableSchema) -> MergeReport:
     """One MERGE of the gathered rows, retried when the stream's MERGE or compaction committed first."""
-    from deltalake.exceptions import CommitFailedError
-
     changes, attempt = pa.concat_tables(parts), 1
     while True:
         try:
             return merge_changes(current, changes, list(schema.row_key), through_seq=None, changed_only=True)
-        except CommitFailedError:
+        except TableCommitConflictError:
             if attempt == COMMIT_TRIES:
                 raise
             time.sleep(0.2 * attempt)

@@ -31,7 +31,7 @@ from airflow_provider_mysqlcdc.lake.delta import for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.multiset import with_dup
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
-from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
+from airflow_provider_mysqlcdc.lake.snapshot_commit import data_file, replace_partition
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 
@@ -149,14 +149,14 @@ def commit_batch(
         refuse_keyless_rerun(store, batch)
     files = sorted({r.file for r in results})
     table = store.lake.table(batch.table)
-    adds = [add_action(table, f, batch.number) for f in files]
+    written = [data_file(table, f) for f in files]
     version = replace_partition(
-        table, batch.number, adds, file_schema(schema),
+        table, batch.number, written, file_schema(schema),
         {"mysql_cdc.operation": "snapshot batch", "mysql_cdc.table": str(batch.table),
          "mysql_cdc.batch": str(batch.number), "mysql_cdc.attempt": attempt,
          "mysql_cdc.chunks": f"{batch.first_chunk}-{batch.last_chunk}"},
     )
-    manifest = BatchManifest(batch, attempt, schema, tuple(results), sum(a.size for a in adds), round(seconds, 3),
+    manifest = BatchManifest(batch, attempt, schema, tuple(results), sum(f.size for f in written), round(seconds, 3),
                              version)
     store.write_manifest(manifest)
     return manifest

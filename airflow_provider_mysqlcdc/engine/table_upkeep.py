@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Iterable
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
+from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 _log = logging.getLogger(__name__)
 
@@ -36,15 +38,13 @@ class TableUpkeep:
     def current_committed(self, tables: Iterable[TableId]) -> None:
         self._committed(self.lake.table(t).current for t in tables)
 
-    def _committed(self, locations: Iterable[DeltaLocation]) -> None:
-        from deltalake.exceptions import CommitFailedError
-
+    def _committed(self, locations: Iterable[ReplicaTable]) -> None:
         for location in locations:
             uri = location.uri
             self._commits[uri] += 1
             try:
                 report = maintain(location, self.policy, self._commits[uri])
-            except CommitFailedError as error:
+            except TableCommitConflictError as error:
                 # another writer committed to the table meanwhile (a re-run snapshot batch replacing its
                 # partition, a repair's MERGE): maintenance is never worth failing the stream for; the
                 # count is kept, so the next commit tries again

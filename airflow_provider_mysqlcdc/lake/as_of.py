@@ -136,9 +136,9 @@ def coverage(lake: Lake, table: TableId) -> Coverage:
 
 def _commit_ms(lake: Lake, table: TableId, version: int) -> int:
     current = lake.table(table).current.open()
-    for entry in current.history() if current is not None else []:
-        if entry.get("version") == version:
-            return int(entry.get("timestamp", 0))
+    for commit in current.history() if current is not None else []:
+        if commit.version == version:
+            return commit.timestamp_ms
     return 0  # vacuumed log: no time bound from the snapshot, the changelog's must do
 
 
@@ -254,8 +254,7 @@ def _history_rows(committed: CommittedTable, batch: int | None, where: pc.Expres
     if committed.current is not None:
         in_batch = None if batch is None else pc.field(BATCH_COLUMN) == batch
         either = [c for c in (where, in_batch) if c is not None]
-        current = committed.current.to_pyarrow_dataset().to_table(
-            filter=functools.reduce(operator.and_, either) if either else None)
+        current = committed.current.read(where=functools.reduce(operator.and_, either) if either else None)
         sources.append((conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
                         False))
     sources.append((changes_between(committed, -1, committed.merged, dropped=False, where=where), True))

@@ -27,7 +27,7 @@ from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
 _TABLE_EVENTS = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
@@ -40,8 +40,8 @@ class CommittedTable:
     stream batches on top of it (``merged`` < ``_stream_seq`` <= ``through``), and its changelog."""
 
     schema: TableSchema
-    current: DeltaTable | None
-    changelog: DeltaTable | None
+    current: TableVersion | None
+    changelog: TableVersion | None
     merged: int
     through: int
 
@@ -67,16 +67,15 @@ def committed_table(lake: Lake, table: TableId) -> CommittedTable:
     return CommittedTable(schema, current, changelog, min(merged, through), through)
 
 
-def _has_rows(changelog: DeltaTable, through: int) -> bool:
+def _has_rows(changelog: TableVersion, through: int) -> bool:
     return bool(_changelog_rows(changelog, -1, through, [STREAM_SEQ_COLUMN]).num_rows)
 
 
-def _changelog_rows(changelog: DeltaTable, after: int, through: int, columns: list[str] | None = None,
+def _changelog_rows(changelog: TableVersion, after: int, through: int, columns: list[str] | None = None,
                     where: pc.Expression | None = None) -> pa.Table:
     seq = pc.field(STREAM_SEQ_COLUMN)
     condition = (seq > after) & (seq <= through)
-    return changelog.to_pyarrow_dataset().to_table(columns=columns,
-                                                   filter=condition if where is None else condition & where)
+    return changelog.read(columns, condition if where is None else condition & where)
 
 
 def changes_between(committed: CommittedTable, after: int, through: int, dropped: bool,

@@ -6,10 +6,10 @@ Per source table (the lake handle, ``lake.handle``, says where, and opens them):
                               partitioned by ``_batch``, the snapshot batch whose key range holds the row
     <db>/<table>/changelog/   every change the stream committed, append-only
 
-Both are ordinary Delta tables written with ``deltalake`` (delta-rs), so Spark, DuckDB, Polars and
-Trino read them with their own Delta readers. Delta has no unsigned integers, no durations and no
-decimals over 38 digits (MySQL allows 65): such columns are stored as the nearest Delta type that
-holds every value (``stored_type``, ``for_delta``), and our readers cast them back to the table's
+Both are ordinary Delta tables written with ``deltalake`` (delta-rs, in ``lake.delta_table``), so
+Spark, DuckDB, Polars and Trino read them with their own Delta readers. Delta has no unsigned integers,
+no durations and no decimals over 38 digits (MySQL allows 65): such columns are stored as the nearest
+Delta type that holds every value (``stored_type``, ``for_delta``), and our readers cast them back to the table's
 Arrow types. Partitioning the current state by snapshot batch is
 what lets a re-run of one batch replace exactly its rows in one Delta transaction (an overwrite of
 its partition), and lets a MERGE of changes rewrite only the partitions whose keys changed.
@@ -17,39 +17,19 @@ its partition), and lets a MERGE of changes rewrite only the partitions whose ke
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
-
-if TYPE_CHECKING:
-    from deltalake import DeltaTable
 
 BATCH_COLUMN = "_batch"
 """The current state's partition column: the snapshot batch (of the table's plan) whose chunks hold the
 row's key; 0 for a table captured without a snapshot."""
 
-
-def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
-    """Enable the table features ``schema``'s types need on an existing ``table`` before they are written
-    to it: a DATETIME column (timestamp without time zone) added by a DDL needs ``timestampNtz``, which
-    delta-rs turns on when it creates a table but not when a write or MERGE adds such a column."""
-    from deltalake import TableFeatures
-
-    if not any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema):
-        return
-    protocol = table.protocol()
-    if "timestampNtz" in (protocol.writer_features or []):
-        return
-    table.alter.add_feature(TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True)
-
-
 STREAM_SEQ_COLUMN = "_stream_seq"
 """The changelog's column naming the stream batch (checkpoint sequence number) that committed the row."""
 STREAM_APP_ID = "airflow-provider-mysqlcdc-stream"
 """The application transaction id of the stream's changelog commits; its version is the batch's sequence
-number, so a retried commit is recognised (``DeltaTable.transaction_version``) and never doubled."""
+number, so a retried commit is recognised (``TableVersion.applied``) and never doubled."""
 MERGE_APP_ID = "airflow-provider-mysqlcdc-merge"
 """The application transaction id of the MERGE commits into the current state; its version is the last
 stream sequence number merged, so a reader applies only later changelog rows on top."""

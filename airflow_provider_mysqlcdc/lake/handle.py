@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake import storage
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     import pyarrow.fs as pafs
-    from deltalake import DeltaTable
+
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
 """The URI schemes of a lake (as pyarrow and Spark name them), aliases included; a local path has none."""
@@ -65,52 +65,9 @@ def canonical_uri(base_uri: str) -> str:
 
 
 @dataclass(frozen=True)
-class DeltaLocation:
-    """One Delta table of the lake: its URI and the storage options every delta-rs call on it takes."""
-
-    uri: str
-    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
-
-    def __str__(self) -> str:
-        return self.uri
-
-    def _options(self) -> dict[str, str] | None:
-        return dict(self.storage_options) or None
-
-    def open(self) -> DeltaTable | None:
-        """The Delta table here, or None when none has been created yet."""
-        from deltalake import DeltaTable
-
-        if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
-            return None
-        table = DeltaTable(self.uri, storage_options=self._options())
-        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
-        if mode != "none":
-            # measured on delta-rs 1.6 (bench/RESULTS.md): its pyarrow readers return a renamed column of such a
-            # table as NULLs without an error, and it cannot add columns to it: the stream would write wrong rows
-            raise LakeFormatError(
-                f"the Delta table at {self.uri} has column mapping (delta.columnMapping.mode={mode}), which another "
-                f"writer turned on; this provider writes and reads plain Delta tables only: recreate the table "
-                f"without column mapping (or re-snapshot the replica into a new base_uri)")
-        return table
-
-    def write(self, data: pa.Table, **kwargs: Any) -> None:
-        """``deltalake.write_deltalake`` to this table with the lake's storage options."""
-        from deltalake import write_deltalake
-
-        write_deltalake(self.uri, data, storage_options=self._options(), **kwargs)
-
-    def create(self, schema: pa.Schema, **kwargs: Any) -> DeltaTable:
-        """``DeltaTable.create`` here with the lake's storage options."""
-        from deltalake import DeltaTable
-
-        return DeltaTable.create(self.uri, schema, storage_options=self._options(), **kwargs)
-
-
-@dataclass(frozen=True)
 class LakeTable:
-    """The places of one replicated table: its two Delta tables (URIs for delta-rs) and its documents'
-    folders (paths of the lake's pyarrow filesystem)."""
+    """The places of one replicated table: its two tables (``lake.table_format.ReplicaTable``, Delta Lake
+    tables) and its documents' folders (paths of the lake's pyarrow filesystem)."""
 
     lake: Lake
     id: TableId
@@ -121,14 +78,20 @@ class LakeTable:
         return f"{self.lake.uri}/{self.id.database}/{self.id.table}"
 
     @property
-    def current(self) -> DeltaLocation:
+    def current(self) -> ReplicaTable:
         """The current state: one row per key, deletes applied, partitioned by snapshot batch."""
-        return DeltaLocation(f"{self.folder}/{CURRENT}", self.lake.storage_options)
+        return self._format(CURRENT)
 
     @property
-    def changelog(self) -> DeltaLocation:
+    def changelog(self) -> ReplicaTable:
         """Every change the stream committed, append-only, with the metadata columns."""
-        return DeltaLocation(f"{self.folder}/{CHANGELOG}", self.lake.storage_options)
+        return self._format(CHANGELOG)
+
+    def _format(self, name: str) -> ReplicaTable:
+        """The table format of the replica tables (``lake.table_format``): the one place another format
+        (Iceberg, say) would be chosen instead of Delta Lake, from the lake's options or the URI."""
+        return DeltaLocation(f"{self.folder}/{name}", self.lake.storage_options, self.lake,
+                             (self.id.database, self.id.table, name))
 
     def path(self, *parts: str) -> str:
         """A path of the lake's filesystem under the table's folder."""

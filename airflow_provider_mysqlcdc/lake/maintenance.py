@@ -33,15 +33,10 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
-
-    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+    from airflow_provider_mysqlcdc.lake.table_format import Compaction, ReplicaTable, TableVersion
 
 MIB = 1024 * 1024
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
@@ -124,62 +119,47 @@ class MaintenanceReport:
     compaction_metrics: dict[str, Any] = field(default_factory=dict)
 
 
-def file_sizes(table: DeltaTable) -> pa.Table:
-    """The table's data files: ``path``, ``size_bytes`` and the partition values."""
-    return pa.table(table.get_add_actions(flatten=True))
-
-
-def excess_small_files(table: DeltaTable, small_below: int) -> tuple[int, int]:
+def excess_small_files(table: TableVersion, small_below: int) -> tuple[int, int]:
     """``(small, excess)``: the files under ``small_below`` bytes, and how many of them beyond one per
     partition (what compaction can remove)."""
-    actions = file_sizes(table)
-    small = actions.filter(pc.less(actions.column("size_bytes"), small_below))
-    partitions = [c for c in small.column_names if c.startswith("partition.")]
-    if small.num_rows == 0:
-        return 0, 0
-    groups = small.group_by(partitions).aggregate([]).num_rows if partitions else 1
-    return small.num_rows, small.num_rows - groups
+    small = [f for f in table.files() if f.size < small_below]
+    partitions = {tuple(sorted(f.partition.items())) for f in small}
+    return len(small), len(small) - len(partitions)
 
 
-def compact(location: DeltaLocation, target_file_bytes: int = MaintenancePolicy.target_file_bytes) -> dict[str, Any]:
-    """Rewrite each partition's small files into files of about ``target_file_bytes``; delta-rs's OPTIMIZE
-    metrics (``numFilesRemoved``, ``numFilesAdded``, ...). The rows and their values do not change."""
-    table = _open(location)
-    return table.optimize.compact(target_size=target_file_bytes)
+def compact(location: ReplicaTable, target_file_bytes: int = MaintenancePolicy.target_file_bytes) -> Compaction:
+    """Rewrite each partition's small files into files of about ``target_file_bytes``; the files removed and
+    added, and the format's own metrics. The rows and their values do not change."""
+    return _open(location).compact(target_file_bytes)
 
 
 def vacuum(
-    location: DeltaLocation, retention_hours: int = MaintenancePolicy.vacuum_retention_hours, *, full: bool = False
+    location: ReplicaTable, retention_hours: int = MaintenancePolicy.vacuum_retention_hours, *, full: bool = False
 ) -> list[str]:
     """Delete the files no version of the last ``retention_hours`` references; the files deleted. ``full``
     also lists the folder for files no version ever referenced (a crashed writer's)."""
-    table = _open(location)
-    options: dict[str, Any] = {"retention_hours": retention_hours, "enforce_retention_duration": False,
-                               "full": full}
-    if not table.vacuum(dry_run=True, **options):
-        return []  # nothing to delete: no VACUUM START/END commits in the log
-    return table.vacuum(dry_run=False, **options)
+    return _open(location).vacuum(retention_hours, full)
 
 
-def checkpoint(location: DeltaLocation) -> None:
+def checkpoint(location: ReplicaTable) -> None:
     """Write a checkpoint of the current version now, then delete the log entries the table's
     ``delta.logRetentionDuration`` lets go (e.g. when a stream stops)."""
     table = _open(location)
-    table.create_checkpoint()
-    table.cleanup_metadata()
+    table.checkpoint()
+    table.cleanup_log()
 
 
-def apply_properties(table: DeltaTable, policy: MaintenancePolicy) -> bool:
+def apply_properties(table: TableVersion, policy: MaintenancePolicy) -> bool:
     """Set the policy's table properties where the table differs (one commit, the first time only)."""
     wanted = policy.table_properties()
-    current = table.metadata().configuration
+    current = table.properties()
     if all(current.get(key) == value for key, value in wanted.items()):
         return False
-    table.alter.set_table_properties(wanted)
+    table.set_properties(wanted)
     return True
 
 
-def maintain(location: DeltaLocation, policy: MaintenancePolicy, commits_since_last: int) -> MaintenanceReport:
+def maintain(location: ReplicaTable, policy: MaintenancePolicy, commits_since_last: int) -> MaintenanceReport:
     """Call after each commit to the table at ``location`` with the number of commits made since the last call
     that returned ``checked=True``. Every ``policy.check_every_commits`` commits it looks at the table:
     sets the policy's table properties and compacts when there are too many small files; about once per
@@ -199,26 +179,27 @@ def maintain(location: DeltaLocation, policy: MaintenancePolicy, commits_since_l
     started = time.perf_counter()
     apply_properties(table, policy)
     small, excess = excess_small_files(table, policy.target_file_bytes)
-    metrics: dict[str, Any] = {}
+    compaction = None
     if excess > policy.max_small_files:
-        metrics = table.optimize.compact(target_size=policy.target_file_bytes)
-    table.update_incremental()
+        compaction = table.compact(policy.target_file_bytes)
+    table.refresh()
     version = table.version()
     crossed = version // policy.checkpoint_interval != (version - commits_since_last) // policy.checkpoint_interval
     vacuumed: list[str] = []
     if crossed:
         vacuumed = vacuum(location, policy.vacuum_retention_hours)
-        table.cleanup_metadata()
+        table.cleanup_log()
     return MaintenanceReport(
-        checked=True, version=version, data_files=len(table.file_uris()), small_files=small,
-        compacted=bool(metrics), files_removed=int(metrics.get("numFilesRemoved", 0)),
-        files_added=int(metrics.get("numFilesAdded", 0)), vacuumed_files=len(vacuumed), log_cleaned=crossed,
-        seconds=time.perf_counter() - started, compaction_metrics=metrics,
+        checked=True, version=version, data_files=len(table.files()), small_files=small,
+        compacted=compaction is not None and bool(compaction.metrics),
+        files_removed=compaction.files_removed if compaction else 0,
+        files_added=compaction.files_added if compaction else 0, vacuumed_files=len(vacuumed), log_cleaned=crossed,
+        seconds=time.perf_counter() - started, compaction_metrics=dict(compaction.metrics) if compaction else {},
     )
 
 
-def _open(location: DeltaLocation) -> DeltaTable:
+def _open(location: ReplicaTable) -> TableVersion:
     table = location.open()
     if table is None:
-        raise InvalidOptionError(f"no Delta table at {location}: maintain a table once its first commit is made")
+        raise InvalidOptionError(f"no table at {location.uri}: maintain a table once its first commit is made")
     return table

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,19 +42,11 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
-from airflow_provider_mysqlcdc.lake.delta import (
-    BATCH_COLUMN,
-    MERGE_APP_ID,
-    STREAM_SEQ_COLUMN,
-    allow_types_of,
-    cast_to,
-    wider,
-)
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, cast_to, wider
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag, MergeCounts, MergeSpec, quote
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
-
-    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
 
 ORDER_COLUMNS = ("_binlog_file", "_binlog_pos", "_row_seq")
 """The changelog's total order, most significant first (``lake.changelog``)."""
@@ -81,12 +73,6 @@ class MergeReport:
     files_added: int
     files_removed: int
     seconds: float
-
-
-def quote(name: str) -> str:
-    """``name`` as a SQL identifier for delta-rs predicates and update maps (DataFusion quotes with ``"``;
-    unquoted names are folded to lower case there)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def last_change_per_key(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
@@ -167,95 +153,77 @@ def prepare_source(changes: pa.Table, row_key: Sequence[str]) -> pa.Table:
     return last_change_per_key(changes, [*row_key, BATCH_COLUMN])
 
 
-def _create(location: DeltaLocation, source: pa.Table, through_seq: int) -> None:
+def _create(location: ReplicaTable, source: pa.Table, through_seq: int) -> None:
     """A first current state from changes alone (a table captured without snapshot): their live rows."""
-    from deltalake import CommitProperties, Transaction
-
     live = source.filter(pc.is_in(source.column(OP_COLUMN), pa.array(_ACCUMULATIONS)))
-    location.write(
-        live, partition_by=[BATCH_COLUMN], mode="error",
-        commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
-    )
+    location.create_from(live, [BATCH_COLUMN], merged_at(through_seq))
+
+
+def merged_at(seq: int) -> CommitTag:
+    """A commit to the current state recording the last stream batch merged (``MERGE_APP_ID``), when any."""
+    return CommitTag(MERGE_APP_ID, seq) if seq >= 0 else CommitTag()
 
 
 _ACCUMULATIONS = [kind.value for kind in ChangeKind.accumulations()]
 
 
-def _widened(table: DeltaTable, source: pa.Table, location: DeltaLocation) -> tuple[DeltaTable, pa.Table]:
+def _widened(table: TableVersion, source: pa.Table, location: ReplicaTable) -> tuple[TableVersion, pa.Table]:
     """The table and the changes with one type per column: a column whose type changed upstream (INT to
     BIGINT, a wider DECIMAL) is widened in the table by one overwrite that keeps the merged sequence
     (rare; the table is read into memory once) and in the changes by a cast. Types that cannot hold
     each other's values are a SchemaChangeError naming the columns (delta-rs would cast or fail halfway)."""
-    from deltalake import CommitProperties, Transaction
-
-    stored = pa.schema(table.schema().to_arrow())
+    stored = table.schema()
     common = [f for f in source.schema if f.name in stored.names]
     target = {f.name: wider(stored.field(f.name).type, f.type) for f in common}
     if any(target[f.name] != stored.field(f.name).type for f in common):
         widened = pa.schema([f.with_type(target.get(f.name, f.type)) for f in stored])
-        rows = cast_to(table.to_pyarrow_table(), widened, f"the current state at {location}")
-        version = merged_through(table)
-        properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, version)] if version >= 0 else None)
-        location.write(rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
-                       commit_properties=properties)
+        rows = cast_to(table.read(), widened, f"the current state at {location.uri}")
+        location.overwrite(rows, merged_at(merged_through(table)), [BATCH_COLUMN])
         table = location.open() or table
     source = cast_to(source, pa.schema([pa.field(f.name, target.get(f.name, f.type)) for f in source.schema]),
-                     f"the changes for {location}")
+                     f"the changes for {location.uri}")
     return table, source
 
 
 def _merge(
-    table: DeltaTable, source: pa.Table, row_key: Sequence[str], through_seq: int | None,
+    table: TableVersion, source: pa.Table, row_key: Sequence[str], through_seq: int | None,
     predicate: str | None = None, changed_only: bool = False,
-) -> dict[str, Any]:
+) -> MergeCounts:
     """The MERGE itself; ``predicate`` replaces the partition-pruning join (the benchmark's baseline).
     ``changed_only``: a newer row replaces the target's only when one of its values differs, so a row
     that was right keeps the order key of the change that made it (what ``lake.as_of`` reads)."""
-    from deltalake import CommitProperties, Transaction
-
     batches = pc.unique(source.column(BATCH_COLUMN)).to_pylist()
-    assignments = {quote(c): f"s.{quote(c)}" for c in source.column_names}
     newer = _newer("s", "t")
-    allow_types_of(table, source.schema)  # a column the MERGE adds (merge_schema) may need a table feature
     op = f"s.{quote(OP_COLUMN)}"
-    merger = table.merge(
-        source,
-        predicate or merge_predicate(row_key, batches),
-        source_alias="s",
-        target_alias="t",
-        merge_schema=True,
-        commit_properties=None if through_seq is None else CommitProperties(
-            app_transactions=[Transaction(MERGE_APP_ID, through_seq)]),
-    )
     accumulations = _ops(ChangeKind.accumulations())
     update = f"{newer} AND {op} IN ({accumulations})"
     if changed_only:
         # a column the table lacks yet (the MERGE adds it) is NULL in every target row
-        stored = set(table.schema().to_arrow().names)
+        stored = set(table.schema().names)
         values = [c for c in source.column_names if c not in _NOT_VALUES]
         same = [f"(s.{quote(c)} IS NOT DISTINCT FROM t.{quote(c)})" if c in stored else f"(s.{quote(c)} IS NULL)"
                 for c in values]
         update += f" AND NOT ({' AND '.join(same)})"
-    return (
-        merger.when_matched_delete(f"{newer} AND {op} IN ({_ops(RETRACTIONS)})")
-        .when_matched_update(assignments, update)
-        .when_not_matched_insert(assignments, f"{op} IN ({accumulations})")
-        .execute()
-    )
+    return table.merge(MergeSpec(
+        source, predicate or merge_predicate(row_key, batches),
+        delete_when=f"{newer} AND {op} IN ({_ops(RETRACTIONS)})",
+        update_when=update,
+        insert_when=f"{op} IN ({accumulations})",
+        tag=CommitTag() if through_seq is None else merged_at(through_seq),
+    ))
 
 
-def merged_through(table: DeltaTable) -> int:
+def merged_through(table: TableVersion) -> int:
     """The last stream sequence number merged into the current table, -1 when none was."""
-    version = table.transaction_version(MERGE_APP_ID)
-    return -1 if version is None else version
+    return table.applied(MERGE_APP_ID)
 
 
 def merge_changes(
-    current: DeltaLocation, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
+    current: ReplicaTable, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
     changed_only: bool = False,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
-    ``_batch``) to the current-state Delta table at ``current``, in one commit that records
+    ``_batch``) to the current-state table at ``current``, in one commit that records
     ``(MERGE_APP_ID, through_seq)``: ``through_seq`` is the last stream batch (``_stream_seq``) the changes
     cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
@@ -273,33 +241,28 @@ def merge_changes(
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     if table is None:
         if through_seq is None:
-            raise SnapshotStateError(f"no current-state table at {current} to merge re-read rows into")
+            raise SnapshotStateError(f"no current-state table at {current.uri} to merge re-read rows into")
         _create(current, source, through_seq)
         table = current.open()
         assert table is not None
-        inserted = table.count()
         return _report(table.version(), through_seq, changes, source, started, created=True,
-                       metrics={"num_target_rows_inserted": inserted, "num_target_files_added": len(table.file_uris())})
+                       counts=MergeCounts(inserted=table.count(), files_added=len(table.files())))
     if source.num_rows == 0:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     table, source = _widened(table, source, current)
-    metrics = _merge(table, source, row_key, through_seq, changed_only=changed_only)
-    return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
+    counts = _merge(table, source, row_key, through_seq, changed_only=changed_only)
+    return _report(table.version(), through_seq, changes, source, started, counts=counts)
 
 
 def _report(
     version: int, through_seq: int | None, changes: pa.Table, source: pa.Table, started: float, *,
-    skipped: bool = False, created: bool = False, metrics: dict[str, Any] | None = None,
+    skipped: bool = False, created: bool = False, counts: MergeCounts | None = None,
 ) -> MergeReport:
-    m = metrics or {}
+    counts = counts or MergeCounts()
     return MergeReport(
         version=version, through_seq=through_seq, skipped=skipped, created=created,
         change_rows=changes.num_rows, keys=source.num_rows,
-        rows_inserted=int(m.get("num_target_rows_inserted", 0)),
-        rows_updated=int(m.get("num_target_rows_updated", 0)),
-        rows_deleted=int(m.get("num_target_rows_deleted", 0)),
-        files_scanned=int(m.get("num_target_files_scanned", 0)),
-        files_added=int(m.get("num_target_files_added", 0)),
-        files_removed=int(m.get("num_target_files_removed", 0)),
+        rows_inserted=counts.inserted, rows_updated=counts.updated, rows_deleted=counts.deleted,
+        files_scanned=counts.files_scanned, files_added=counts.files_added, files_removed=counts.files_removed,
         seconds=time.perf_counter() - started,
     )

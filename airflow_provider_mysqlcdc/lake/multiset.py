@@ -48,19 +48,13 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import (
-    BATCH_COLUMN,
-    MERGE_APP_ID,
-    STREAM_SEQ_COLUMN,
-    allow_types_of,
-)
-from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_through, quote
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_at, merged_through
+from airflow_provider_mysqlcdc.lake.table_format import MergeCounts, MergeSpec, quote
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
-
-    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
     from airflow_provider_mysqlcdc.lake.merge import MergeReport
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
 
 DUP_COLUMN = "_dup"
 """The ordinal of a copy among the equal rows of a keyless table's current state (0, 1, ...)."""
@@ -148,7 +142,7 @@ def _expanded(counts: Counter[Image], schema: pa.Schema) -> pa.Table:
 
 
 def merge_multiset(
-    current: DeltaLocation, changes: pa.Table, columns: Sequence[str], chunk_key: str, through_seq: int,
+    current: ReplicaTable, changes: pa.Table, columns: Sequence[str], chunk_key: str, through_seq: int,
     *, force: bool = False,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one keyless table, any order, with ``_batch``) to its current
@@ -166,7 +160,7 @@ def merge_multiset(
         table = current.open()
         assert table is not None
         return _report(table.version(), through_seq, changes, changes, started, created=True,
-                       metrics={"num_target_rows_inserted": table.count()})
+                       counts=MergeCounts(inserted=table.count()))
     if changes.num_rows == 0:
         return _report(table.version(), through_seq, changes, changes, started, skipped=True)
     table, changes = _widened(table, changes, current)
@@ -174,49 +168,39 @@ def merge_multiset(
     source = _merge_source(copies, changes, columns)
     if source.num_rows == 0:  # changes that cancel out: only the merged sequence moves
         source = changes.slice(0, 0).append_column(DUP_COLUMN, pa.array([], pa.int32()))
-    from deltalake import CommitProperties, Transaction
-
-    stored = set(table.schema().to_arrow().names)
+    stored = set(table.schema().names)
     same = [f"(s.{quote(c)} IS NOT DISTINCT FROM t.{quote(c)})" for c in columns if c in stored]
     batches = ", ".join(str(b) for b in sorted(set(source.column(BATCH_COLUMN).to_pylist())) or [-1])
     batch, dup = quote(BATCH_COLUMN), quote(DUP_COLUMN)
     predicate = " AND ".join([f"t.{batch} IN ({batches})", f"t.{batch} = s.{batch}", f"t.{dup} = s.{dup}", *same])
-    assignments = {quote(c): f"s.{quote(c)}" for c in source.column_names}
     removes = ", ".join(f"'{op}'" for op in sorted(_REMOVES))
-    allow_types_of(table, source.schema)
-    metrics = (
-        table.merge(source, predicate, source_alias="s", target_alias="t", merge_schema=True,
-                    commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]))
-        .when_matched_delete(f"s.{quote('_op')} IN ({removes})")
-        .when_not_matched_insert(assignments, f"s.{quote('_op')} NOT IN ({removes})")
-        .execute()
-    )
-    return _report(table.version(), through_seq, changes, source, started, metrics=metrics)
+    counts = table.merge(MergeSpec(
+        source, predicate, delete_when=f"s.{quote('_op')} IN ({removes})", update_when=None,
+        insert_when=f"s.{quote('_op')} NOT IN ({removes})", tag=merged_at(through_seq),
+    ))
+    return _report(table.version(), through_seq, changes, source, started, counts=counts)
 
 
-def _create(location: DeltaLocation, changes: pa.Table, columns: Sequence[str], through_seq: int) -> None:
+def _create(location: ReplicaTable, changes: pa.Table, columns: Sequence[str], through_seq: int) -> None:
     """A first current state from changes alone (a table captured without snapshot): the copies they leave."""
-    from deltalake import CommitProperties, Transaction
-
     empty = changes.slice(0, 0).append_column(DUP_COLUMN, pa.array([], pa.int32()))
     rows = pa.concat_tables([empty, _merge_source(empty, changes, columns)])
-    location.write(rows, partition_by=[BATCH_COLUMN], mode="error",
-                   commit_properties=CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, through_seq)]))
+    location.create_from(rows, [BATCH_COLUMN], merged_at(through_seq))
 
 
-def _copies(table: DeltaTable, changes: pa.Table, chunk_key: str) -> pa.Table:
+def _copies(table: TableVersion, changes: pa.Table, chunk_key: str) -> pa.Table:
     """The current table's rows that may be copies of the changes' images: those of the changes'
     partitions with one of their chunk-key values (partition pruning and file statistics skip the rest)."""
     batches = pc.unique(changes.column(BATCH_COLUMN))
     in_batches = pc.field(BATCH_COLUMN).isin(batches)
     if not chunk_key:  # a table captured without snapshot, split on nothing: its partition 0 as a whole
-        return table.to_pyarrow_dataset().to_table(filter=in_batches)
+        return table.read(where=in_batches)
     keys = changes.column(chunk_key)
     values = pc.unique(keys.drop_null())
     condition = pc.field(chunk_key).isin(values)
     if keys.null_count:
         condition = condition | pc.field(chunk_key).is_null()
-    return table.to_pyarrow_dataset().to_table(filter=in_batches & condition)
+    return table.read(where=in_batches & condition)
 
 
 def _merge_source(copies: pa.Table, changes: pa.Table, columns: Sequence[str]) -> pa.Table:

@@ -71,12 +71,12 @@ def read_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.Table:
     schema = committed.schema
     changes = changes_between(committed, committed.merged, committed.through, dropped=False)
     if schema.keyless:
-        current = (conform(committed.current.to_pyarrow_table(), lake_schema(schema), schema)
+        current = (conform(committed.current.read(), lake_schema(schema), schema)
                    if committed.current is not None else changes.slice(0, 0))
         return current_rows(current, changes, schema.column_names)
     if committed.current is None:
         return _latest(schema, [changes])
-    current = conform(committed.current.to_pyarrow_table(), lake_schema(schema), schema)
+    current = conform(committed.current.read(), lake_schema(schema), schema)
     return _latest(schema, [current.select([*schema.column_names, *METADATA]), changes])
 
 

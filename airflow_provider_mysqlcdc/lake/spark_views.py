@@ -9,7 +9,7 @@ offset) the table view is the table as of that offset, by ``lake.as_of``'s rule 
 over each key's rows.
 
 They work on a Spark without the Delta Lake jars: the Parquet files each Delta table's log lists
-(``DeltaTable.file_uris``, read here with delta-rs, at the versions ``committed_table`` opened) are
+(``TableVersion.files``, at the versions ``committed_table`` opened) are
 read with Spark's own Parquet reader, merging the schemas of files written before an ``ADD
 COLUMN``. Changelog files whose ``_stream_seq`` statistics lie outside the batches wanted are not
 read. A session set up for Delta Lake (delta-spark's ``DeltaSparkSessionExtension`` in
@@ -40,21 +40,20 @@ from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 METADATA = [f.name for f in METADATA_FIELDS]
 
 
-def changelog_files(changelog: DeltaTable, after: int, through: int) -> list[str]:
-    """The changelog's files that may hold rows of stream batches ``after`` < seq <= ``through``."""
-    actions = pa.table(changelog.get_add_actions(flatten=True))
-    low, high = f"min.{STREAM_SEQ_COLUMN}", f"max.{STREAM_SEQ_COLUMN}"
-    if low not in actions.column_names:  # no statistics: read every file
-        return list(changelog.file_uris())
-    rows = zip(*(actions.column(c).to_pylist() for c in ("path", low, high)), strict=True)
-    wanted = {path.rsplit("/", 1)[-1] for path, lo, hi in rows
-              if lo is None or hi is None or (hi > after and lo <= through)}
-    return [uri for uri in changelog.file_uris() if uri.rsplit("/", 1)[-1] in wanted]
+def changelog_files(changelog: TableVersion, after: int, through: int) -> list[str]:
+    """The changelog's files that may hold rows of stream batches ``after`` < seq <= ``through`` (a file
+    without statistics of ``_stream_seq`` may)."""
+    wanted = []
+    for file in changelog.files():
+        low, high = file.low.get(STREAM_SEQ_COLUMN), file.high.get(STREAM_SEQ_COLUMN)
+        if low is None or high is None or (high > after and low <= through):
+            wanted.append(file.uri)
+    return wanted
 
 
 def has_delta_reader(spark: Any) -> bool:
@@ -62,7 +61,7 @@ def has_delta_reader(spark: Any) -> bool:
     return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
 
 
-def _frame(spark: Any, lake: Lake, table: DeltaTable, files: list[str], fields: pa.Schema) -> Any:
+def _frame(spark: Any, lake: Lake, table: TableVersion, files: list[str], fields: pa.Schema) -> Any:
     """The Delta ``table`` (through ``files``, the part of its files wanted, without Delta's reader) as
     one DataFrame with at least ``fields`` (missing ones NULL), or an empty one."""
     from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
@@ -71,7 +70,7 @@ def _frame(spark: Any, lake: Lake, table: DeltaTable, files: list[str], fields: 
     stored = [pa.field(f.name, stored_type(f.type)) for f in fields]
     if has_delta_reader(spark):
         frame = spark.read.format("delta").option("versionAsOf", table.version()).load(
-            lake.spark_uri(table.table_uri))
+            lake.spark_uri(table.uri))
     elif not files:
         return _empty(spark, stored)
     else:
@@ -116,7 +115,8 @@ def current_frame(spark: Any, lake: Lake, committed: CommittedTable) -> Any:
     changes = changes_frame(spark, lake, committed, committed.merged).select(*[F.col(f"`{c}`") for c in columns])
     rows = changes.withColumn("__source", F.lit(1))
     if committed.current is not None:
-        current = _frame(spark, lake, committed.current, list(committed.current.file_uris()), lake_schema(schema))
+        files = [f.uri for f in committed.current.files()]
+        current = _frame(spark, lake, committed.current, files, lake_schema(schema))
         current = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__source", F.lit(0))
         rows = current.unionByName(rows)
     latest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in schema.row_key]).orderBy(
@@ -141,7 +141,8 @@ def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: Binlo
             .withColumn("__merged", F.col(STREAM_SEQ_COLUMN) <= committed.merged)
             .select(*[F.col(f"`{c}`") for c in columns], "__merged").withColumn("__source", F.lit(1)))
     if committed.current is not None:
-        current = _frame(spark, lake, committed.current, list(committed.current.file_uris()), lake_schema(schema))
+        files = [f.uri for f in committed.current.files()]
+        current = _frame(spark, lake, committed.current, files, lake_schema(schema))
         rows = current.select(*[F.col(f"`{c}`") for c in columns]).withColumn("__merged", F.lit(False)) \
             .withColumn("__source", F.lit(0)).unionByName(rows)
     file, pos, seq = order_bound(offset)

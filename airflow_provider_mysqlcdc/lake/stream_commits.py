@@ -2,8 +2,8 @@
 final, and how many changelog rows of a table the batches since a given one wrote.
 
 The stream (``lake.stream_store``) writes each batch's changelog append with the custom commit metadata
-``stream_seq`` and advances the checkpoint after it; the commits here are read back from the Delta log
-(its commit metrics, no data read) and the checkpoint, so that the lake alone tells what is new. The
+``stream_seq`` and advances the checkpoint after it; the commits here are read back from the table's
+history (its commit metrics, no data read) and the checkpoint, so that the lake alone tells what is new. The
 asset watcher's trigger (``triggers.lake_commits``) turns them into asset events, whose extra is
 written here (``offset_extra``, ``stream_extra``) so that snapshot and stream events carry one form;
 the lineage of a stream run counts its rows with ``stream_rows``. Lake work, kept in the lake layer:
@@ -18,6 +18,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.table_format import Commit
 
 
 def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
@@ -26,20 +27,19 @@ def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
 
 
 
-def _appended_seq(commit: dict[str, Any]) -> int | None:
+def _appended_seq(commit: Commit) -> int | None:
     """The stream batch of a changelog commit that appended that batch's rows (``lake.stream_store``:
-    custom metadata ``stream_seq``, no ``note``), else None: the deletes of a killed run's rows, type
-    rewrites and maintenance are no new data."""
-    parameters = commit.get("operationParameters") or {}
-    if commit.get("operation") != "WRITE" or parameters.get("mode") != "Append" or "note" in commit:
+    metadata ``stream_seq``, no ``note``), else None: the deletes of a killed run's rows, type rewrites
+    and maintenance are no new data."""
+    if commit.appended_rows is None or "note" in commit.metadata:
         return None
-    seq = commit.get("stream_seq")
+    seq = commit.metadata.get("stream_seq")
     return int(seq) if seq is not None else None
 
 
 def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: int) -> int:
     """The changelog rows of ``table`` that the stream batches ``after_seq < seq <= through_seq`` committed,
-    from the Delta log's commit metrics (no data read). A batch appended twice (a run killed before its
+    from the changelog's commit history (no data read). A batch appended twice (a run killed before its
     checkpoint, whose rows the next run deleted before writing the batch again) counts once: its last
     append. Only batches up to a checkpoint's ``seq`` are final; the caller passes such a ``through_seq``."""
     changelog = lake.table(table).changelog.open() if through_seq > after_seq else None
@@ -51,8 +51,9 @@ def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: i
         history = changelog.history(limit)  # newest first
         seqs = [(_appended_seq(c), c) for c in history]
         for seq, commit in seqs:
-            if seq is not None and after_seq < seq <= through_seq and commit["version"] > appended.get(seq, (-1, 0))[0]:
-                appended[seq] = (commit["version"], int(commit["operationMetrics"]["num_added_rows"]))
+            if (seq is not None and commit.appended_rows is not None and after_seq < seq <= through_seq
+                    and commit.version > appended.get(seq, (-1, 0))[0]):
+                appended[seq] = (commit.version, commit.appended_rows)
         older_reached = any(seq is not None and seq <= after_seq for seq, _ in seqs)
         if older_reached or len(history) < limit:
             return sum(rows for _, rows in appended.values())

@@ -35,19 +35,13 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.delta import (
-    STREAM_APP_ID,
-    STREAM_SEQ_COLUMN,
-    allow_types_of,
-    cast_to,
-    for_delta,
-    wider,
-)
+from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, cast_to, for_delta, wider
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 
 if TYPE_CHECKING:
-    from deltalake import CommitProperties, DeltaTable, WriterProperties
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
 
 
 def _chunk_2_to_3(chunk: Any) -> Any:
@@ -211,8 +205,8 @@ class StreamStore:
     def checkpoint_path(self) -> str:
         return self.lake.checkpoint
 
-    def changelog(self, table: TableId) -> DeltaTable | None:
-        """The table's changelog Delta table, or None before the stream's first change of it."""
+    def changelog(self, table: TableId) -> TableVersion | None:
+        """The table's changelog table, or None before the stream's first change of it."""
         return self.lake.table(table).changelog.open()
 
     def read_checkpoint(self) -> Checkpoint | None:
@@ -250,10 +244,8 @@ class StreamStore:
             if changelog is None or _stream_version(changelog) <= checkpoint.seq:
                 continue
             self._fence()
-            metrics = changelog.delete(predicate=f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
-                                       commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset,
-                                                                            "rows of a killed run removed"))
-            removed += int(metrics.get("num_deleted_rows", 0))
+            removed += changelog.delete(f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
+                                        _commit_tag(checkpoint.seq, checkpoint.offset, "rows of a killed run removed"))
         return removed
 
     def _fence(self) -> None:
@@ -261,46 +253,34 @@ class StreamStore:
             self.fence()
 
 
-def _stream_version(changelog: DeltaTable) -> int:
+def _stream_version(changelog: TableVersion) -> int:
     """The sequence number of the last stream batch committed to ``changelog`` (-1 for none)."""
-    version: int | None = changelog.transaction_version(STREAM_APP_ID)
-    return -1 if version is None else version
+    return changelog.applied(STREAM_APP_ID)
 
 
-def _commit_properties(seq: int, offset: BinlogOffset, note: str = "") -> CommitProperties:
-    from deltalake import CommitProperties, Transaction
-
+def _commit_tag(seq: int, offset: BinlogOffset, note: str = "") -> CommitTag:
     metadata = {"stream_seq": str(seq), "offset": str(offset)}
     if note:
         metadata["note"] = note
-    return CommitProperties(app_transactions=[Transaction(STREAM_APP_ID, seq)], custom_metadata=metadata)
+    return CommitTag(STREAM_APP_ID, seq, metadata)
 
 
-def _append(location: DeltaLocation, changelog: DeltaTable | None, parts: list[pa.Table],
+def _append(location: ReplicaTable, changelog: TableVersion | None, parts: list[pa.Table],
             checkpoint: Checkpoint) -> None:
-    """One Delta commit of a table's rows of one batch (its parts may have different schemas)."""
-    stored = pa.schema(changelog.schema().to_arrow()) if changelog is not None else None
+    """One commit of a table's rows of one batch (its parts may have different schemas)."""
+    stored = changelog.schema() if changelog is not None else None
     target = _unified_schema(stored, [for_delta(p) for p in parts])
     if changelog is not None and stored is not None and _types_changed(stored, target):
         _rewrite_types(location, changelog, target, checkpoint)
-    parts = [cast_to(for_delta(p), target, f"the changes for {location}") for p in parts]
+    parts = [cast_to(for_delta(p), target, f"the changes for {location.uri}") for p in parts]
     rows = pa.concat_tables(parts, promote_options="default")
     rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
                               pa.repeat(pa.scalar(checkpoint.seq, pa.int64()), rows.num_rows))
-    if changelog is not None:
-        allow_types_of(changelog, rows.schema)
-    location.write(rows, mode="append", schema_mode="merge", writer_properties=_writer_properties(),
-                   commit_properties=_commit_properties(checkpoint.seq, checkpoint.offset))
-
-
-def _writer_properties() -> WriterProperties:
-    """Snappy without dictionary encoding: measured on the stream benchmark's changelog rows, the
-    dictionaries took half the writer's CPU for files no smaller (4.7 MB instead of 4.8 MB a 100,000
-    rows); compaction (``lake.maintenance``) rewrites the files with the defaults anyway."""
-    from deltalake import ColumnProperties, WriterProperties
-
-    return WriterProperties(compression="SNAPPY",
-                            default_column_properties=ColumnProperties(dictionary_enabled=False))
+    tag = _commit_tag(checkpoint.seq, checkpoint.offset)
+    if changelog is None:
+        location.append(rows, tag)  # the table's first changes: creates its changelog
+    else:
+        changelog.append(rows, tag)
 
 
 def _unified_schema(stored: pa.Schema | None, parts: list[pa.Table]) -> pa.Schema:
@@ -317,20 +297,15 @@ def _types_changed(stored: pa.Schema, target: pa.Schema) -> bool:
     return any(bool(target.field(f.name).type != f.type) for f in stored)
 
 
-def _rewrite_types(location: DeltaLocation, changelog: DeltaTable, target: pa.Schema, checkpoint: Checkpoint) -> None:
+def _rewrite_types(location: ReplicaTable, changelog: TableVersion, target: pa.Schema, checkpoint: Checkpoint) -> None:
     """Rewrite the whole changelog with the target's types, in one commit keeping its transaction version
     (rare: a column type change the stored type cannot hold; the changelog is read into memory once)."""
-    from deltalake import CommitProperties, Transaction
-
-    rows = changelog.to_pyarrow_table()
+    rows = changelog.read()
     stored = [f for f in target if f.name in rows.column_names]
     changed = ", ".join(f"{f.name} {rows.schema.field(f.name).type} -> {f.type}" for f in stored
                         if f.type != rows.schema.field(f.name).type)
-    rows = cast_to(rows, pa.schema(stored), f"the changelog at {location}")
+    rows = cast_to(rows, pa.schema(stored), f"the changelog at {location.uri}")
     version = _stream_version(changelog)
-    properties = CommitProperties(
-        app_transactions=[Transaction(STREAM_APP_ID, version)] if version >= 0 else None,
-        custom_metadata={"stream_seq": str(version), "offset": str(checkpoint.offset),
-                         "note": f"column types changed: {changed}"},
-    )
-    location.write(rows, mode="overwrite", schema_mode="overwrite", commit_properties=properties)
+    metadata = {"stream_seq": str(version), "offset": str(checkpoint.offset),
+                "note": f"column types changed: {changed}"}
+    location.overwrite(rows, CommitTag(STREAM_APP_ID if version >= 0 else None, version, metadata))

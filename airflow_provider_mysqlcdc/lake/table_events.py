@@ -30,29 +30,22 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, allow_types_of, stored_type
-from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_through, quote
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, stored_type
+from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_at, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import with_dup
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag, quote
 
 if TYPE_CHECKING:
-    from deltalake import CommitProperties, DeltaTable
-
-    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
 
 
-def _at(seq: int) -> CommitProperties:
-    from deltalake import CommitProperties, Transaction
-
-    return CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)])
-
-
-def _pending(location: DeltaLocation, seq: int) -> DeltaTable | None:
+def _pending(location: ReplicaTable, seq: int) -> TableVersion | None:
     """The current table if it exists and has not had batch ``seq`` applied yet."""
     table = location.open()
     return table if table is not None and merged_through(table) < seq else None
 
 
-def truncate_current(location: DeltaLocation, seq: int, at: BinlogOffset) -> bool:
+def truncate_current(location: ReplicaTable, seq: int, at: BinlogOffset) -> bool:
     """Empty the current table as of ``at`` (``TRUNCATE TABLE`` there, at batch ``seq``): every row ordered
     at or before it goes. A snapshot chunk read after the TRUNCATE (the stream meets it while the table is
     still in its snapshot phase) holds rows ordered at its later high watermark: they stay, and so do the
@@ -63,11 +56,11 @@ def truncate_current(location: DeltaLocation, seq: int, at: BinlogOffset) -> boo
     file, position, row_seq = (quote(c) for c in ORDER_COLUMNS)
     index, pos, seq_at = file_index(at.file), at.position, at.events_to_skip << 32
     table.delete(f"{file} < {index} OR ({file} = {index} AND ({position} < {pos} OR ({position} = {pos} AND "
-                 f"{row_seq} <= {seq_at})))", commit_properties=_at(seq))
+                 f"{row_seq} <= {seq_at})))", merged_at(seq))
     return True
 
 
-def reshape_current(location: DeltaLocation, schema: TableSchema, renamed: Mapping[str, str], seq: int,
+def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mapping[str, str], seq: int,
                     empty: bool = False) -> bool:
     """Give the current table the columns of ``schema`` (the table after the DDL) at batch ``seq``, in one
     rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks are
@@ -77,7 +70,7 @@ def reshape_current(location: DeltaLocation, schema: TableSchema, renamed: Mappi
     table = _pending(location, seq)
     if table is None:
         return False
-    rows = table.to_pyarrow_table()
+    rows = table.read()
     rows = rows.slice(0, 0) if empty else rows
     for old, new in renamed.items():
         if old in rows.column_names and new in rows.column_names:
@@ -95,7 +88,7 @@ def reshape_current(location: DeltaLocation, schema: TableSchema, renamed: Mappi
                                     schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
     if schema.keyless:  # a dropped column can make distinct rows equal: their copies are numbered anew
         reshaped = with_dup(reshaped, [*schema.column_names, BATCH_COLUMN])
-    _overwrite(table, location, reshaped, _at(seq))
+    location.overwrite(reshaped, merged_at(seq), [BATCH_COLUMN])
     return True
 
 
@@ -104,7 +97,7 @@ _HIGH_WATERMARK = "mysqlcdc.high_watermark"
 
 
 def replace_current(
-    location: DeltaLocation, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]],
+    location: ReplicaTable, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]],
 ) -> BinlogOffset:
     """Replace the whole current table at batch ``seq``, in one commit, with the rows ``read()`` gives
     (every row read again after a DDL that gave rows values without row events, each as of its chunk's
@@ -112,31 +105,21 @@ def replace_current(
     columns empty. Returns the highest high watermark of the rows; when a killed run made that commit
     already, nothing is read and it is read back from the commit. A table without a current table yet
     (renamed into the captured tables) gets one."""
-    from deltalake import CommitProperties, Transaction
-
     table = location.open()
     if table is not None and merged_through(table) >= seq:
         return _replaced_at(location, seq)
     rows, high_watermark = read()
-    properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, seq)],
-                                  custom_metadata={_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())})
-    _overwrite(table, location, rows, properties)
+    location.overwrite(rows, CommitTag(MERGE_APP_ID, seq, {_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())}),
+                       [BATCH_COLUMN])
     return high_watermark
 
 
-def _replaced_at(location: DeltaLocation, seq: int) -> BinlogOffset:
+def _replaced_at(location: ReplicaTable, seq: int) -> BinlogOffset:
     table = location.open()
     # newest first; the replace is at most a few commits back
     for commit in table.history() if table is not None else []:
-        if _HIGH_WATERMARK in commit:
-            return BinlogOffset.from_dict(json.loads(commit[_HIGH_WATERMARK]))
-    raise SnapshotStateError(f"the current table at {location} records batch {seq} applied, but not the high watermark "
-                             f"of the rows that batch read again: re-snapshot the table")
+        if _HIGH_WATERMARK in commit.metadata:
+            return BinlogOffset.from_dict(json.loads(commit.metadata[_HIGH_WATERMARK]))
+    raise SnapshotStateError(f"the current table at {location.uri} records batch {seq} applied, but not the high "
+                             f"watermark of the rows that batch read again: re-snapshot the table")
 
-
-def _overwrite(table: DeltaTable | None, location: DeltaLocation, rows: pa.Table,
-               properties: CommitProperties) -> None:
-    if table is not None:
-        allow_types_of(table, rows.schema)
-    location.write(rows, mode="overwrite", schema_mode="overwrite", partition_by=[BATCH_COLUMN],
-                   commit_properties=properties)

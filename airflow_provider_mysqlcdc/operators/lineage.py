@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_provider_mysqlcdc.engine.stream_options import StreamSummary
-    from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+    from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
     Lineage: TypeAlias = OperatorLineage[Any, Any]
     """What ``get_openlineage_facets_on_complete`` returns."""
@@ -100,11 +101,11 @@ def source_facts(namespace: str, schema: TableSchema) -> DatasetFacts:
     return DatasetFacts(namespace, str(schema.id), tuple((c.name, c.column_type) for c in schema.columns))
 
 
-def lake_facts(location: DeltaLocation, rows: int | None = None, size: int | None = None) -> DatasetFacts:
+def lake_facts(location: ReplicaTable, rows: int | None = None, size: int | None = None) -> DatasetFacts:
     """A Delta table of the lake with its columns as stored (none before it exists) and what the run wrote."""
     namespace, name = openlineage_location(location.uri)
     table = location.open()
-    stored = pa.schema(table.schema().to_arrow()) if table is not None else pa.schema([])
+    stored = table.schema() if table is not None else pa.schema([])
     return DatasetFacts(namespace, name, tuple((f.name, str(f.type)) for f in stored), rows, size)
 
 

@@ -156,6 +156,18 @@ def test_every_layer_imports_only_the_layers_below_it_and_no_module_takes_part_i
     assert cycles(imports.internal) == []
 
 
+TABLE_FORMATS = {"deltalake": frozenset({f"{PACKAGE}.lake.delta_table"})}
+"""Each table format's library and the modules that implement ``lake.table_format`` with it: the one place
+a format is reached (README, "A new table format"); every other module goes through the protocols."""
+
+
+def test_a_table_formats_library_is_imported_by_its_implementation_alone() -> None:
+    imports = read_imports(SOURCE, PACKAGE)
+    for library, implementation in TABLE_FORMATS.items():
+        importers = {module for module, names in imports.external.items() if library in names}
+        assert importers == implementation, f"{library} imported outside {sorted(implementation)}"
+
+
 def test_the_check_finds_what_is_against_the_layering(tmp_path: Path) -> None:
     """On a small package: imports hidden in functions and under TYPE_CHECKING, relative ones, a forbidden
     third-party import and a layer without a rule are all found."""

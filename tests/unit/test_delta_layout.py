@@ -12,7 +12,8 @@ from deltalake import write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.delta import for_delta, stored_type
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.handle import changelog_uri, table_uri
 
 
 def test_each_table_has_a_current_state_and_a_changelog_under_its_database_folder() -> None:

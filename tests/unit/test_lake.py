@@ -29,6 +29,7 @@ from airflow_provider_mysqlcdc.exceptions import (
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaVersion
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
@@ -134,9 +135,10 @@ class Lakes:
                 self.commit_stream(seq, offset, *parts, schema=schema)
 
     def changelog(self, table: TableId = ORDERS) -> DeltaTable:
+        """The table's changelog as delta-rs opens it (these tests look at the Delta table the stream wrote)."""
         changelog = self.stream.changelog(table)
-        assert changelog is not None
-        return changelog
+        assert isinstance(changelog, DeltaVersion)
+        return changelog.delta
 
 
 @pytest.fixture

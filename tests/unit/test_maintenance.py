@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableCommitConflictError
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.maintenance import (
     MaintenancePolicy,
     checkpoint,
@@ -20,6 +20,7 @@ from airflow_provider_mysqlcdc.lake.maintenance import (
     maintain,
     vacuum,
 )
+from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 
 def commit(uri: str, start: int, rows: int = 5, batch: int | None = None) -> None:
@@ -48,9 +49,9 @@ def rows(uri: str) -> list[int]:
 
 def test_compaction_cuts_the_files_and_keeps_the_rows(small_files: str) -> None:
     before = rows(small_files)
-    metrics = compact(DeltaLocation(small_files))
+    compaction = compact(DeltaLocation(small_files))
     table = DeltaTable(small_files)
-    assert (metrics["numFilesRemoved"], metrics["numFilesAdded"], len(table.file_uris())) == (12, 1, 1)
+    assert (compaction.files_removed, compaction.files_added, len(table.file_uris())) == (12, 1, 1)
     assert rows(small_files) == before == list(range(60))
 
 
@@ -61,7 +62,8 @@ def test_compaction_stays_inside_partitions(tmp_path: Path) -> None:
     compact(DeltaLocation(uri))
     actions = pa.table(DeltaTable(uri).get_add_actions(flatten=True))
     assert sorted(actions.column("partition._batch").to_pylist()) == [0, 1]
-    assert excess_small_files(DeltaTable(uri), 1 << 20) == (2, 0)
+    opened = DeltaLocation(uri).open()
+    assert opened is not None and excess_small_files(opened, 1 << 20) == (2, 0)
 
 
 def test_vacuum_removes_unreferenced_files_and_readers_still_read(small_files: str) -> None:
@@ -120,8 +122,6 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
 ) -> None:
     """Another writer's commit (a re-run snapshot batch, a repair) can make a compaction's commit fail;
     the stream goes on and the table is looked at again at its next commit."""
-    from deltalake.exceptions import CommitFailedError
-
     from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.engine import table_upkeep
     from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri
@@ -132,10 +132,10 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
         commit(uri, i * 5)
     calls: list[int] = []
 
-    def loses_once(location: DeltaLocation, policy: MaintenancePolicy, commits: int) -> object:
+    def loses_once(location: ReplicaTable, policy: MaintenancePolicy, commits: int) -> object:
         calls.append(commits)
         if len(calls) == 1:
-            raise CommitFailedError("a concurrent transaction removed a file this one read")
+            raise TableCommitConflictError("a concurrent transaction removed a file this one read")
         return maintain(location, policy, commits)
 
     monkeypatch.setattr(table_upkeep, "maintain", loses_once)

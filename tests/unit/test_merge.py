@@ -18,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.merge import last_change_per_key, merge_changes
 
 SNAPSHOT_HW = (1, 100)  # binlog file index and position of the snapshot's high watermark

@@ -18,7 +18,7 @@ from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.verify import compare
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.multiset import (
     CURRENT_ROW,
     DUP_COLUMN,

@@ -1,0 +1,395 @@
+"""The replica tables as Delta Lake tables, written and read with ``deltalake`` (delta-rs): the one
+implementation of ``lake.table_format``, and the only module that imports ``deltalake`` (a test checks).
+
+``DeltaLocation`` is a place (``ReplicaTable``), ``DeltaVersion`` an opened version (``TableVersion``).
+What is Delta's here and nowhere else:
+
+* every call takes the lake's storage options (credentials, endpoint), so the handle's options reach
+  delta-rs the same way for every table;
+* a table another writer turned column mapping on for is refused when opened (measured on delta-rs 1.6,
+  bench/RESULTS.md: its pyarrow readers return a renamed column of such a table as NULLs, and it cannot
+  add columns to one);
+* a write or MERGE that brings a DATETIME column (timestamp without time zone) into an existing table
+  turns on the ``timestampNtz`` feature first, which delta-rs does when it creates a table but not then;
+* the stream's appends are written Snappy without dictionary encoding (measured on the stream benchmark's
+  changelog rows: the dictionaries took half the writer's CPU for files no smaller, 4.7 MB instead of
+  4.8 MB a 100,000 rows; compaction rewrites the files with the defaults anyway);
+* a partition replacement commits the Spark tasks' files as add actions built from their Parquet footers
+  (``file_stats``: the statistics Delta readers skip files by), and finds the version it made in the log
+  itself: delta-rs's ``history()`` numbers entries by the snapshot it has loaded, which is wrong while
+  other batches commit;
+* delta-rs's ``CommitFailedError`` (a commit that lost a race, even for disjoint partitions) is
+  ``TableCommitConflictError``.
+
+``deltalake`` is imported inside the methods: the handle, and so this module, is imported at DAG parse
+time, and delta-rs is loaded only when a table is touched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SnapshotJobError, TableCommitConflictError
+from airflow_provider_mysqlcdc.lake.table_format import (
+    Commit,
+    CommitTag,
+    Compaction,
+    DataFile,
+    LakeFiles,
+    MergeCounts,
+    MergeSpec,
+    StoredFile,
+    quote,
+)
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+    from deltalake import CommitProperties, DeltaTable, WriterProperties
+
+MAX_STRING_STAT = 256
+"""Longer strings get no min/max statistics: they would bloat the Delta log for little skipping."""
+_DELTA_COMMIT_KEYS = frozenset({"operation", "clientVersion", "engineInfo", "userMetadata", "isolationLevel"})
+"""commitInfo's own text entries; the others are the writer's metadata (``CommitTag.metadata``)."""
+
+
+@contextmanager
+def _conflicts() -> Iterator[None]:
+    """delta-rs's lost commit race as the seam's ``TableCommitConflictError``."""
+    from deltalake.exceptions import CommitFailedError
+
+    try:
+        yield
+    except CommitFailedError as error:
+        raise TableCommitConflictError(str(error)) from error
+
+
+def _properties(tag: CommitTag, max_commit_retries: int | None = None) -> CommitProperties:
+    from deltalake import CommitProperties, Transaction
+
+    transactions = [Transaction(tag.app_id, tag.app_version)] if tag.app_id is not None else None
+    kwargs: dict[str, Any] = {} if max_commit_retries is None else {"max_commit_retries": max_commit_retries}
+    return CommitProperties(app_transactions=transactions, custom_metadata=dict(tag.metadata) or None, **kwargs)
+
+
+def _stream_writer_properties() -> WriterProperties:
+    """Snappy without dictionary encoding (module docstring)."""
+    from deltalake import ColumnProperties, WriterProperties
+
+    return WriterProperties(compression="SNAPPY", default_column_properties=ColumnProperties(dictionary_enabled=False))
+
+
+def _needs_ntz(schema: pa.Schema) -> bool:
+    return any(pa.types.is_timestamp(f.type) and f.type.tz is None for f in schema)
+
+
+def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
+    """Enable the table features ``schema``'s types need on an existing ``table`` before they are written
+    to it: a DATETIME column (timestamp without time zone) added by a DDL needs ``timestampNtz``, which
+    delta-rs turns on when it creates a table but not when a write or MERGE adds such a column."""
+    from deltalake import TableFeatures
+
+    if not _needs_ntz(schema):
+        return
+    protocol = table.protocol()
+    if "timestampNtz" in (protocol.writer_features or []):
+        return
+    table.alter.add_feature(TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True)
+
+
+@dataclass(frozen=True)
+class DeltaLocation:
+    """One Delta table of the lake: its URI and the storage options every delta-rs call on it takes;
+    ``lake`` and ``parts``: the same folder as a path of the lake's filesystem (its log read directly)."""
+
+    uri: str
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
+    lake: LakeFiles | None = field(default=None, repr=False, compare=False)
+    parts: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def _options(self) -> dict[str, str] | None:
+        return dict(self.storage_options) or None
+
+    def open(self) -> DeltaVersion | None:
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
+            return None
+        table = DeltaTable(self.uri, storage_options=self._options())
+        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+        if mode != "none":
+            raise LakeFormatError(
+                f"the Delta table at {self.uri} has column mapping (delta.columnMapping.mode={mode}), which another "
+                f"writer turned on; this provider writes and reads plain Delta tables only: recreate the table "
+                f"without column mapping (or re-snapshot the replica into a new base_uri)")
+        return DeltaVersion(self, table)
+
+    def create(self, schema: pa.Schema, partition_by: Sequence[str]) -> DeltaVersion:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            # no commit retries: a retried creation would land as a second CREATE TABLE on top of the winner's
+            # (measured), resetting the schema a concurrent writer may have evolved already
+            table = DeltaTable.create(self.uri, schema, mode="error", partition_by=list(partition_by),
+                                      storage_options=self._options(),
+                                      commit_properties=_properties(CommitTag(), max_commit_retries=0))
+        except DeltaError as error:
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
+                raise
+            raise TableCommitConflictError(f"another writer created the Delta table at {self.uri} first") from error
+        return DeltaVersion(self, table)
+
+    def create_from(self, rows: pa.Table, partition_by: Sequence[str], tag: CommitTag) -> None:
+        self._write(rows, True, mode="error", partition_by=list(partition_by), commit_properties=_properties(tag))
+
+    def append(self, rows: pa.Table, tag: CommitTag, *, features_allowed: bool = False) -> None:
+        self._write(rows, features_allowed, mode="append", schema_mode="merge",
+                    writer_properties=_stream_writer_properties(), commit_properties=_properties(tag))
+
+    def overwrite(self, rows: pa.Table, tag: CommitTag, partition_by: Sequence[str] = ()) -> None:
+        self._write(rows, False, mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
+                    commit_properties=_properties(tag))
+
+    def _write(self, rows: pa.Table, features_allowed: bool, **kwargs: Any) -> None:
+        """``write_deltalake`` here, the table's features allowed first unless the caller did (module docstring)."""
+        from deltalake import write_deltalake
+
+        if _needs_ntz(rows.schema) and not features_allowed:
+            existing = self.open()
+            if existing is not None:
+                allow_types_of(existing.delta, rows.schema)
+        with _conflicts():
+            write_deltalake(self.uri, rows, storage_options=self._options(), **kwargs)
+
+    def files_at(self) -> tuple[pafs.FileSystem, str]:
+        """The table's folder as a path of a pyarrow filesystem: the lake's, or one from the URI."""
+        if self.lake is not None:
+            return self.lake.fs, self.lake.path(*self.parts)
+        import pyarrow.fs as pafs  # only here: a table opened without its lake (tests, benchmarks)
+
+        fs, path = pafs.FileSystem.from_uri(self.uri)
+        return fs, path.rstrip("/")
+
+
+@dataclass
+class DeltaVersion:
+    """A Delta table as delta-rs loaded it (``delta``), at the place ``location``."""
+
+    location: DeltaLocation
+    delta: DeltaTable
+
+    @property
+    def uri(self) -> str:
+        return self.location.uri
+
+    def version(self) -> int:
+        return int(self.delta.version())
+
+    def schema(self) -> pa.Schema:
+        return pa.schema(self.delta.schema().to_arrow())
+
+    def count(self) -> int:
+        return int(self.delta.count())
+
+    def files(self) -> list[StoredFile]:
+        actions = pa.table(self.delta.get_add_actions(flatten=True))
+        uris = {uri.rsplit("/", 1)[-1]: uri for uri in self.delta.file_uris()}
+        names = actions.column_names
+
+        def prefixed(row: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+            return {k[len(prefix):]: v for k, v in row.items() if k.startswith(prefix) and v is not None}
+
+        return [StoredFile(uris[row["path"].rsplit("/", 1)[-1]], int(row["size_bytes"]),
+                           {k[len("partition."):]: row[k] for k in names if k.startswith("partition.")},
+                           prefixed(row, "min."), prefixed(row, "max."))
+                for row in actions.to_pylist()]
+
+    def append(self, rows: pa.Table, tag: CommitTag) -> None:
+        allow_types_of(self.delta, rows.schema)
+        self.location.append(rows, tag, features_allowed=True)
+
+    def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
+        return self.delta.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns),
+                                                        filter=where)
+
+    def applied(self, app_id: str) -> int:
+        version: int | None = self.delta.transaction_version(app_id)
+        return -1 if version is None else version
+
+    def history(self, limit: int | None = None) -> list[Commit]:
+        commits = []
+        for info in self.delta.history(limit):
+            parameters = info.get("operationParameters") or {}
+            appended = None
+            if info.get("operation") == "WRITE" and parameters.get("mode") == "Append":
+                appended = int((info.get("operationMetrics") or {}).get("num_added_rows", 0))
+            metadata = {k: v for k, v in info.items() if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS}
+            commits.append(Commit(int(info["version"]), int(info.get("timestamp", 0)), appended, metadata))
+        return commits
+
+    def delete(self, predicate: str, tag: CommitTag) -> int:
+        with _conflicts():
+            metrics = self.delta.delete(predicate=predicate, commit_properties=_properties(tag))
+        return int(metrics.get("num_deleted_rows", 0))
+
+    def merge(self, spec: MergeSpec) -> MergeCounts:
+        assignments = {quote(c): f"s.{quote(c)}" for c in spec.source.column_names}
+        allow_types_of(self.delta, spec.source.schema)  # a column the MERGE adds (merge_schema) may need a feature
+        merger = self.delta.merge(spec.source, spec.on, source_alias="s", target_alias="t", merge_schema=True,
+                                  commit_properties=_properties(spec.tag))
+        if spec.delete_when is not None:
+            merger = merger.when_matched_delete(spec.delete_when)
+        if spec.update_when is not None:
+            merger = merger.when_matched_update(assignments, spec.update_when)
+        if spec.insert_when is not None:
+            merger = merger.when_not_matched_insert(assignments, spec.insert_when)
+        with _conflicts():
+            m = merger.execute()
+        return MergeCounts(
+            inserted=int(m.get("num_target_rows_inserted", 0)), updated=int(m.get("num_target_rows_updated", 0)),
+            deleted=int(m.get("num_target_rows_deleted", 0)), files_scanned=int(m.get("num_target_files_scanned", 0)),
+            files_added=int(m.get("num_target_files_added", 0)),
+            files_removed=int(m.get("num_target_files_removed", 0)),
+        )
+
+    def replace_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,
+                          tag: CommitTag) -> int:
+        from deltalake.transaction import AddAction, RemoveAction
+
+        read_version = self.version()
+        actions: list[AddAction | RemoveAction] = [
+            AddAction(f.path, f.size, {column: str(value)}, f.modified_ms, True, file_stats(f.footer)) for f in files]
+        with _conflicts():
+            self.delta.create_write_transaction(
+                actions, mode="overwrite", schema=schema, partition_by=[column],
+                partition_filters=[(column, "=", str(value))], commit_properties=_properties(tag),
+            )
+        return self._version_of(read_version, tag.metadata)
+
+    def _version_of(self, after: int, metadata: Mapping[str, str]) -> int:
+        """The version our commit made: the first after ``after`` whose commitInfo carries our metadata (other
+        writers commit around it), read from the log directly (module docstring)."""
+        import pyarrow.fs as pafs
+
+        fs, table_dir = self.location.files_at()
+        version = after + 1
+        while True:
+            path = f"{table_dir}/_delta_log/{version:020d}.json"
+            if fs.get_file_info(path).type == pafs.FileType.NotFound:
+                raise SnapshotJobError(f"the commit with {dict(metadata)} is not in the Delta log of {table_dir} after "
+                                       f"version {after}: the table was replaced meanwhile; retry the task")
+            with fs.open_input_stream(path) as stream:
+                for line in stream.read().decode("utf-8").splitlines():
+                    info = json.loads(line).get("commitInfo")
+                    if info is not None and all(info.get(k) == v for k, v in metadata.items()):
+                        return version
+            version += 1
+
+    def differing_types(self, schema: pa.Schema) -> list[str]:
+        from deltalake import Schema
+
+        current = {f.name: f for f in self.delta.schema().fields}
+        return [f"{f.name} {_type_name(current[f.name].type)} -> {_type_name(f.type)}"
+                for f in Schema.from_arrow(schema).fields if f.name in current and current[f.name].type != f.type]
+
+    def add_columns(self, schema: pa.Schema) -> pa.Schema:
+        from deltalake import Field, Schema
+
+        current = {f.name for f in self.delta.schema().fields}
+        new = [Field(f.name, f.type, nullable=True) for f in Schema.from_arrow(schema).fields if f.name not in current]
+        if new:
+            with _conflicts():
+                self.delta.alter.add_columns(new)
+        return self.schema()
+
+    def properties(self) -> Mapping[str, str]:
+        return dict(self.delta.metadata().configuration)
+
+    def set_properties(self, properties: Mapping[str, str]) -> None:
+        with _conflicts():
+            self.delta.alter.set_table_properties(dict(properties))
+
+    def refresh(self) -> None:
+        self.delta.update_incremental()
+
+    def compact(self, target_file_bytes: int) -> Compaction:
+        with _conflicts():
+            metrics = self.delta.optimize.compact(target_size=target_file_bytes)
+        return Compaction(int(metrics.get("numFilesRemoved", 0)), int(metrics.get("numFilesAdded", 0)), metrics)
+
+    def vacuum(self, retention_hours: int, full: bool) -> list[str]:
+        options: dict[str, Any] = {"retention_hours": retention_hours, "enforce_retention_duration": False,
+                                   "full": full}
+        with _conflicts():
+            if not self.delta.vacuum(dry_run=True, **options):
+                return []  # nothing to delete: no VACUUM START/END commits in the log
+            return list(self.delta.vacuum(dry_run=False, **options))
+
+    def checkpoint(self) -> None:
+        self.delta.create_checkpoint()
+
+    def cleanup_log(self) -> None:
+        self.delta.cleanup_metadata()
+
+
+def _type_name(kind: Any) -> str:
+    """A Delta type as its protocol name (``long``, ``decimal(12,2)``, ``struct``...)."""
+    return str(getattr(kind, "type", kind))
+
+
+def file_stats(metadata: pq.FileMetaData) -> str:
+    """Delta's per-file statistics JSON from a Parquet footer: row count, null counts, and min/max of
+    the columns whose Parquet statistics mean the same in Delta."""
+    schema = metadata.schema.to_arrow_schema()
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for index, column in enumerate(schema):
+        stats = [metadata.row_group(g).column(index).statistics for g in range(metadata.num_row_groups)]
+        if any(s is None for s in stats):
+            continue
+        if all(s.has_null_count for s in stats):
+            nulls[column.name] = sum(s.null_count for s in stats)
+        bounds = _bounds(column.type, stats)
+        if bounds is not None:
+            minimum[column.name], maximum[column.name] = bounds
+    return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum,
+                       "nullCount": nulls}, separators=(",", ":"))
+
+
+def _bounds(kind: pa.DataType, stats: list[Any]) -> tuple[Any, Any] | None:
+    """The file's (min, max) of one column, or None when any row group has none or they are unsafe."""
+    with_values = [s for s in stats if s.has_min_max]
+    if not with_values:
+        return None
+    if len(with_values) < len(stats) and not all(s.null_count == s.num_values for s in stats if not s.has_min_max):
+        return None  # a row group with values but without bounds
+    low = _stat_value(kind, min(s.min for s in with_values))
+    high = _stat_value(kind, max(s.max for s in with_values))
+    return None if low is None or high is None else (low, high)
+
+
+def _stat_value(kind: pa.DataType, value: Any) -> Any:
+    """A Parquet statistic as Delta's JSON value, or None where it could mislead a reader: unsigned
+    integers (Delta's are signed; a BIGINT UNSIGNED max would wrap), floats (NaN is left out of Parquet
+    bounds), decimals, timestamps (Delta keeps milliseconds, which would cut a max below its value),
+    binary and booleans."""
+    if pa.types.is_signed_integer(kind) and isinstance(value, int):
+        return value
+    if pa.types.is_string(kind) and isinstance(value, str) and len(value) <= MAX_STRING_STAT:
+        return value
+    if pa.types.is_date32(kind) and isinstance(value, dt.date):
+        return value.isoformat()
+    return None
