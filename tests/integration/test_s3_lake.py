@@ -36,12 +36,11 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
-from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID
+from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.maintenance import checkpoint, compact, vacuum
-from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.snapshot_commit import add_action, replace_partition
+from airflow_provider_mysqlcdc.lake.snapshot_commit import data_file, replace_partition
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 from tests import s3_server, stream_worker
 from tests.airflow_connections import set_airflow_connections
@@ -137,8 +136,8 @@ def test_parallel_snapshot_batches_commit_to_one_table(lake_options: dict[str, s
             rows = pa.table({"id": list(range(number * 100, number * 100 + 100)), "note": ["x"] * 100},
                             schema=file_schema)
             pq.write_table(rows, f"{table_dir}/{relative}", filesystem=lake.fs)
-            adds = [add_action(lake.table(table), relative, number)]
-            replace_partition(lake.table(table), number, adds, file_schema, {"mysql_cdc.batch": str(number)})
+            written = [data_file(lake.table(table), relative)]
+            replace_partition(lake.table(table), number, written, file_schema, {"mysql_cdc.batch": str(number)})
         except BaseException as error:  # noqa: BLE001  (reported below)
             errors.append(error)
 
@@ -227,7 +226,8 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
     columns = list(schema.column_names)
     current = DeltaTable(table_uri(spark_uri, table), storage_options=lake_options)
     assert canonical_rows(current.to_pyarrow_table(columns=columns).sort_by("id")) == source
-    assert merged_through(current) == StreamStore(lake).read_checkpoint().seq  # type: ignore[union-attr]
+    merged = StreamStore(lake).read_checkpoint()
+    assert merged is not None and current.transaction_version(MERGE_APP_ID) == merged.seq
 
     keys = s3.keys(f"lake/{database}/orders/")
     assert f"lake/{database}/orders/snapshot/_plan.json" in keys
@@ -237,10 +237,10 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
 
     # maintenance on the bucket: compaction, vacuum of what it replaced, a checkpoint; the data unchanged
     for location in (lake.table(table).changelog, lake.table(table).current):
-        before = len(location.open().file_uris())  # type: ignore[union-attr]
-        metrics = compact(location, target_file_bytes=64 * 1024 * 1024)
-        assert len(location.open().file_uris()) == (  # type: ignore[union-attr]
-            before - metrics["numFilesRemoved"] + metrics["numFilesAdded"])
+        before = len(location.open().files())  # type: ignore[union-attr]
+        compaction = compact(location, target_file_bytes=64 * 1024 * 1024)
+        assert len(location.open().files()) == (  # type: ignore[union-attr]
+            before - compaction.files_removed + compaction.files_added)
         deleted = vacuum(location, retention_hours=0)
         assert deleted and not set(deleted) & set(s3.keys(location.uri.removeprefix("s3://bucket/")))
         checkpoint(location)
@@ -296,7 +296,7 @@ def _changelog_ahead(store: StreamStore, table: TableId) -> int:
     changelog, checkpoint = store.changelog(table), store.read_checkpoint()
     if changelog is None or checkpoint is None:
         return 0
-    return int((changelog.transaction_version(STREAM_APP_ID) or -1) > checkpoint.seq)
+    return int(changelog.applied(STREAM_APP_ID) > checkpoint.seq)
 
 
 class CrashesWriter(Writer):
