@@ -9,7 +9,9 @@ variables alone (a deployment without a lake connection).
   snapshot (``local[2]``: the driver gets the storage options from ``spark-submit``'s environment, the
   executors in their closure, and write Parquet to S3 with pyarrow), the deferrable stream and its MERGE,
   under a writer; then ``read_table``, ``read_changes`` and plain ``deltalake`` (with the connection's
-  storage options) equal the source, and compaction, vacuum and checkpoints run on the bucket. (No Spark
+  storage options) equal the source, and compaction, vacuum and checkpoints run on the bucket. The asset
+  watcher's trigger, run in a process of its own with ``lake_conn_id`` (``tests/trigger_worker.py``), turns
+  the stream's commits into an event. (No Spark
   views: those need Hadoop's s3a jars.)
 - kill -9 of a stream worker at random moments, on S3 through the AWS variables: the lake equals the
   table, no change twice.
@@ -42,7 +44,7 @@ from airflow_provider_mysqlcdc.lake.maintenance import checkpoint, compact, vacu
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.snapshot_commit import data_file, replace_partition
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
-from tests import s3_server, stream_worker
+from tests import s3_server, stream_worker, trigger_worker
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag
@@ -209,8 +211,13 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
     writer = Writer(mariadb_server, database, 150, 1, until=stream_started_a_while_ago)
     writer.start()
     started = time.monotonic()
-    run = example_dag().test(run_conf=conf)
-    writer.join()
+    watcher = trigger_worker.start(spark_uri, table, LAKE_CONN_ID)  # the asset watcher's trigger, a process apart
+    try:
+        run = example_dag().test(run_conf=conf)
+        writer.join()
+        event = trigger_worker.first_event(watcher, timeout=120)
+    finally:
+        watcher.kill()  # it has ended already, unless something failed before its first event
     print(f"the example DAG on S3: {time.monotonic() - started:.0f} s, {writer.count} writes")
     assert run.state == "success" and writer.count > 50
     snapshots = [ti for ti in run.get_task_instances() if ti.task_id == "snapshot"]
@@ -228,6 +235,9 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
     assert canonical_rows(current.to_pyarrow_table(columns=columns).sort_by("id")) == source
     merged = StreamStore(lake).read_checkpoint()
     assert merged is not None and current.transaction_version(MERGE_APP_ID) == merged.seq
+    # the trigger, with the connection alone, saw the stream's commits of the table
+    assert (event["source"], event["table"]) == ("stream", table) and event["rows"] > 0
+    assert 0 <= event["first_seq"] <= event["seq"] <= merged.seq
 
     keys = s3.keys(f"lake/{database}/orders/")
     assert f"lake/{database}/orders/snapshot/_plan.json" in keys
