@@ -7,6 +7,11 @@ rest itself. The current state is partitioned by snapshot batch: each changed ro
 partition of the batch whose chunks hold its chunk-key value (in the column's collation order), so
 a MERGE rewrites only the partitions whose keys changed, and a re-run of one snapshot batch still
 replaces exactly its rows. A table captured without a snapshot has one partition, 0.
+
+Only the tables with changelog rows since the last MERGE are opened: the checkpoint keeps the last
+batch that wrote each table (``touched``) and the batch through which the last MERGE took every table
+(``merged_seq``), so a MERGE of a stream over a thousand tables costs what its changed tables cost.
+Where ``merged_seq`` is not known (a checkpoint of format 3, a new one) the first MERGE looks at all.
 """
 
 from __future__ import annotations
@@ -44,12 +49,23 @@ class StateMerger:
         some, with how many (those an interrupted earlier run left unmerged included)."""
         merged = {}
         through = checkpoint.visible[0]
-        for table in [*checkpoint.schemas, *checkpoint.stopped]:
+        for table in self.due(checkpoint):
             schema = checkpoint.schema_of(table)
             rows = self._merge_table(table, schema, through) if schema is not None else 0
             if rows:
                 merged[table] = rows
+        checkpoint.merged_seq = through  # written with the next checkpoint
         return merged
+
+    @staticmethod
+    def due(checkpoint: Checkpoint) -> list[TableId]:
+        """The tables that may have changelog rows not merged yet: written after ``merged_seq`` (all of them
+        when it is not known)."""
+        tables = [*checkpoint.schemas, *checkpoint.stopped]
+        if checkpoint.merged_seq is None:
+            return tables
+        after = checkpoint.merged_seq
+        return [t for t in tables if checkpoint.touched.get(t, -1) > after]
 
     def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int) -> int:
         location = self.lake.table(table).current

@@ -73,6 +73,8 @@ class StreamCommit:
     rows: dict[str, int]
     events_read: int
     last_ts_ms: int
+    table_ts_ms: dict[str, int] = field(default_factory=dict)
+    """Per table written, the commit time (ms) of its last change in this commit: its lag."""
 
 
 @dataclass
@@ -81,10 +83,11 @@ class _Pending:
     events, whose images become Arrow columns only when the batch is committed (``rows_table``).
 
     ``count`` counts the images taken; ``bytes`` their share of the events' sizes (what the values
-    take in Arrow is about what they take on the wire).
+    take in Arrow is about what they take on the wire); ``last_ts`` the commit time of each table's last change.
     """
 
     parts: dict[TableId, list[tuple[TableSchema, list[ChangeRows]]]] = field(default_factory=dict)
+    last_ts: dict[TableId, int] = field(default_factory=dict)
     count: int = 0
     bytes: int = 0
     _schema: TableSchema | None = None
@@ -97,6 +100,7 @@ class _Pending:
                 parts.append((schema, []))
             self._schema, self._events = schema, parts[-1][1]
         self._events.append(rows)
+        self.last_ts[schema.id] = rows.ts_ms
         taken, count = rows.taken, rows.count
         self.count += taken
         self.bytes += size * taken // count if count else 0
@@ -109,6 +113,7 @@ class _Pending:
                     mine[-1][1].extend(records)
                 else:
                     mine.append((schema, records))
+        self.last_ts.update(other.last_ts)
         self.count += other.count
         self.bytes += other.bytes
         self._schema = None
@@ -246,7 +251,7 @@ def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Che
     checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
     checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
     checkpoint.visible_seq, checkpoint.visible_offset = target.visible
-    checkpoint.history_from, checkpoint.kept = target.history_from, target.kept
+    checkpoint.history_from, checkpoint.kept, checkpoint.touched = target.history_from, target.kept, target.touched
     rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
     _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
               ", ".join(sorted(rows)) or "no table")
@@ -281,7 +286,8 @@ class _Committer:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="stream-commit")
         future = self._executor.submit(_write, self._store, target, pending)
-        self._running = (future, target, StreamCommit(target.seq, boundary, rows, events, last_ts))
+        table_ts = {str(t): ts for t, ts in pending.last_ts.items()}
+        self._running = (future, target, StreamCommit(target.seq, boundary, rows, events, last_ts, table_ts))
 
     def done(self) -> bool:
         return self._running is not None and self._running[0].done()
@@ -295,7 +301,7 @@ class _Committer:
         future.result()
         checkpoint = self._checkpoint
         checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
-        checkpoint.chunks, checkpoint.updated_at = target.chunks, target.updated_at
+        checkpoint.chunks, checkpoint.updated_at, checkpoint.touched = target.chunks, target.updated_at, target.touched
         checkpoint.visible_seq, checkpoint.visible_offset = target.visible
         yield report
 

@@ -9,7 +9,7 @@ facts through this protocol; the operator passes an implementation backed by Air
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -25,6 +25,17 @@ class CommitObservation:
     events_read: int
     """Row changes read from the binlog for this commit, including those the snapshot's emit filter skipped."""
     lag_seconds: float | None
+    table_lag_seconds: Mapping[str, float] = field(default_factory=dict)
+    """Per table written, now minus the commit time of its last change in this commit: a table whose changes
+    came early in a long batch is further behind than ``lag_seconds`` says."""
+
+    @property
+    def furthest_behind(self) -> tuple[str, float] | None:
+        """The table with the largest lag of this commit, and that lag (None when it wrote no change)."""
+        if not self.table_lag_seconds:
+            return None
+        table = max(self.table_lag_seconds, key=lambda t: self.table_lag_seconds[t])
+        return table, self.table_lag_seconds[table]
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,30 @@ _log = logging.getLogger(__name__)
 DEFAULT_WAKE_SECONDS = 300.0
 
 
+_TABLES_NAMED = 5
+"""A commit's log line names this many of its tables (the most rows first), and counts the others."""
+
+
+def _commit_sentence(report: StreamCommit, observation: CommitObservation) -> str:
+    """The INFO line of one commit: what it wrote where, up to where, and how far behind its tables are."""
+    written = {t: n for t, n in report.rows.items() if n}
+    if not written:
+        return (f"batch {report.seq} read {report.events_read} binlog events, none of them new changes of the "
+                f"captured tables, and moved the checkpoint to {report.offset}")
+    named = sorted(written, key=lambda t: (-written[t], t))
+    tables = ", ".join(f"{t} {written[t]}" for t in named[:_TABLES_NAMED])
+    more = f" and {len(named) - _TABLES_NAMED} more" if len(named) > _TABLES_NAMED else ""
+    sentence = (f"batch {report.seq} wrote {sum(written.values())} changelog rows of {len(written)} "
+                f"{'table' if len(written) == 1 else 'tables'} ({tables}{more}) from {report.events_read} binlog "
+                f"events up to {report.offset}")
+    if observation.lag_seconds is not None:
+        sentence += f"; lag {observation.lag_seconds:.1f} s"
+    behind = observation.furthest_behind
+    if behind is not None and len(written) > 1:
+        sentence += f", the table furthest behind is {behind[0]} at {behind[1]:.1f} s"
+    return sentence
+
+
 class StreamRunner:
     """Runs the stream of ``options`` against one server; ``open`` first, then ``run``.
 
@@ -182,15 +206,17 @@ class StreamRunner:
         written = sum(report.rows.values())
         progress.batches += 1
         progress.rows += written
+        now = time.time()
         if written:
-            progress.idle_since = time.time()
-        lag = f"{time.time() - report.last_ts_ms / 1000:.1f} s" if report.last_ts_ms else "n/a"
-        _log.info("batch %d: %d events read, rows written %s, offset %s, lag %s",
-                  report.seq, report.events_read, report.rows, report.offset, lag)
+            progress.idle_since = now
         # the report's last change time carries over from an earlier batch when this one wrote nothing
-        lag_seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if written and report.last_ts_ms else None
+        lag_seconds = max(0.0, now - report.last_ts_ms / 1000) if written and report.last_ts_ms else None
+        table_lags = {t: max(0.0, now - ts / 1000) for t, ts in report.table_ts_ms.items()
+                      if ts and report.rows.get(t)}
+        observation = CommitObservation(report.seq, dict(report.rows), report.events_read, lag_seconds, table_lags)
+        _log.info("%s", _commit_sentence(report, observation))
         self._wrote_since_caught_up = self._wrote_since_caught_up or bool(written)
-        self.observer.committed(CommitObservation(report.seq, dict(report.rows), report.events_read, lag_seconds))
+        self.observer.committed(observation)
 
     def _caught_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
         """A ``CaughtUp``: the lag is 0 only if nothing was written since the previous one. A busy server

@@ -10,6 +10,7 @@ Layout under the base URI::
 
     _stream/checkpoint.json        the stream's checkpoint (``lake.stream_store``)
     _stream/lease.json             the one stream writer's lease (``lake.lease``)
+    _stream/schemas/<ref>.json     the table schemas the checkpoint names (``lake.schema_documents``)
     <db>/<table>/current/          the current-state Delta table (``LakeTable.current``)
     <db>/<table>/changelog/        the changelog Delta table (``LakeTable.changelog``)
     <db>/<table>/snapshot/         the snapshot's plan and batch manifests (``lake.snapshot``)
@@ -180,6 +181,10 @@ class Lake:
     @property
     def lease(self) -> str:
         return self.path("_stream", "lease.json")
+
+    def schema_document(self, ref: str) -> str:
+        """A table schema the checkpoint names by ``ref`` (``lake.schema_documents``)."""
+        return self.path("_stream", "schemas", f"{ref}.json")
 
     @property
     def object_store(self) -> bool:

@@ -2,14 +2,24 @@
 
 Layout under the base URI::
 
-    _stream/checkpoint.json      format version, sequence number, offset, tables, schemas, finished chunks
+    _stream/checkpoint.json      format version, sequence number, offset, tables, schema refs, finished chunks
+    _stream/schemas/<ref>.json   the tables' schemas, one document each (``lake.schema_documents``)
     <db>/<table>/changelog/      the table's changelog Delta table (``LakeTable.changelog``)
 
 A stream batch appends each table's change rows to that table's changelog in one Delta commit
 carrying the application transaction ``(STREAM_APP_ID, seq)`` and a ``_stream_seq`` column of the
 batch's sequence number, then writes the checkpoint naming that number: the commit point. One batch
 touches several Delta tables, which no single Delta commit can, so the checkpoint stays the stream's
-commit point across tables and readers take changelog rows up to its number only.
+commit point across tables and readers take changelog rows up to its number only. The tables' commits
+of one batch run at once on a bounded pool of threads (delta-rs works without the GIL; a commit is
+mostly waiting for its log and its file), and the checkpoint is written only once all of them
+succeeded: one failure fails the batch, and its retry skips the tables already committed.
+
+The checkpoint names each table's schema by the ref of its document, which is written before the
+first checkpoint naming it, so a batch's checkpoint does not grow with the columns of the tables it did
+not touch; it keeps, per table, the last batch that wrote changelog rows of it (``touched``), which
+the MERGE compares with the batch it last merged all tables through (``merged_seq``) to leave the
+tables without new changes unopened (``engine.state_merge``).
 
 A retried commit skips the tables whose changelog already holds its batch (their transaction version
 is at least its number), so nothing is doubled. A run killed between its Delta commits and its
@@ -26,18 +36,21 @@ keeps the stored one; readers cast to the current types and name a column whose 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, cast_to, for_delta, wider
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.schema_documents import SchemaDocuments, schema_ref
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 
 if TYPE_CHECKING:
@@ -71,15 +84,32 @@ def _checkpoint_2_to_3(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _checkpoint_3_to_4(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 held every schema in the checkpoint; version 4 names them by the refs of their documents
+    (an entry is a ref, or the schema itself as here: the next write stores the documents and names
+    them). Version 3 did not track which batch last wrote each table: unknown, so the first MERGE looks
+    at every table once."""
+    return {**d, "touched": {}, "merged_seq": None}
+
+
 CHECKPOINT_FORMAT = DocumentFormat(
-    "stream checkpoint", version=3, oldest=2, upgrades={2: _checkpoint_2_to_3}, unversioned=1,
+    "stream checkpoint", version=4, oldest=2, upgrades={2: _checkpoint_2_to_3, 3: _checkpoint_3_to_4},
+    unversioned=1,
     retired={1: "the stream's changes as Parquet files beside the checkpoint, from before the changelog Delta "
                 "tables, which no release wrote or reads: re-snapshot into a new base_uri (or delete the lake's "
                 "folder) and run the DAG again"},
 )
 """1 (no ``format_version``): the changes as Parquet files named by sequence number, never released;
 2: the changes in each table's changelog Delta table, the fields added one by one (see ``_checkpoint_2_to_3``);
-3: every field present."""
+3: every field present; 4: schemas named by the refs of their documents, ``touched`` and ``merged_seq``."""
+
+SchemaEntry = str | dict[str, Any]
+"""A schema in the checkpoint document: the ref of its document, or (read from format 3, or written
+without a lake) the schema itself."""
+
+
+def _entry(schema: TableSchema, ref: Callable[[TableSchema], str] | None) -> SchemaEntry:
+    return schema.to_dict() if ref is None else ref(schema)
 
 
 @dataclass(frozen=True)
@@ -96,14 +126,14 @@ class StoppedTable:
     table taken out of ``tables``. Such a table stays stopped while it is in ``tables``, until a DDL
     creates it or renames a table to its name (the stream then captures it again)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A part of the checkpoint (versioned with it)."""
-        return {"schema": self.schema.to_dict(), "offset": self.offset.to_dict(),
+    def to_dict(self, ref: Callable[[TableSchema], str] | None = None) -> dict[str, Any]:
+        """A part of the checkpoint (versioned with it); ``ref`` names the schema by its document."""
+        return {"schema": _entry(self.schema, ref), "offset": self.offset.to_dict(),
                 "chunks": [c.to_dict() for c in self.chunks], "ddl": self.ddl}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StoppedTable:
-        return cls(TableSchema.from_dict(d["schema"]), BinlogOffset.from_dict(d["offset"]),
+    def from_dict(cls, d: dict[str, Any], schema: Callable[[SchemaEntry], TableSchema]) -> StoppedTable:
+        return cls(schema(d["schema"]), BinlogOffset.from_dict(d["offset"]),
                    [FinishedChunkInfo.from_dict(c) for c in d["chunks"]], d["ddl"])
 
 
@@ -133,6 +163,11 @@ class Checkpoint:
     """Per table whose DDL ``schema_change_behavior='ignore'`` passed over: the columns its lake tables keep
     (its schema before the first DDL ignored). Its changes are decoded with ``schemas`` (the server's
     columns) and written as these: a column the source added is left out, one it dropped is NULL."""
+    touched: dict[TableId, int] = field(default_factory=dict)
+    """Per table, the last batch that wrote changelog rows of it (tables since format 4 only)."""
+    merged_seq: int | None = None
+    """Every table's changelog rows up to this batch are merged into its current table (None: not known,
+    the next MERGE looks at every table). A table ``touched`` at or before it has nothing to merge."""
     FORMAT: ClassVar[DocumentFormat] = CHECKPOINT_FORMAT
 
     def __post_init__(self) -> None:
@@ -160,46 +195,89 @@ class Checkpoint:
             return self.schemas[table]
         return self.stopped[table].schema if table in self.stopped else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def all_schemas(self) -> list[TableSchema]:
+        """Every schema the checkpoint names: captured, stopped and kept tables'."""
+        return [*self.schemas.values(), *(s.schema for s in self.stopped.values()), *self.kept.values()]
+
+    def to_dict(self, ref: Callable[[TableSchema], str] | None = None) -> dict[str, Any]:
+        """The document; ``ref`` names each schema by its document (the store's writes), else each is inline."""
         return self.FORMAT.write({
             "seq": self.seq,
             "offset": self.offset.to_dict(),
-            "schemas": {str(t): s.to_dict() for t, s in self.schemas.items()},
+            "schemas": {str(t): _entry(s, ref) for t, s in self.schemas.items()},
             "chunks": {str(t): [c.to_dict() for c in chunks] for t, chunks in self.chunks.items()},
             "updated_at": self.updated_at,
-            "stopped": {str(t): s.to_dict() for t, s in self.stopped.items()},
+            "stopped": {str(t): s.to_dict(ref) for t, s in self.stopped.items()},
             "visible_seq": self.visible[0],
             "visible_offset": self.visible[1].to_dict(),
             "history_from": {str(t): o.to_dict() for t, o in self.history_from.items()},
-            "kept": {str(t): s.to_dict() for t, s in self.kept.items()},
+            "kept": {str(t): _entry(s, ref) for t, s in self.kept.items()},
+            "touched": {str(t): seq for t, seq in self.touched.items()},
+            "merged_seq": self.merged_seq,
         })
 
     @classmethod
-    def from_dict(cls, document: dict[str, Any], path: str = "") -> Checkpoint:
+    def from_dict(cls, document: dict[str, Any], path: str = "",
+                  load: Callable[[Iterable[str], str], Mapping[str, TableSchema]] | None = None) -> Checkpoint:
+        """The checkpoint of ``document`` (read from ``path``); ``load`` reads the schema documents its refs name."""
         d = cls.FORMAT.read(document, path)
+        entries = [*d["schemas"].values(), *(s["schema"] for s in d["stopped"].values()), *d["kept"].values()]
+        refs = {e for e in entries if isinstance(e, str)}
+        if refs and load is None:
+            raise LakeFormatError(f"the stream checkpoint {path} names its schemas by their documents, and none "
+                                  f"were given to read them")
+        loaded = load(refs, path) if refs and load is not None else {}
+
+        def schema(entry: SchemaEntry) -> TableSchema:
+            return loaded[entry] if isinstance(entry, str) else TableSchema.from_dict(entry)
+
         return cls(
             seq=d["seq"],
             offset=BinlogOffset.from_dict(d["offset"]),
-            schemas={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["schemas"].items()},
+            schemas={TableId.parse(t): schema(s) for t, s in d["schemas"].items()},
             chunks={TableId.parse(t): [FinishedChunkInfo.from_dict(c) for c in chunks]
                     for t, chunks in d["chunks"].items()},
             updated_at=d["updated_at"],
-            stopped={TableId.parse(t): StoppedTable.from_dict(s) for t, s in d["stopped"].items()},
+            stopped={TableId.parse(t): StoppedTable.from_dict(s, schema) for t, s in d["stopped"].items()},
             visible_seq=d["visible_seq"],
             visible_offset=BinlogOffset.from_dict(d["visible_offset"]),
             history_from={TableId.parse(t): BinlogOffset.from_dict(o) for t, o in d["history_from"].items()},
-            kept={TableId.parse(t): TableSchema.from_dict(s) for t, s in d["kept"].items()},
+            kept={TableId.parse(t): schema(s) for t, s in d["kept"].items()},
+            touched={TableId.parse(t): seq for t, seq in d["touched"].items()},
+            merged_seq=d["merged_seq"],
         )
+
+
+COMMIT_THREADS = 8
+"""The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16)."""
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _each(threads: int, work: Callable[[_T], _R], items: list[_T]) -> list[_R]:
+    """``work`` on each item, at most ``threads`` at once; returns when all are done, raising the first
+    error (the others done or failed too: nothing is left running)."""
+    if len(items) <= 1 or threads <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="stream-table") as pool:
+        futures = [pool.submit(work, item) for item in items]
+    errors = [e for f in futures if (e := f.exception()) is not None]
+    if errors:
+        raise errors[0]
+    return [f.result() for f in futures]
 
 
 class StreamStore:
     """The stream's changelogs and checkpoint in ``lake``; a writer passes its lease's check as
     ``fence``, called before a batch's first Delta commit and again before its checkpoint, so a writer
-    taken over never makes anything visible."""
+    taken over never makes anything visible. ``threads`` bounds the Delta commits made at once."""
 
-    def __init__(self, lake: Lake, fence: Callable[[], None] | None = None) -> None:
+    def __init__(self, lake: Lake, fence: Callable[[], None] | None = None, threads: int = COMMIT_THREADS) -> None:
         self.lake = lake
         self.fence = fence
+        self.threads = threads
+        self.schemas = SchemaDocuments(lake)
 
     @property
     def checkpoint_path(self) -> str:
@@ -211,24 +289,28 @@ class StreamStore:
 
     def read_checkpoint(self) -> Checkpoint | None:
         document = self.lake.read_json(self.checkpoint_path)
-        return Checkpoint.from_dict(document, self.checkpoint_path) if document is not None else None
+        if document is None:
+            return None
+        return Checkpoint.from_dict(document, self.checkpoint_path, self.schemas.load)
 
-    def commit(self, checkpoint: Checkpoint, changes: dict[TableId, list[pa.Table]]) -> None:
-        """Append the batch's changes (per table, one part per schema) to the changelogs, then write the
-        checkpoint: the commit point. A table whose changelog holds the batch already is skipped."""
-        fenced = False
-        for table, parts in changes.items():
-            rows = [p for p in parts if p.num_rows]
-            changelog = self.changelog(table)
-            if not rows or (changelog is not None and _stream_version(changelog) >= checkpoint.seq):
-                continue
-            if not fenced:
-                self._fence()
-                fenced = True
-            _append(self.lake.table(table).changelog, changelog, rows, checkpoint)
+    def commit(self, checkpoint: Checkpoint, changes: Mapping[TableId, list[pa.Table]]) -> None:
+        """Append the batch's changes (per table, one part per schema) to the changelogs, all tables at
+        once, then write the documents of schemas new to the checkpoint, then the checkpoint: the commit
+        point. A table whose changelog holds the batch already is skipped."""
+        due = [(table, rows) for table, parts in changes.items() if (rows := [p for p in parts if p.num_rows])]
+        if due:
+            self._fence()
+            _each(self.threads, lambda item: self._append(checkpoint, *item), due)
+            checkpoint.touched = {**checkpoint.touched, **dict.fromkeys((t for t, _ in due), checkpoint.seq)}
+        self.schemas.store(checkpoint.all_schemas())
         self._fence()
         checkpoint.updated_at = dt.datetime.now(dt.UTC).isoformat()
-        self.lake.write_json(self.checkpoint_path, checkpoint.to_dict())
+        self.lake.write_json(self.checkpoint_path, checkpoint.to_dict(schema_ref))
+
+    def _append(self, checkpoint: Checkpoint, table: TableId, rows: list[pa.Table]) -> None:
+        changelog = self.changelog(table)
+        if changelog is None or _stream_version(changelog) < checkpoint.seq:
+            _append(self.lake.table(table).changelog, changelog, rows, checkpoint)
 
     def remove_uncommitted(self, checkpoint: Checkpoint) -> int:
         """Delete from every changelog (captured and stopped tables) the rows of batches past
@@ -238,15 +320,19 @@ class StreamStore:
         batch may close earlier (on time) or before a schema change, so the killed run's rows would be
         doubled or left over. The stream calls this before its first commit.
         """
-        removed = 0
-        for table in [*checkpoint.schemas, *checkpoint.stopped]:
+        def ahead(table: TableId) -> TableVersion | None:
             changelog = self.changelog(table)
-            if changelog is None or _stream_version(changelog) <= checkpoint.seq:
-                continue
-            self._fence()
-            removed += changelog.delete(f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
-                                        _commit_tag(checkpoint.seq, checkpoint.offset, "rows of a killed run removed"))
-        return removed
+            return changelog if changelog is not None and _stream_version(changelog) > checkpoint.seq else None
+
+        def remove(changelog: TableVersion) -> int:
+            return changelog.delete(f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
+                                    _commit_tag(checkpoint.seq, checkpoint.offset, "rows of a killed run removed"))
+
+        stale = [c for c in _each(self.threads, ahead, [*checkpoint.schemas, *checkpoint.stopped]) if c is not None]
+        if not stale:
+            return 0
+        self._fence()
+        return sum(_each(self.threads, remove, stale))
 
     def _fence(self) -> None:
         if self.fence is not None:

@@ -33,6 +33,8 @@ BATCH_EVENTS = PREFIX + "batch_events"
 MERGES = PREFIX + "merges"
 MERGE_DURATION = PREFIX + "merge_duration"
 MERGE_ROWS = PREFIX + "merge_rows"
+TABLE_LAG_SECONDS = PREFIX + "table_lag_seconds"
+MAX_TABLE_LAG_SECONDS = PREFIX + "max_table_lag_seconds"
 
 # an idle stream hears a heartbeat every quarter second: re-send its lag of 0 only this often, so that
 # backends which drop a gauge not seen for a while keep it, without a packet per heartbeat
@@ -77,6 +79,11 @@ class StatsStreamObserver:
             if commit.lag_seconds is not None:
                 stats.gauge(LAG_SECONDS, round(commit.lag_seconds, 3), tags=self.tags)
                 self._idle_lag_sent = None
+            for table, lag in commit.table_lag_seconds.items():
+                stats.gauge(TABLE_LAG_SECONDS, round(lag, 3), tags={**self.tags, "table": tag_value(table)})
+            behind = commit.furthest_behind
+            if behind is not None:
+                stats.gauge(MAX_TABLE_LAG_SECONDS, round(behind[1], 3), tags=self.tags)
 
         self._safely(send)
 
@@ -85,7 +92,12 @@ class StatsStreamObserver:
         if self._idle_lag_sent is not None and now - self._idle_lag_sent < IDLE_LAG_EVERY_SECONDS:
             return
         self._idle_lag_sent = now
-        self._safely(lambda: stats.gauge(LAG_SECONDS, 0, tags=self.tags))
+
+        def send() -> None:
+            stats.gauge(LAG_SECONDS, 0, tags=self.tags)
+            stats.gauge(MAX_TABLE_LAG_SECONDS, 0, tags=self.tags)
+
+        self._safely(send)
 
     def merged(self, merge: MergeObservation) -> None:
         def send() -> None:

@@ -112,6 +112,7 @@ def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: S
     stream(lake, [a, b], startup_mode="latest-offset")  # the first checkpoint; nothing to write, caught up
     first = statsd.metrics()
     assert first["mysql_cdc.stream.lag_seconds"] == [(0.0, "g")]  # caught up and idle: lag 0
+    assert first["mysql_cdc.stream.max_table_lag_seconds"] == [(0.0, "g")]
     assert "mysql_cdc.stream.rows" not in first
 
     with admin.cursor() as cur:
@@ -149,6 +150,13 @@ def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: S
     merged = {tags["table"]: value for tags, value in statsd.tagged["mysql_cdc.stream.merge_rows"]}
     assert merged == {a: 2, b: 1}
     assert all(tags == {"task_id": "stream_metrics"} for tags, _ in statsd.tagged["mysql_cdc.stream.lag_seconds"])
+    # each table's lag, tagged with it, and the largest of a batch's
+    table_lags = defaultdict(list)
+    for tags, value in statsd.tagged["mysql_cdc.stream.table_lag_seconds"]:
+        table_lags[tags["table"]].append(value)
+    assert set(table_lags) == {a, b} and all(0 <= v < 60 for vs in table_lags.values() for v in vs)
+    largest = [v for tags, v in statsd.tagged["mysql_cdc.stream.max_table_lag_seconds"] if v > 0]
+    assert largest and max(largest) == max(v for vs in table_lags.values() for v in vs)
 
 
 class Recording:

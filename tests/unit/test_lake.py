@@ -32,6 +32,7 @@ from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STR
 from airflow_provider_mysqlcdc.lake.delta_table import DeltaVersion
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.schema_documents import schema_ref
 from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable, StreamStore
 
@@ -513,7 +514,9 @@ def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: L
                                 SCHEMA, off(4, 1000), [FinishedChunkInfo(None, None, off(4, 1000))])})
     lake.stream.commit(checkpoint, {})
     document = lake.stream.lake.read_json(lake.stream.checkpoint_path)
-    assert document["format_version"] == 3 and "format_version" not in document["stopped"]["shop.old"]
+    assert document["format_version"] == 4 and "format_version" not in document["stopped"]["shop.old"]
+    # both tables have one schema: one document, named by the checkpoint for each
+    assert document["schemas"]["shop.orders"] == document["stopped"]["shop.old"]["schema"] == schema_ref(SCHEMA)
     assert document["chunks"]["shop.orders"][1] == {"s": 10, "e": None, "hw": off(4, 1200).to_dict()}
     assert document["stopped"]["shop.old"]["chunks"] == [{"s": None, "e": None, "hw": off(4, 1000).to_dict()}]
     read = lake.stream.read_checkpoint()
@@ -527,8 +530,8 @@ def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: L
     (lambda d: d.pop("format_version"), RetiredLakeFormatError,
      r"checkpoint .*checkpoint\.json has no format_version \(format 1\): the stream's changes as Parquet files beside "
      r"the checkpoint.*re-snapshot"),
-    (lambda d: d.update(format_version=4), NewerLakeFormatError,
-     r"format_version 4, written by a newer version.*reads formats 2 to 3\. Upgrade airflow-provider-mysqlcdc"),
+    (lambda d: d.update(format_version=5), NewerLakeFormatError,
+     r"format_version 5, written by a newer version.*reads formats 2 to 4\. Upgrade airflow-provider-mysqlcdc"),
     (lambda d: d.update(format_version=True), LakeFormatError, r"format_version True, not a format"),
 ])
 def test_a_checkpoint_of_another_format_is_refused(lake: Lakes, change: Any, error: type[LakeFormatError],
