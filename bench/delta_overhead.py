@@ -203,12 +203,13 @@ def worktrees(commits: dict[str, str]) -> Iterator[dict[str, Path]]:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
 
 
-def run_child(tree: Path, spec: dict[str, Any], password: str) -> dict[str, Any]:
-    """One measurement in a process importing ``tree``'s package; its result."""
+def run_child(tree: Path, spec: dict[str, Any], password: str, script: str = __file__) -> dict[str, Any]:
+    """One measurement in a process importing ``tree``'s package, by ``script --child`` (this file, or
+    another benchmark's); its result."""
     env = {**os.environ, "PYTHONPATH": str(tree), PASSWORD_ENV: password}
-    # this file by its path: its own folder goes first on sys.path, not this checkout, so that the
+    # the script by its path: its own folder goes first on sys.path, not this checkout, so that the
     # package (and nothing else of this checkout) comes from the tree
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps({**spec, "tree": str(tree)})]
+    command = [sys.executable, str(Path(script).resolve()), "--child", json.dumps({**spec, "tree": str(tree)})]
     out = subprocess.run(command, env=env, cwd=tempfile.gettempdir(), check=True, capture_output=True,
                          text=True).stdout
     return json.loads(next(line for line in reversed(out.splitlines()) if line.startswith("RESULT "))[7:])

@@ -1,0 +1,244 @@
+"""A stream batch's commit with its changes spread over 1, 20 and 200 tables: the code on main
+(``--old``, one Delta commit after another, every schema in the checkpoint, a MERGE that opens every
+table) against this branch (``--new``, the commits at once on a bounded pool, schemas as documents, a
+MERGE of the changed tables only), in one run (issue 27).
+
+    .venv/bin/python -m bench.stream_commit_bench [--old main] [--new HEAD] [--repeat 3]
+
+No server: each child process builds a lake of ``--tables`` captured tables (8 columns each) without
+MariaDB, through ``StreamStore.commit`` as the stream calls it (change rows made by
+``lake.changelog.changes_table``): a first checkpoint, one batch touching every table (creates the
+changelogs) and a MERGE (creates the current tables). Then, for each spread (1, 20, 200 tables), it
+times ``--batches`` batches of ``--rows`` change rows spread evenly over that many tables (the time of
+``StreamStore.commit``: the Delta commits and the checkpoint), then one MERGE (``StateMerger.merge``, as
+the stream's MERGE interval calls it). Separately, the checkpoint's size and a batch touching one table
+with ``--wide`` tables captured (no MERGE there).
+
+Each version runs in a subprocess importing its own tree (a ``git worktree`` of its commit, made in a
+temporary directory: ``bench.delta_overhead.worktrees``); old and new alternate, the order flipping every
+round. The new version runs also with 4 and 16 commit threads (its default is 8). Writes the section
+"Stream commits across many tables" of ``bench/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "Stream commits across many tables"
+SPREADS = (1, 20, 200)
+COLUMNS = 8
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", default="main", help="the commit before (main)")
+    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
+    parser.add_argument("--tables", type=int, default=200, help="captured tables of the spread runs")
+    parser.add_argument("--wide", type=int, default=1000, help="captured tables of the checkpoint-size run")
+    parser.add_argument("--rows", type=int, default=4000, help="change rows of a batch")
+    parser.add_argument("--batches", type=int, default=5, help="timed batches per spread")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+# -- in the child (imports the tree's package) -------------------------------------------------------
+
+
+def _schemas(count: int) -> dict[Any, Any]:
+    from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+
+    columns = (Column("id", "int", "int(11)", nullable=False),
+               *(Column(f"c{i}", "varchar", "varchar(40)", charset="utf8mb4", collation="utf8mb4_general_ci")
+                 for i in range(1, COLUMNS)))
+    return {(t := TableId("many", f"t{i:04d}")): TableSchema(t, columns, ("id",)) for i in range(count)}
+
+
+def _offset(seq: int) -> Any:
+    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+
+    return BinlogOffset("mysql-bin.000001", 4 + 1000 * seq)
+
+
+def _changes(schemas: dict[Any, Any], tables: list[Any], rows: int, seq: int) -> dict[Any, list[Any]]:
+    """``rows`` inserts spread evenly over ``tables``, keys new in every batch."""
+    from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
+    from airflow_provider_mysqlcdc.lake.changelog import changes_table
+
+    each = max(1, rows // len(tables))
+    offset, ts = _offset(seq), int(time.time() * 1000)
+    return {t: [changes_table([ChangeRecord(ChangeKind.INSERT, t, (seq * each + k, *[f"value {k}"] * (COLUMNS - 1)),
+                                            offset, ts) for k in range(each)], schemas[t])] for t in tables}
+
+
+def _store(lake: Any, threads: int | None) -> Any:
+    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+
+    return StreamStore(lake) if threads is None else StreamStore(lake, threads=threads)
+
+
+def _commit(store: Any, checkpoint: Any, changes: dict[Any, list[Any]]) -> float:
+    checkpoint.advance(checkpoint.seq + 1, _offset(checkpoint.seq + 1))
+    started = time.perf_counter()
+    store.commit(checkpoint, changes)
+    return time.perf_counter() - started
+
+
+def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
+    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.lake.handle import Lake
+    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+
+    lake = Lake.at(spec["lake"])
+    schemas = _schemas(spec["tables"])
+    tables = list(schemas)
+    store, merger = _store(lake, spec["threads"]), StateMerger(lake, None)  # integer keys: no server for their order
+    checkpoint = Checkpoint(0, _offset(0), schemas)
+    store.commit(checkpoint, {})
+    _commit(store, checkpoint, _changes(schemas, tables, len(tables), 1))  # every changelog created
+    merger.merge(checkpoint)  # every current table created
+    result: dict[str, Any] = {}
+    for spread in spec["spreads"]:
+        commits = [_commit(store, checkpoint, _changes(schemas, tables[:spread], spec["rows"], checkpoint.seq + 1))
+                   for _ in range(spec["batches"])]
+        started = time.perf_counter()
+        merger.merge(checkpoint)
+        result[str(spread)] = {"commit_ms": [c * 1000 for c in commits],
+                               "merge_s": time.perf_counter() - started}
+    return result
+
+
+def child_wide(spec: dict[str, Any]) -> dict[str, Any]:
+    from airflow_provider_mysqlcdc.lake.handle import Lake
+    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+
+    lake = Lake.at(spec["lake"])
+    schemas = _schemas(spec["tables"])
+    store = _store(lake, spec["threads"])
+    checkpoint = Checkpoint(0, _offset(0), schemas)
+    store.commit(checkpoint, {})
+    one = list(schemas)[:1]
+    _commit(store, checkpoint, _changes(schemas, one, spec["rows"], 1))  # the changelog created
+    commits = [_commit(store, checkpoint, _changes(schemas, one, spec["rows"], checkpoint.seq + 1))
+               for _ in range(spec["batches"])]
+    return {"commit_ms": [c * 1000 for c in commits], "checkpoint_bytes": os.path.getsize(lake.checkpoint)}
+
+
+def child_main(spec: dict[str, Any]) -> int:
+    import airflow_provider_mysqlcdc
+
+    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
+    if package.parent != Path(spec["tree"]).resolve():
+        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    result = (child_spread if spec["part"] == "spread" else child_wide)(spec)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+# -- in the parent ----------------------------------------------------------------------------------
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    from bench.delta_overhead import alternate, run_child, worktrees
+
+    commits = {label: subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True,
+                                     capture_output=True, text=True).stdout.strip()
+               for label, ref in (("old", args.old), ("new", args.new))}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    base = {"rows": args.rows, "batches": args.batches}
+    with worktrees(commits) as trees, tempfile.TemporaryDirectory(prefix="bench-stream-commits-") as home:
+        for attempt, label, tree in alternate(trees, args.repeat):
+            variants: list[tuple[str, int | None]] = [(label, None)]
+            if label == "new":
+                variants += [("new, 4 threads", 4), ("new, 16 threads", 16)]
+            for name, threads in variants:
+                where = f"{home}/{name.replace(' ', '').replace(',', '-')}-{attempt}"
+                spread = run_child(tree, {**base, "part": "spread", "tables": args.tables, "spreads": list(SPREADS),
+                                          "threads": threads, "lake": where + "-spread"}, "", __file__)
+                wide = run_child(tree, {**base, "part": "wide", "tables": args.wide, "threads": threads,
+                                        "lake": where + "-wide"}, "", __file__)
+                runs.setdefault(name, []).append({"spread": spread, "wide": wide})
+                print(f"{name} run {attempt + 1}: " + ", ".join(
+                    f"{s} tables {statistics.median(spread[str(s)]['commit_ms']):.0f} ms" for s in SPREADS), flush=True)
+    return runs, commits
+
+
+def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args: argparse.Namespace,
+           load: tuple[float, float]) -> str:
+    from bench.measure import machine
+
+    def commit_ms(name: str, spread: int) -> float:
+        return statistics.median(statistics.median(r["spread"][str(spread)]["commit_ms"]) for r in runs[name])
+
+    def merge_s(name: str, spread: int) -> float:
+        return statistics.median(r["spread"][str(spread)]["merge_s"] for r in runs[name])
+
+    def wide(name: str, key: str) -> float:
+        return statistics.median(statistics.median(v) if isinstance(v := r["wide"][key], list) else v
+                                 for r in runs[name])
+
+    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
+    lines = [
+        f"## {SECTION}", "",
+        f"Written by `.venv/bin/python -m bench.stream_commit_bench` (not by `bench.peers`). "
+        f"{dt.date.today().isoformat()}, {args.repeat} runs of each version, alternating; {facts}. Old: "
+        f"{commits['old']} (main: one Delta commit after another, every schema in the checkpoint, every table "
+        f"opened by a MERGE); new: {commits['new']} (commits at once on 8 threads, schemas as documents named by "
+        f"the checkpoint, a MERGE of the changed tables only). Each version in its own process importing its own "
+        f"tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (other jobs shared the 2 cores).",
+        "",
+        f"A batch of {args.rows:,} change rows (inserts, 8 columns) spread evenly over 1, 20 or 200 of "
+        f"{args.tables} captured tables whose changelogs and current tables exist; the median over "
+        f"{args.batches} batches per run of `StreamStore.commit` (the Delta commits and the checkpoint), then "
+        f"the MERGE after those batches (`StateMerger.merge`, as each `merge_interval_seconds`).", "",
+        "| batch spread over | old commit, ms | new commit, ms | old / new | old MERGE, s | new MERGE, s | old / new |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for spread in SPREADS:
+        old_c, new_c, old_m, new_m = commit_ms("old", spread), commit_ms("new", spread), merge_s("old", spread), \
+            merge_s("new", spread)
+        lines.append(f"| {spread} {'table' if spread == 1 else 'tables'} | {old_c:,.0f} | {new_c:,.0f} | "
+                     f"{old_c / new_c:.2f}x | {old_m:.2f} | {new_m:.2f} | {old_m / new_m:.2f}x |")
+    lines += ["", "The new version's commit threads (its default is 8), same batches:", "",
+              "| threads | 1 table, ms | 20 tables, ms | 200 tables, ms |", "|---|---|---|---|"]
+    for name, threads in (("new, 4 threads", 4), ("new", 8), ("new, 16 threads", 16)):
+        lines.append(f"| {threads} | " + " | ".join(f"{commit_ms(name, s):,.0f}" for s in SPREADS) + " |")
+    lines += ["", f"{args.wide:,} captured tables, a batch of {args.rows:,} rows of one of them:", "",
+              "| | old | new | old / new |", "|---|---|---|---|"]
+    for label, key, fmt in (("checkpoint, bytes", "checkpoint_bytes", ",.0f"), ("commit, ms", "commit_ms", ",.0f")):
+        old_v, new_v = wide("old", key), wide("new", key)
+        lines.append(f"| {label} | {old_v:{fmt}} | {new_v:{fmt}} | {old_v / new_v:.2f}x |")
+    per_run = "; ".join(f"{name}: " + ", ".join(
+        "/".join(f"{statistics.median(r['spread'][str(s)]['commit_ms']):.0f}" for s in SPREADS) for r in rs)
+        for name, rs in runs.items())
+    lines += ["", f"Per run, median commit ms at 1/20/200 tables: {per_run}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args.child:
+        return child_main(json.loads(args.child))
+    from bench.measure import write_sections
+
+    start_load = os.getloadavg()[0]
+    runs, commits = measure(args)
+    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
+    print(text)
+    write_sections(ROOT / "bench" / "RESULTS.md", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
