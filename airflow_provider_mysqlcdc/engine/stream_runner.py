@@ -228,8 +228,13 @@ class StreamRunner:
         self.schema_check.at_idle(control, checkpoint, progress.idle_since)
 
     def _merge(self, merger: StateMerger, checkpoint: Checkpoint) -> None:
-        started = time.monotonic()
+        """Merge the tables with changes since the last MERGE; the checkpoint is written again when it
+        merged through a later batch, so that the next run opens none of them again (the stream calls
+        this between its commits, when the checkpoint is what the lake holds)."""
+        started, before = time.monotonic(), checkpoint.merged_seq
         merged = merger.merge(checkpoint)
+        if checkpoint.merged_seq != before:
+            self.store.commit(checkpoint, {})
         seconds = time.monotonic() - started
         self.upkeep.current_committed(merged)
         if merged:

@@ -142,8 +142,8 @@ def test_a_lake_of_a_newer_version_is_refused_before_the_stream_commits(source: 
     store.lake.write_json(store.checkpoint_path, newer)
     versions = {t: DeltaTable(store.lake.table(t).changelog.uri).version() for t in TABLES}
 
-    with pytest.raises(NewerLakeFormatError, match=r"checkpoint\.json has format_version 4, written by a newer version "
-                                                   r"of airflow-provider-mysqlcdc; this one reads formats 2 to 3\. "
+    with pytest.raises(NewerLakeFormatError, match=r"checkpoint\.json has format_version 5, written by a newer version "
+                                                   r"of airflow-provider-mysqlcdc; this one reads formats 2 to 4\. "
                                                    r"Upgrade airflow-provider-mysqlcdc"):
         replica.stream(config_of(source.server), base_uri, list(TABLES), merge=True)
     assert store.lake.read_json(store.checkpoint_path) == newer
