@@ -25,6 +25,9 @@ and a lake of an earlier format by the same file run against the code of that co
     git worktree add ../old ae74a61
     (cd ../old && PYTHONPATH=. python <this checkout>/dev/fixture_lakes.py <this checkout>/tests/fixtures/lakes/ae74a61)
     git worktree remove ../old
+
+``4ed330d`` is the ``current`` lake of that commit, kept when the checkpoint went to format 4: checkpoint format
+3, every schema inside it (format 4 names each by its document under ``_stream/schemas/``).
 """
 
 from __future__ import annotations

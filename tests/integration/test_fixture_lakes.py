@@ -1,8 +1,9 @@
 """Lakes written by earlier code are read and streamed on by this code (issue 26: formats that upgrade).
 
 ``tests/fixtures/lakes/<name>/`` holds lakes that ``dev/fixture_lakes.py`` wrote (its docstring says how):
-``current`` by this version, ``ae74a61`` by that commit (stream checkpoint of format 2 without ``ddl``,
-``visible_seq``, ``history_from`` and ``kept``; schemas without ``key_index``; changelogs without ``_ddl``).
+``current`` by this version, ``4ed330d`` by that commit (stream checkpoint of format 3, its schemas inside it),
+``ae74a61`` by that commit (stream checkpoint of format 2 without ``ddl``, ``visible_seq``, ``history_from`` and
+``kept``; schemas without ``key_index``; changelogs without ``_ddl``).
 Each is the replica of ``dev.fixture_lakes.HISTORY`` on a fresh MariaDB, ``shop.tags`` stopped in its
 last stream batch. The test replays that history's statements on a fresh server of its own, which
 gives the same binlog, so each lake's offsets name the same transactions; checks that each lake reads
