@@ -60,7 +60,8 @@ def test_a_stream_of_many_tables_commits_and_merges_what_changed(mariadb_server,
                               mariadb_server.port)
     base_uri = str(tmp_path / "lake")
     options = StreamOptions(base_uri, tuple(many), StartupMode.LATEST, stop_after_idle_seconds=0,
-                            merge_interval_seconds=0.001, limits=CommitLimits(max_events=700), writer="many tables test")
+                            merge_interval_seconds=0.001, limits=CommitLimits(max_events=700),
+                            writer="many tables test")
     run_stream(config, options)  # the first checkpoint, at the binlog's end
 
     # changes spread over every table, in transactions spanning many of them
