@@ -228,8 +228,7 @@ def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args:
               "captured); the old MERGE opened every table's current and changelog Delta tables, changed or not. "
               "A table's Delta commit (its log loaded, a Parquet file, a log entry) is work in delta-rs without the "
               "GIL, so the commits of a batch overlap on the pool, as far as the cores (shared with other jobs "
-              "here) and, on an object store, the round trips allow; the new commit also writes into the table it "
-              "opened instead of loading its log a second time. A MERGE of a table with changes costs the same in "
+              "here) and, on an object store, the round trips allow. A MERGE of a table with changes costs the same in "
               "both."]
     return "\n".join(lines) + "\n"
 
