@@ -77,7 +77,7 @@ def verify(config: ConnectionConfig, plan: Plan, base_uri: str, run: str) -> tup
     """Every batch verified; the seconds, the rows compared, and whether all were equal."""
     started, rows, equal = time.perf_counter(), 0, True
     for batch in plan.batches:
-        report = verify_batch_locally(Lake.at(base_uri), config, batch.with_readers(0, PARTS), run, PARTS,
+        report = verify_batch_locally(Lake.at(base_uri), config, batch, run, PARTS,
                                       wait_seconds=30)
         rows += report.rows
         equal = equal and report.equal

@@ -74,15 +74,17 @@ with DAG(
     ).expand(batch=split.output)
 
     @task(trigger_rule="none_failed")
-    def summarize(manifests: Any) -> dict[str, Any]:
-        """What this run snapshotted (nothing once every table is done); the stream starts from these
-        manifests' watermarks."""
-        manifests = manifests[:]  # one read of the mapped XComs (list() probes past the end, logging an error)
+    def summarize(outcomes: Any) -> dict[str, Any]:
+        """What this run snapshotted (nothing once every table is done); the stream starts from the
+        committed batches' watermarks."""
+        outcomes = outcomes[:]  # one read of the mapped XComs (list() probes past the end, logging an error)
         summary = {
-            "batches": len(manifests),
-            "rows": sum(m["rows"] for m in manifests),
-            "chunks": sum(len(m["chunks"]) for m in manifests),
-            "bytes": sum(m["bytes"] for m in manifests),
+            "jobs": len(outcomes),
+            "batches": sum(len(o["batches"]) for o in outcomes),
+            "tables": len({b["table"] for o in outcomes for b in o["batches"]}),
+            "rows": sum(o["rows"] for o in outcomes),
+            "chunks": sum(o["chunks"] for o in outcomes),
+            "bytes": sum(o["bytes"] for o in outcomes),
         }
         print(f"snapshot of this run: {summary}")
         return summary

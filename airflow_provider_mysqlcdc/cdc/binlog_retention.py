@@ -45,7 +45,7 @@ No Airflow or Spark here: the split operator gathers the lake's figures and call
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -132,21 +132,6 @@ def read_retention(conn: Any) -> BinlogRetention:
     return retention_from_variables({str(name): "" if value is None else str(value) for name, value in rows})
 
 
-def approximate_rows(conn: Any, tables: Iterable[TableId]) -> dict[TableId, int]:
-    """InnoDB's row estimates of ``tables`` (0 when it has none, e.g. right after a bulk load)."""
-    wanted = sorted(set(tables), key=str)
-    if not wanted:
-        return {}
-    where = " OR ".join(["(TABLE_SCHEMA = %s AND TABLE_NAME = %s)"] * len(wanted))
-    with conn.cursor() as cur:
-        cur.execute(
-            f"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES WHERE {where}",  # noqa: S608
-            [part for t in wanted for part in (t.database, t.table)],
-        )
-        found = {TableId(str(db), str(name)): int(rows or 0) for db, name, rows in cur.fetchall()}
-    return {t: found.get(t, 0) for t in wanted}
-
-
 @dataclass(frozen=True)
 class TableWork:
     """One table's snapshot as the lake has it: its plan, what is committed, what is left.
@@ -178,7 +163,7 @@ class SnapshotEstimate:
 
     seconds: float  # backlog_seconds + the snapshot still to run
     rows: int
-    batches: int
+    batches: int  # Spark jobs still to run (one a batch unless batches are packed into jobs)
     rows_per_second: float
     measured_batches: int  # committed batches the rate comes from (0: the default rate)
     parallelism: int
@@ -202,8 +187,11 @@ def estimate_snapshot(
     chunk_size: int,
     parallelism: int = 1,
     default_rows_per_second: float = DEFAULT_ROWS_PER_SECOND,
+    jobs: int | None = None,
 ) -> SnapshotEstimate:
-    """Seconds from now until the stream can start, for the batches still to snapshot."""
+    """Seconds from now until the stream can start, for the batches still to snapshot. ``jobs``: the Spark
+    applications (mapped tasks) that read them, each paying Spark's start, when packed several batches to
+    a job; else one a batch."""
     if parallelism < 1:
         raise InvalidOptionError(f"parallelism must be >= 1, not {parallelism!r}")
     measured_rows = sum(w.committed_rows for w in work if w.committed_seconds > 0)
@@ -215,7 +203,7 @@ def estimate_snapshot(
         measured_batches = sum(w.committed_batches for w in work if w.committed_seconds > 0)
     pending = [w for w in work if w.pending_batches]
     rows = round(sum(w.pending_chunks * w.rows_per_chunk(chunk_size) for w in pending))
-    batches = sum(w.pending_batches for w in pending)
+    batches = sum(w.pending_batches for w in pending) if jobs is None else jobs
     snapshot = (rows / rate + batches * BATCH_OVERHEAD_SECONDS) / parallelism
     backlog = max((w.oldest_commit_age_seconds for w in pending), default=0.0)
     return SnapshotEstimate(snapshot + backlog, rows, batches, rate, measured_batches, parallelism, backlog)

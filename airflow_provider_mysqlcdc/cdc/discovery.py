@@ -8,7 +8,7 @@ schemas never match. Names are only ever passed as parameters or quoted, so any 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,21 +102,22 @@ def discover_tables(
     chunk_key_columns: Mapping[str, str] | None = None,
 ) -> list[TableSchema]:
     """The schemas of the tables ``selection`` matches (``find_tables``), sorted; one error naming every
-    table that cannot be captured."""
+    table that cannot be captured. A few queries whatever the number of tables (``load_table_schemas``)."""
     found = find_tables(conn, selection)
     overrides = dict(chunk_key_columns or {})
     unknown = sorted(set(overrides) - {str(t) for t in found})
     if unknown:
         raise InvalidOptionError(f"chunk_key_columns names tables that are not captured: {unknown}")
+    loaded = load_table_schemas(conn, found, overrides)
     schemas, refused = [], []
     for table in found:  # one error naming every table that cannot be captured, not only the first
-        try:
-            schema = load_table_schema(conn, table, overrides.get(str(table)))
-            if schema.keyless and not schema.chunk_key:  # nothing to split it on
-                raise no_row_identity(table)
+        schema = loaded.get(table)
+        if schema is None:  # dropped since it was listed
+            refused.append(str(_missing(table)))
+        elif schema.keyless and not schema.chunk_key:  # nothing to split it on
+            refused.append(str(no_row_identity(table)))
+        else:
             schemas.append(schema)
-        except TableNotSupportedError as error:
-            refused.append(str(error))
     if refused:
         raise TableNotSupportedError("\n".join(refused))
     return schemas
@@ -129,35 +130,64 @@ _COLUMN_FIELDS = (
 )
 
 
+def _missing(table: TableId) -> TableNotSupportedError:
+    return TableNotSupportedError(f"table {table} does not exist or the CDC user cannot see it (GRANT SELECT)")
+
+
 def load_table_schema(conn: Any, table: TableId, chunk_key_column: str | None = None) -> TableSchema:
-    with conn.cursor() as cur:
-        cur.execute(
-            f"SELECT {_COLUMN_FIELDS} FROM information_schema.COLUMNS "  # noqa: S608 (constant; values bound)
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
-            (table.database, table.table),
-        )
-        rows = cur.fetchall()
-        if not rows:
-            raise TableNotSupportedError(f"table {table} does not exist or the CDC user cannot see it (GRANT SELECT)")
-        cur.execute(
-            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
-            "AND TABLE_NAME = %s AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-            (table.database, table.table),
-        )
-        unique_indexes: dict[str, list[str | None]] = {}
-        for index, column in cur.fetchall():
-            unique_indexes.setdefault(index, []).append(column)
-    columns = tuple(_column(row) for row in rows)
-    key_index, key = row_identity(columns, unique_indexes)  # without either, a keyless table (a multiset)
-    return TableSchema(table, columns, key, chunk_key_column or "", key_index)
+    schema = load_table_schemas(conn, [table], {str(table): chunk_key_column} if chunk_key_column else None).get(table)
+    if schema is None:
+        raise _missing(table)
+    return schema
+
+
+def load_table_schemas(
+    conn: Any, tables: Iterable[TableId], chunk_key_columns: Mapping[str, str] | None = None
+) -> dict[TableId, TableSchema]:
+    """The schema of each of ``tables`` (its columns, and the key its rows are identified by), in two queries
+    whatever the number of tables; a table the server lacks (or the CDC user cannot see) is left out.
+    ``chunk_key_columns`` (``{"db.table": "column"}``) are the configured chunk keys."""
+    columns = load_table_columns(conn, tables)
+    unique_indexes: dict[TableId, dict[str, list[tuple[int, str | None]]]] = {}
+    for table, (index, position, column) in _per_table(
+        conn, "INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME", "STATISTICS", "NON_UNIQUE = 0", columns
+    ):
+        unique_indexes.setdefault(table, {}).setdefault(index, []).append((int(position), column))
+    schemas = {}
+    for table, table_columns in columns.items():
+        indexes = {name: [c for _, c in sorted(parts, key=lambda part: part[0])]
+                   for name, parts in unique_indexes.get(table, {}).items()}
+        key_index, key = row_identity(table_columns, indexes)  # without either, a keyless table (a multiset)
+        schemas[table] = TableSchema(table, table_columns, key, (chunk_key_columns or {}).get(str(table)) or "",
+                                     key_index)
+    return schemas
 
 
 def load_table_columns(conn: Any, tables: Iterable[TableId]) -> dict[TableId, tuple[Column, ...]]:
     """The columns of each of ``tables`` as ``load_table_schema`` reads them, in one query whatever the
-    number of tables; a table the server lacks (or the CDC user cannot see) is left out. The query has
-    one part per database that names it by ``TABLE_SCHEMA = %s``, which lets the server open only that
-    database's tables (a condition on both names that it cannot use that way, such as a row-value
-    ``IN``, would make it open every table on the server)."""
+    number of tables; a table the server lacks (or the CDC user cannot see) is left out."""
+    found: dict[TableId, list[tuple[int, Column]]] = {}
+    for table, (position, *fields) in _per_table(conn, f"ORDINAL_POSITION, {_COLUMN_FIELDS}", "COLUMNS", "", tables):
+        found.setdefault(table, []).append((int(position), _column(fields)))
+    return {table: tuple(c for _, c in sorted(columns, key=lambda item: item[0])) for table, columns in found.items()}
+
+
+def approximate_rows(conn: Any, tables: Iterable[TableId]) -> dict[TableId, int]:
+    """InnoDB's row estimates (``TABLE_ROWS``) of ``tables``, in one query: 0 where it has none (e.g. right
+    after a bulk load) or the table is missing."""
+    tables = list(tables)
+    found = {table: int(rows or 0) for table, (rows,) in _per_table(conn, "TABLE_ROWS", "TABLES", "", tables)}
+    return {t: found.get(t, 0) for t in tables}
+
+
+def _per_table(
+    conn: Any, fields: str, view: str, condition: str, tables: Iterable[TableId]
+) -> Iterator[tuple[TableId, Sequence[Any]]]:
+    """The rows of ``information_schema.<view>`` (``fields``, where ``condition``) of ``tables``, in one
+    query, each with its table. The query has one part per database that names it by
+    ``TABLE_SCHEMA = %s``, which lets the server open only that database's tables (a condition on both
+    names that it cannot use that way, such as a row-value ``IN``, would make it open every table on the
+    server)."""
     requested = {(t.database, t.table): t for t in tables}
     # with lower_case_table_names the server matches names in any case and answers in its own
     folded = {(db.casefold(), name.casefold()): t for (db, name), t in requested.items()}
@@ -165,20 +195,18 @@ def load_table_columns(conn: Any, tables: Iterable[TableId]) -> dict[TableId, tu
     for table in sorted(requested.values()):
         wanted.setdefault(table.database, []).append(table.table)
     if not wanted:
-        return {}
+        return
     parts, params = [], []
     for database, names in wanted.items():
-        parts.append(f"SELECT TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION, {_COLUMN_FIELDS} "  # noqa: S608 (bound)
-                     f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                     f"AND TABLE_NAME IN ({', '.join(['%s'] * len(names))})")
+        parts.append(f"SELECT TABLE_SCHEMA, TABLE_NAME, {fields} "  # noqa: S608 (constant; values bound)
+                     f"FROM information_schema.{view} WHERE TABLE_SCHEMA = %s "
+                     f"AND TABLE_NAME IN ({', '.join(['%s'] * len(names))}){f' AND {condition}' if condition else ''}")
         params += [database, *names]
-    found: dict[TableId, list[tuple[int, Column]]] = {}
     with conn.cursor() as cur:
         cur.execute(" UNION ALL ".join(parts), params)
-        for db, name, position, *fields in cur.fetchall():
-            table = requested.get((db, name)) or folded.get((db.casefold(), name.casefold())) or TableId(db, name)
-            found.setdefault(table, []).append((int(position), _column(fields)))
-    return {table: tuple(c for _, c in sorted(columns, key=lambda item: item[0])) for table, columns in found.items()}
+        rows = cur.fetchall()
+    for db, name, *values in rows:
+        yield requested.get((db, name)) or folded.get((db.casefold(), name.casefold())) or TableId(db, name), values
 
 
 def _column(row: Sequence[Any]) -> Column:

@@ -7,13 +7,14 @@ replica, so every concurrent reader takes its own id from a range the user reser
 Who takes which id of the range (``len(range)`` ids, indexes ``0 .. len - 1``):
 
 - the stream takes the last id (index ``len - 1``);
-- the split task of a DAG run gives each snapshot batch it returns its own run of consecutive indexes
-  from 0 upward (:func:`assign_snapshot_readers`): as many as the batch's Spark job runs tasks at once
-  (``readers_per_batch``, at most one per chunk). Spark task ``i`` of the batch reads with index
-  ``first_reader + i`` (:func:`snapshot_server_id`).
+- the split task of a DAG run gives each snapshot job it returns (a mapped task: a pack of batches of
+  one or many tables) its own run of consecutive indexes from 0 upward (:func:`assign_snapshot_readers`):
+  as many as the job's Spark application runs tasks at once (``readers_per_batch``, at most one per
+  chunk). Spark task ``i`` of the job reads with index ``first_reader + i`` (:func:`snapshot_server_id`).
 
-So every binlog reader of one DAG run has its own id by construction, whatever runs in parallel, and
-the split fails before any work when the range has fewer ids than that takes.
+So every binlog reader of one DAG run has its own id by construction, whatever runs in parallel, the
+number of ids follows the jobs, not the tables, and the split fails before any work when the range has
+fewer ids than that takes.
 """
 
 from __future__ import annotations
@@ -90,29 +91,29 @@ def explain_server_id_clash(message: str, server_id: int, configured: ServerIdRa
 def assign_snapshot_readers(
     ids: ServerIdRange, reader_counts: Sequence[int], readers_per_batch: int, connection: str | None = None
 ) -> list[int]:
-    """The first reader index of each snapshot batch of a DAG run, in the order given.
+    """The first reader index of each snapshot job of a DAG run, in the order given.
 
-    ``reader_counts[i]`` is how many binlog readers batch ``i`` runs at once (its Spark tasks:
-    ``readers_per_batch``, fewer for a batch with fewer chunks). Batch ``i`` takes the indexes
-    ``first[i] .. first[i] + reader_counts[i] - 1``: no two batches share one, and none is the
+    ``reader_counts[i]`` is how many binlog readers job ``i`` runs at once (its Spark tasks:
+    ``readers_per_batch``, fewer for a job with fewer chunks). Job ``i`` takes the indexes
+    ``first[i] .. first[i] + reader_counts[i] - 1``: no two jobs share one, and none is the
     stream's (the last). Raises InvalidOptionError, naming the connection's ``server_id`` extra and a
     range that fits, when the range has fewer ids than these readers and the stream need.
     """
     firsts, taken = [], 0
     for count in reader_counts:
         if count < 1:
-            raise InvalidOptionError(f"a snapshot batch runs at least one reader (readers_per_batch >= 1), not {count}")
+            raise InvalidOptionError(f"a snapshot job runs at least one reader (readers_per_batch >= 1), not {count}")
         firsts.append(taken)
         taken += count
     needed = taken + STREAM_READERS
     if needed > len(ids):
         start = min(ids.start, _MAX - needed + 1)
         extra = f"the server_id extra of the connection{f' {connection!r}' if connection else ''}"
-        plural = "es" if len(reader_counts) != 1 else ""
+        plural = "s" if len(reader_counts) != 1 else ""
         raise InvalidOptionError(
             f"{extra} gives {len(ids)} server id{'s' if len(ids) != 1 else ''} ({ids}), but this DAG run can have "
             f"{needed} binlog readers at once, each needing its own id: {taken} for its {len(reader_counts)} "
-            f"snapshot batch{plural} (up to readers_per_batch={readers_per_batch} Spark tasks each, at most one per "
+            f"snapshot job{plural} (up to readers_per_batch={readers_per_batch} Spark tasks each, at most one per "
             f"chunk) + {STREAM_READERS} for the stream. Set a range of at least {needed} ids that no replica or "
             f"other CDC tool uses in the connection's extra, e.g. \"server_id\": \"{start}-{start + needed - 1}\", "
             f"or lower readers_per_batch"
@@ -121,16 +122,16 @@ def assign_snapshot_readers(
 
 
 def snapshot_server_id(ids: ServerIdRange, first_reader: int, readers: int, index: int) -> int:
-    """The server id of Spark task ``index`` of a snapshot batch given ``first_reader`` and ``readers``
-    by :func:`assign_snapshot_readers`; refuses ids outside the batch's own or the stream's id."""
+    """The server id of Spark task ``index`` of a snapshot job given ``first_reader`` and ``readers``
+    by :func:`assign_snapshot_readers`; refuses ids outside the job's own or the stream's id."""
     if not 0 <= index < readers:
         raise InvalidOptionError(
-            f"snapshot task {index} of a batch with {readers} binlog reader(s): a batch's Spark job runs at most "
+            f"snapshot task {index} of a job with {readers} binlog reader(s): a snapshot job runs at most "
             f"readers_per_batch tasks (set on the split task)"
         )
     if first_reader < 0 or first_reader + readers > len(ids) - STREAM_READERS:
         raise InvalidOptionError(
-            f"this snapshot batch was given server id indexes {first_reader}-{first_reader + readers - 1} of the "
+            f"this snapshot job was given server id indexes {first_reader}-{first_reader + readers - 1} of the "
             f"connection's server_id range, which is now {ids} ({len(ids)} ids, the last one the stream's): the "
             f"server_id extra changed after the split task planned this run; clear the split task of this run "
             f"with its downstream tasks so that it assigns the ids again"

@@ -40,8 +40,11 @@ def split_table(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     distribution_factor_lower: float = DEFAULT_DISTRIBUTION_FACTOR_LOWER,
     distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER,
+    approximate_rows: int | None = None,
 ) -> list[Chunk]:
-    """The chunks of ``schema``'s table as it is now; the same table state gives the same chunks."""
+    """The chunks of ``schema``'s table as it is now; the same table state gives the same chunks.
+    ``approximate_rows``: InnoDB's row estimate when the caller read it already (the split reads every
+    table's at once); else it is read here."""
     validate_split_options(chunk_size, distribution_factor_lower, distribution_factor_upper)
     column = check_chunk_key(schema)
     key, table = column.quoted, schema.id.quoted
@@ -52,7 +55,8 @@ def split_table(
         return [Chunk(schema.id, 0, None, None)]
     if column.data_type in INTEGER_TYPES or column.data_type == "decimal":
         factor_bounds = (distribution_factor_lower, distribution_factor_upper)
-        bounds = even_bounds(column, low, high, _approximate_rows(conn, schema), chunk_size, factor_bounds)
+        rows = _approximate_rows(conn, schema) if approximate_rows is None else approximate_rows
+        bounds = even_bounds(column, low, high, rows, chunk_size, factor_bounds)
         if bounds is not None:
             return _chunks(schema, bounds)
     return _chunks(schema, _uneven_bounds(conn, schema, column, low, chunk_size))

@@ -12,7 +12,7 @@ Spark.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,10 +22,15 @@ import pyarrow.parquet as pq
 from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError, SnapshotStateError
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.exceptions import (
+    SchemaChangeError,
+    SnapshotJobError,
+    SnapshotStateError,
+    TableNotSupportedError,
+)
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -36,29 +41,44 @@ from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 
 
 def batch_schema(planned: TableSchema, config: ConnectionConfig, lake: Lake) -> TableSchema:
-    """The columns this batch reads: the table's current ones. An ALTER TABLE since the split (or a retry
-    after a SchemaChangeError) needs no new plan: the chunks hold as long as the chunk key column is the
-    same; a column added since is added to the Delta table when the batch commits.
+    """The columns a batch of ``planned``'s table reads (``batch_schemas``)."""
+    return batch_schemas([planned], config, lake)[planned.id]
+
+
+def batch_schemas(planned: Sequence[TableSchema], config: ConnectionConfig, lake: Lake) -> dict[TableId, TableSchema]:
+    """The columns the batches of each of ``planned``'s tables read: the table's current ones, read for all the
+    tables at once. An ALTER TABLE since the split (or a retry after a SchemaChangeError) needs no new plan:
+    the chunks hold as long as the chunk key column is the same; a column added since is added to the Delta
+    table when the batch commits.
 
     The chunk key is the plan's: information_schema knows only the default one (the key's first
     column), not a configured ``chunk_key_column``, so the schema read here keeps everything but that."""
     control = config.connect()
     try:
-        current = load_table_schema(control, planned.id)
+        columns = load_table_columns(control, [p.id for p in planned])
+        changed = load_table_schemas(control, [p.id for p in planned if columns.get(p.id) != p.columns])
     finally:
         control.close()
-    if current.columns == planned.columns:
-        return planned
-    key = planned.chunk_key
-    if key not in current.column_names or current.column(key) != planned.column(key):
-        raise SchemaChangeError(
-            f"the chunk key column {key} of {planned.id} changed since its snapshot was planned, so its chunks no "
-            f"longer hold: delete the table's folder {lake.table(planned.id).folder} "
-            f"(its snapshot plan and its Delta tables) and run the DAG again to plan and read it anew"
-        )
-    print(f"snapshot: {planned.id} changed since its plan; this batch reads its current columns: "
-          f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
-    return replace(current, chunk_key=key)
+    schemas = {}
+    for schema in planned:
+        if schema.id not in columns:
+            raise TableNotSupportedError(f"table {schema.id} does not exist or the CDC user cannot see it (GRANT "
+                                         f"SELECT)")
+        current = changed.get(schema.id, schema)
+        if current is schema:
+            schemas[schema.id] = schema
+            continue
+        key = schema.chunk_key
+        if key not in current.column_names or current.column(key) != schema.column(key):
+            raise SchemaChangeError(
+                f"the chunk key column {key} of {schema.id} changed since its snapshot was planned, so its chunks "
+                f"no longer hold: delete the table's folder {lake.table(schema.id).folder} "
+                f"(its snapshot plan and its Delta tables) and run the DAG again to plan and read it anew"
+            )
+        print(f"snapshot: {schema.id} changed since its plan; its batches read its current columns: "
+              f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}", flush=True)
+        schemas[schema.id] = replace(current, chunk_key=key)
+    return schemas
 
 
 PARQUET_OPTIONS: dict[str, Any] = {"compression": "snappy", "dictionary_pagesize_limit": 4 * 1024}

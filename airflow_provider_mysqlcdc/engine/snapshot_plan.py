@@ -1,11 +1,13 @@
-"""Planning the snapshot: check the source, find the tables, cut them into chunks and batches.
+"""Planning the snapshot: check the source, find the tables, cut them into chunks and batches, and pack
+the batches into the run's mapped tasks.
 
 The plan of each table (its chunks and batches) is written to the lake the first time, so that a
 later run keeps the same chunks and batch ids and returns only the batches without a committed
-manifest. Before anything is written the planner checks what would make the run fail later: the
-binlog server ids every reader that can run at once needs (``engine.batch_readers``) and the binlog
-retention against the snapshot's estimated duration (``cdc.binlog_retention``). The split operator
-only renders its arguments into ``SplitOptions`` and hands the batches to XCom.
+manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.batch_packs``). Before
+anything is written the planner checks what would make the run fail later: the binlog server ids
+every reader that can run at once needs (``engine.batch_readers``) and the binlog retention against
+the snapshot's estimated duration (``cdc.binlog_retention``). The split operator only renders its
+arguments into ``SplitOptions`` and hands the packs to XCom.
 """
 
 from __future__ import annotations
@@ -20,27 +22,34 @@ from airflow_provider_mysqlcdc.cdc import binlog_retention
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
 from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import discover_tables
+from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, discover_tables
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers, batch_tasks
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, pack_batches
+from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
+TABLES_LOGGED = 50
+"""Up to this many tables, the split logs each table's chunks and batches; above, only the totals."""
 
 
 def plan_snapshot(
     config: ConnectionConfig, options: SplitOptions, conn_id: str, log: logging.Logger | Any = _log
-) -> list[Batch]:
-    """The batches still to snapshot, each with its run of binlog server ids (``Batch.with_readers``).
+) -> list[BatchPack]:
+    """The batches still to snapshot, packed into the run's mapped tasks (``engine.batch_packs``), each
+    pack with its run of binlog server ids (``BatchPack.with_readers``).
 
-    ``conn_id`` only names the connection in errors about its ``server_id`` range; ``log`` is the
-    calling task's logger, so that the plan's lines are in its log."""
-    retention, approximate = None, {}
+    The source is read in bulk (``information_schema`` once for every table's columns, keys and row
+    estimates, then each new table's MIN/MAX), and the lake's plans and manifests at once on object
+    stores, so a database of a thousand tables plans in seconds. ``conn_id`` only names the connection in
+    errors about its ``server_id`` range; ``log`` is the calling task's logger, so that the plan's lines
+    are in its log."""
+    retention = None
     conn = config.connect()
     try:
         server = check_source(conn)
@@ -58,21 +67,25 @@ def plan_snapshot(
         if refused:  # one error naming every such table, as discovery does
             raise TableNotSupportedError("\n".join(refused))
         store = SnapshotStore(options.lake)
-        plans = {s.id: store.read_plan(s.id) for s in schemas}
+        plans = store.read_plans([s.id for s in schemas])
         schemas = _not_streamed_only(schemas, plans, StreamStore(options.lake).read_checkpoint(), log)
+        approximate = approximate_rows(conn, [s.id for s in schemas])
         new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
-                                 options.distribution_factor_upper) for s in schemas if plans[s.id] is None}
+                                 options.distribution_factor_upper, approximate[s.id])
+               for s in schemas if plans[s.id] is None}
         if options.retention_check is not RetentionCheck.OFF:
             retention = binlog_retention.read_retention(conn)
-            approximate = binlog_retention.approximate_rows(conn, [s.id for s in schemas])
     finally:
         conn.close()
     chunks_per_batch = max(1, options.rows_per_batch // options.chunk_size)
     total = sum(len(c) for c in new.values())
     if total and math.ceil(total / chunks_per_batch) > options.max_batches:
         chunks_per_batch = math.ceil(total / options.max_batches)
+    planned = [plan for s in schemas if (plan := plans[s.id]) is not None]
+    committed = dict(zip([p.schema.id for p in planned], store.manifests_of(planned), strict=True))
     new_plans: list[Plan] = []
     pending: list[Batch] = []
+    pending_rows: list[int] = []
     work: list[TableWork] = []
     for schema in schemas:
         plan = plans[schema.id]
@@ -82,32 +95,39 @@ def plan_snapshot(
             new_plans.append(plan)
             manifests: list[BatchManifest | None] = [None] * len(plan.batches)
         else:
-            manifests = store.manifests(plan)
+            manifests = committed[schema.id]
         todo = [b for b, m in zip(plan.batches, manifests, strict=True) if m is None]
         if options.unbounded_chunk_first:
             todo = unbounded_first(todo, plan)
         if options.retention_check is not RetentionCheck.OFF:
             work.append(_table_work(store, plan, manifests, approximate.get(schema.id, 0)))
-        log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks), len(plan.batches),
-                  len(todo))
+        if len(schemas) <= TABLES_LOGGED:
+            log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks), len(plan.batches),
+                     len(todo))
         pending += todo
+        pending_rows += [batch_rows(b, len(plan.chunks), approximate.get(schema.id, 0), options.chunk_size)
+                         for b in todo]
+    packs = pack_batches(pending, pending_rows, options.rows_per_batch, options.max_batches)
     # distinct binlog server ids for every reader that can run at once; checked before any plan is written
     server_ids = config.server_id
-    assigned = assign_readers(pending, server_ids, options.readers_per_batch, conn_id)
+    assigned = assign_readers(packs, server_ids, options.readers_per_batch, conn_id)
     if pending and retention is not None:  # checked before any plan is written, too
-        estimate = binlog_retention.estimate_snapshot(work, options.chunk_size)
+        estimate = binlog_retention.estimate_snapshot(work, options.chunk_size, jobs=len(packs))
         log.info("binlog retention: %s = %s; the stream reads the snapshot's binlog in about %s (%s)",
                   retention.setting, retention.value, binlog_retention.duration(estimate.seconds),
                   estimate.describe())
         for warning in binlog_retention.check_retention(estimate, retention, options.retention_check):
             log.warning("binlog retention: %s", warning)
-    for plan in new_plans:
-        store.write_plan(plan)
+    store.write_plans(new_plans)
     if pending:
-        readers = sum(batch_tasks(b) for b in assigned)
-        log.info("%d batches with %d binlog readers at most, server ids %d-%d of the range %s (the stream takes %d)",
-                  len(pending), readers, server_ids.allocate(0), server_ids.allocate(readers - 1),
-                  server_ids, server_ids.end)
+        readers = sum(p.readers or 0 for p in assigned)
+        log.info("%d tables, %d batches to snapshot of about %d rows in all, packed into %d snapshot jobs (mapped "
+                 "tasks) of up to rows_per_batch=%d rows: %d binlog readers at most, server ids %d-%d of the "
+                 "range %s (the stream takes %d)", len({b.table for b in pending}), len(pending), sum(pending_rows),
+                 len(assigned), options.rows_per_batch, readers, server_ids.allocate(0),
+                 server_ids.allocate(readers - 1), server_ids, server_ids.end)
+    else:
+        log.info("%d tables: every batch is committed, nothing to snapshot", len(schemas))
     return assigned
 
 

@@ -46,7 +46,7 @@ from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id
+from airflow_provider_mysqlcdc.cdc.server_id import snapshot_server_id
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,
@@ -392,9 +392,9 @@ def verify_chunks(
 
 def verify_batch_locally(lake: Lake, config: ConnectionConfig, batch: Batch, run: str, parts: int,
                          wait_seconds: float) -> VerifyReport:
-    """One batch in this process, in ``parts`` sequential parts as its Spark tasks would cut it (readers
-    from the batch's server ids): for tests and benchmarks without Spark; the Spark job runs the parts
-    in parallel and writes the same report."""
+    """One batch in this process, in ``parts`` sequential parts as its Spark tasks would cut it (part ``i``
+    reading with the ``i``-th id of the connection's range): for tests and benchmarks without Spark; the
+    Spark job runs the parts in parallel and writes the same report."""
     plan = SnapshotStore(lake).read_plan(batch.table)
     if plan is None:
         raise VerifyError(f"no snapshot plan of {batch.table} under {lake.base_uri}: nothing to verify against; "
@@ -405,7 +405,7 @@ def verify_batch_locally(lake: Lake, config: ConnectionConfig, batch: Batch, run
     verdicts = [v for part in range(parts)
                 for v in verify_chunks(lake, config, schema, plan.chunks, batch,
                                        mine[len(mine) * part // parts: len(mine) * (part + 1) // parts],
-                                       batch_server_id(batch, config.server_id, part), wait_seconds)]
+                                       snapshot_server_id(config.server_id, 0, parts, part), wait_seconds)]
     report = VerifyReport(batch.table, run, tuple(verdicts), time.monotonic() - started, (batch.number,))
     VerifyStore(lake).write_batch(report)
     return report

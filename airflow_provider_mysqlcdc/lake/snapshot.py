@@ -22,9 +22,11 @@ Both documents are typed dataclasses, versioned by ``lake.documents`` (``PLAN_FO
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
@@ -33,6 +35,9 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _BEFORE_DELTA = (
     "the snapshot layout from before the current-state Delta table (rows as Parquet files under "
@@ -53,21 +58,16 @@ release's format. 0 (no ``format_version``): the layout before Delta, never rele
 
 @dataclass(frozen=True)
 class Batch:
-    """A contiguous run of chunks of one table, read by one Spark job (one mapped task).
-
-    ``first_reader`` and ``readers`` are the binlog server ids of one DAG run (not part of the plan,
-    and not compared): the split task gives the batch ``readers`` indexes of the connection's
-    ``server_id`` range from ``first_reader`` on, and its Spark job runs at most that many tasks, task
-    ``i`` reading with index ``first_reader + i`` (``engine.batch_readers``). They travel in the batch's
-    XCom dict, so a re-run of one cleared batch keeps its ids.
+    """A contiguous run of chunks of one table: one partition (``_batch=<n>``) of its current-state Delta
+    table, committed in one transaction with its manifest. The split packs batches, of one table or of
+    many, into the mapped snapshot tasks (``engine.batch_packs.BatchPack``), which hold the binlog
+    server ids of a DAG run.
     """
 
     table: TableId
     number: int
     first_chunk: int
     last_chunk: int
-    first_reader: int | None = field(default=None, compare=False)
-    readers: int | None = field(default=None, compare=False)
 
     @property
     def batch_id(self) -> str:
@@ -81,20 +81,15 @@ class Batch:
     def chunk_count(self) -> int:
         return self.last_chunk - self.first_chunk + 1
 
-    def with_readers(self, first_reader: int, readers: int) -> Batch:
-        return replace(self, first_reader=first_reader, readers=readers)
-
     def to_dict(self) -> dict[str, Any]:
         return {"table": str(self.table), "number": self.number, "first_chunk": self.first_chunk,
-                "last_chunk": self.last_chunk, "batch_id": self.batch_id, "label": self.label,
-                "first_reader": self.first_reader, "readers": self.readers}
+                "last_chunk": self.last_chunk, "batch_id": self.batch_id, "label": self.label}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Batch:
-        """Also reads dicts of older versions, without ``first_reader``/``readers`` (manifests keep
-        them); ``engine.batch_readers.batch_tasks`` refuses to run such a batch."""
-        return cls(TableId.parse(d["table"]), d["number"], d["first_chunk"], d["last_chunk"],
-                   d.get("first_reader"), d.get("readers"))
+        """Also reads the dicts of earlier versions, whose ``first_reader``/``readers`` (the server ids a
+        batch had before batches were packed) manifests keep and nothing reads."""
+        return cls(TableId.parse(d["table"]), d["number"], d["first_chunk"], d["last_chunk"])
 
 
 @dataclass(frozen=True)
@@ -243,11 +238,31 @@ def part_file(batch: Batch, attempt: str, part: int) -> str:
     return f"{BATCH_COLUMN}={batch.number}/attempt-{attempt}-part-{part:05d}.parquet"
 
 
+READ_THREADS = 16
+"""Documents read at once from an object store, where each read is a round trip (a whole database's plans)."""
+
+
 class SnapshotStore:
     """Plans and batch manifests of the tables of one lake, and where batches write their files."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
+
+    def _each(self, read: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``read`` of each item in order: on an object store several at once, on a filesystem one by one."""
+        if not self.lake.object_store or len(items) < 2:
+            return [read(item) for item in items]
+        with ThreadPoolExecutor(min(READ_THREADS, len(items))) as pool:
+            return list(pool.map(read, items))
+
+    def read_plans(self, tables: Sequence[TableId]) -> dict[TableId, Plan | None]:
+        """Each table's plan (None where it has none)."""
+        return dict(zip(tables, self._each(self.read_plan, tables), strict=True))
+
+    def manifests_of(self, plans: Sequence[Plan]) -> list[list[BatchManifest | None]]:
+        """``manifests`` of each plan, the reads of all of them at once on an object store."""
+        found = iter(self.read_manifests([b for plan in plans for b in plan.batches]))
+        return [[next(found) for _ in plan.batches] for plan in plans]
 
     def part_path(self, batch: Batch, attempt: str, part: int) -> str:
         return f"{self.lake.table(batch.table).current_dir}/{part_file(batch, attempt, part)}"
@@ -260,10 +275,18 @@ class SnapshotStore:
     def write_plan(self, plan: Plan) -> None:
         self.lake.write_json(self.lake.table(plan.schema.id).plan, plan.to_dict())
 
+    def write_plans(self, plans: Sequence[Plan]) -> None:
+        """Write each plan, several at once on an object store."""
+        self._each(self.write_plan, plans)
+
     def read_manifest(self, batch: Batch) -> BatchManifest | None:
         path = self.lake.table(batch.table).manifest(batch.number)
         document = self.lake.read_json(path)
         return BatchManifest.from_dict(document, path) if document is not None else None
+
+    def read_manifests(self, batches: Sequence[Batch]) -> list[BatchManifest | None]:
+        """``read_manifest`` of each batch, several at once on an object store."""
+        return self._each(self.read_manifest, batches)
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         """Record a batch whose rows are committed to the Delta table (``lake.snapshot_commit``)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -112,18 +112,24 @@ def lake_facts(location: ReplicaTable, rows: int | None = None, size: int | None
 def split_facts(mysql_cdc_conn_id: str, lake: Lake, tables: Iterable[TableId]) -> LineageFacts:
     """The split reads the tables it planned (their keys and sizes), with the columns of their plans in
     the lake; it writes no data."""
-    plans = [plan for t in tables if (plan := SnapshotStore(lake).read_plan(t)) is not None]
+    plans = [plan for plan in SnapshotStore(lake).read_plans(list(tables)).values() if plan is not None]
     if not plans:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)
     return LineageFacts(inputs=tuple(source_facts(namespace, p.schema) for p in plans))
 
 
-def snapshot_facts(mysql_cdc_conn_id: str, lake: Lake, manifest: BatchManifest) -> LineageFacts:
-    """A snapshot batch reads its table and writes its rows into the table's current-state Delta table."""
+def snapshot_facts(mysql_cdc_conn_id: str, lake: Lake, manifests: Sequence[BatchManifest]) -> LineageFacts:
+    """A snapshot task's batches read their tables and write their rows into each table's current-state Delta
+    table (one dataset a table, the rows and bytes of its batches summed)."""
+    namespace = source_namespace(mysql_cdc_conn_id)
+    by_table: dict[TableId, list[BatchManifest]] = {}
+    for manifest in manifests:
+        by_table.setdefault(manifest.batch.table, []).append(manifest)
     return LineageFacts(
-        inputs=(source_facts(source_namespace(mysql_cdc_conn_id), manifest.schema),),
-        outputs=(lake_facts(lake.table(manifest.batch.table).current, manifest.rows, manifest.bytes),),
+        inputs=tuple(source_facts(namespace, done[-1].schema) for done in by_table.values()),
+        outputs=tuple(lake_facts(lake.table(table).current, sum(m.rows for m in done), sum(m.bytes for m in done))
+                      for table, done in by_table.items()),
     )
 
 

@@ -1,9 +1,10 @@
-"""One batch of chunks read by a Spark job: a SparkSubmitOperator that submits our snapshot application.
+"""One pack of snapshot batches (one table's, or many small tables') read by a Spark job: a
+SparkSubmitOperator that submits our snapshot application.
 
 What it sets up around ``spark-submit`` (the environment on a local master, the shipped package on a
 cluster, the password in ``spark-submit``'s environment only) is every Spark application's, in
-``operators/spark_submit.py``; this operator adds the batch's outcome: its manifest in XCom, its asset
-event, its metrics, lineage and links.
+``operators/spark_submit.py``; this operator adds the batches' outcome: their summary in XCom, an asset
+event, metrics and lineage for each, and links.
 """
 
 from __future__ import annotations
@@ -25,21 +26,36 @@ from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 
+def pack_outcome(pack: BatchPack, manifests: list[BatchManifest]) -> dict[str, Any]:
+    """What the snapshot task returns to XCom: its label, totals, and each committed batch in a line (table,
+    number, rows, bytes, chunks, Delta version, highest high watermark); the chunks' watermarks are in the
+    batches' manifests in the lake (``SnapshotStore.read_manifest``)."""
+    return {
+        "label": pack.label, "tables": len(pack.tables), "rows": sum(m.rows for m in manifests),
+        "bytes": sum(m.bytes for m in manifests), "chunks": sum(len(m.chunks) for m in manifests),
+        "batches": [{"table": str(m.batch.table), "number": m.batch.number, "rows": m.rows, "bytes": m.bytes,
+                     "chunks": len(m.chunks), "delta_version": m.delta_version,
+                     "high_watermark": m.high_watermark.to_dict()} for m in manifests],
+    }
+
 
 class MySqlSnapshotSparkOperator(SparkApplicationOperator):
-    """Snapshots one batch from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``).
+    """Snapshots one pack of batches from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``):
+    one table's batch, or the batches of many small tables the split packed together.
 
     It submits the package's PySpark application through the ordinary ``spark`` connection
     (``local[*]`` by default; YARN, Kubernetes or standalone otherwise). Executors read their chunks
-    and write Parquet themselves into the table's current-state Delta table; the Spark driver commits
-    the batch as one Delta transaction replacing the batch's partition, then its manifest. The task
-    returns that manifest as a dict (``BatchManifest.to_dict``: ``rows``, ``bytes``, ``seconds``, and
-    ``chunks`` with their ``low_watermark``/``high_watermark``). Re-running a batch replaces its rows only.
+    and write Parquet themselves into each table's current-state Delta table; the Spark driver commits
+    each batch as one Delta transaction replacing the batch's partition, then its manifest. The task
+    returns a summary (``pack_outcome``: ``label``, ``rows``, ``bytes``, ``chunks``, and ``batches``, each
+    with its table, rows, Delta version and highest ``high_watermark``); the chunks' watermarks are in the
+    manifests in the lake. Re-running the task replaces its batches' rows only.
     The CDC password reaches the Spark driver through the ``MYSQL_CDC_PASSWORD`` environment variable of
     the ``spark-submit`` process only (never a command-line argument or a Spark property), and the
     executors inside their tasks. So the driver must run here: client deploy mode (Spark's default), or,
@@ -52,11 +68,11 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
     Python of the driver and executors from ``spark.pyspark.python`` (or a packed environment in
     ``archives``), and the package and its pure-Python drivers are shipped as ``--py-files``.
 
-    Binlog server ids: the job runs as many Spark tasks as the batch has readers (``readers`` in its
+    Binlog server ids: the job runs as many Spark tasks as the pack has readers (``readers`` in its
     dict, set by the split task from its ``readers_per_batch``, at most one per chunk), and task ``i``
     reads with the id at index ``first_reader + i`` of the connection's ``server_id`` range; the split
-    gave every batch of the run its own indexes, so parallel batches never share an id. A batch dict
-    from an older split without them is refused (clear the split task). Spark speculation is refused
+    gave every pack of the run its own indexes, so parallel jobs never share an id. A dict from an older
+    split (one batch, or without ids) is refused (clear the split task). Spark speculation is refused
     too: a speculative copy of a task would read with the same id.
 
     Arguments follow the official providers' ``<type>_conn_id`` names: the source is ``mysql_cdc_conn_id``
@@ -68,12 +84,13 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
     ``application_args`` are ours).
 
     In the UI the task links its Spark application (the live Spark UI while the job runs, the history
-    server's page afterwards when the job's Spark configuration names one) and its lake table
-    (``operators.links``); once the batch is committed it sends the ``mysql_cdc.snapshot.*`` metrics of
-    its manifest through Airflow's ``Stats`` (``operators.snapshot_metrics``).
+    server's page afterwards when the job's Spark configuration names one) and its lake tables (the
+    table's, or their common folder; ``operators.links``); once its batches are committed it sends the
+    ``mysql_cdc.snapshot.*`` metrics of each batch's manifest through Airflow's ``Stats``
+    (``operators.snapshot_metrics``).
 
-    :param batch: one item of the split task's XCom (a ``Batch.to_dict``); required, usually mapped with
-        ``.expand(batch=split.output)`` (templated)
+    :param batch: one item of the split task's XCom (a ``BatchPack.to_dict``: the batches of one job);
+        required, usually mapped with ``.expand(batch=split.output)`` (templated)
     :param base_uri: the lake, the same as the split task's: a local path (local masters only) or
         ``s3://``/``s3a://``/``hdfs://`` shared by the worker, the driver and the executors; required
         (templated)
@@ -86,14 +103,15 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         whose ``server_id`` range the split checked. The password reaches Spark as the
         ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit`` only. Default:
         ``mysql_cdc_default`` (templated)
-    :param partitions: Spark tasks of the job; 0: the batch's readers (the split's ``readers_per_batch``,
+    :param partitions: Spark tasks of the job; 0: the pack's readers (the split's ``readers_per_batch``,
         at most one per chunk). More than those is refused (raise ``readers_per_batch`` on the split
         task instead). Default: ``0``
     :param spark_conn_id: the Spark connection: ``{"conn_type": "spark", "host": "local[*]"}``, YARN,
         Kubernetes or a standalone master; passed to ``SparkSubmitOperator`` as its ``conn_id``.
         Default: ``spark_default`` (templated)
     :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks
-        0-123``. Default: ``{{ task.batch['label'] }}``
+        0-123`` for one batch, ``shop: 212 tables, 240 chunks`` for a pack of many. Default:
+        ``{{ task.batch['label'] }}``
     :param conf: ``SparkSubmitOperator``'s Spark settings, over ours: Spark logs at WARN
         (``spark.log.level`` and a log4j2 file in ``spark.driver.extraJavaOptions``); set them here to see
         more. Default: ``None`` (templated)
@@ -125,30 +143,36 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
                          lake_conn_id=lake_conn_id, **kwargs)
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
 
-    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the manifest goes to XCom
+    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the outcome goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
-        batch = Batch.from_dict(self.batch)
+        pack = BatchPack.from_dict(self.batch)
         lake = self.open_lake()
-        persist_lake_link(context, lake, [batch.table])
-        config = self.prepare(batch, lake, [], "snapshot")
+        persist_lake_link(context, lake, pack.tables)
+        config = self.prepare(pack, lake, [], "snapshot")
         self._application_watch = SparkApplicationWatch(context, self.conf)
         try:
             self.run_job(context, config, lake)
         finally:
             self._application_watch.finished(self._hook)
-        manifest = SnapshotStore(lake).read_manifest(batch)
-        if manifest is None or manifest.batch.batch_id != batch.batch_id:
+        found = SnapshotStore(lake).read_manifests(pack.batches)
+        missing = [b.label for b, m in zip(pack.batches, found, strict=True) if m is None]
+        if missing:
             raise SnapshotJobError(
-                f"the Spark job for {batch.label} succeeded but no manifest of this batch is committed under "
+                f"the Spark job for {pack.label} succeeded but no manifest of {', '.join(missing[:5])}"
+                f"{f' and {len(missing) - 5} more batches' if len(missing) > 5 else ''} is committed under "
                 f"{self.base_uri}: the Spark driver must write to the same lake as this task (a local base_uri "
                 f"works with a local master only; use s3:// on a cluster); see the spark-submit log above"
             )
-        # the job's driver has logged the batch's rows, rows/s and Delta version: no second line of them here
-        send_batch_metrics(manifest, task_tags(context, self.task_id))
-        self._committed(context, lake, manifest)
-        return manifest.to_dict()
+        manifests = [m for m in found if m is not None]
+        # the job's driver has logged the pack's rows, rows/s and Delta versions: no second line of them here
+        tags = task_tags(context, self.task_id)
+        for manifest in manifests:
+            send_batch_metrics(manifest, tags)
+        self._committed(context, lake, manifests)
+        return pack_outcome(pack, manifests)
 
     def _get_hook(self) -> SparkSubmitHook:
         """The base class's hook, its ``spark-submit`` output followed for the Spark application link. The
@@ -157,17 +181,18 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         hook = super()._get_hook()
         return self._application_watch.attach(hook) if self._application_watch is not None else hook
 
-    def _committed(self, context: Any, lake: Lake, manifest: BatchManifest) -> None:
-        """The batch is in the lake: its asset event (``assets.snapshot_event``), and its lineage."""
+    def _committed(self, context: Any, lake: Lake, manifests: list[BatchManifest]) -> None:
+        """The batches are in the lake: an asset event each (``assets.snapshot_event``), and their lineage."""
         # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import gather, snapshot_facts
 
-        snapshot_event(context, self.base_uri, manifest)
-        self._lineage_facts = gather(snapshot_facts, self.mysql_cdc_conn_id, lake, manifest)
+        for manifest in manifests:
+            snapshot_event(context, self.base_uri, manifest)
+        self._lineage_facts = gather(snapshot_facts, self.mysql_cdc_conn_id, lake, manifests)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
-        """OpenLineage (with the ``openlineage`` extra): the batch's source table, and the current-state
-        Delta table it wrote with its rows and bytes (``operators.lineage``)."""
+        """OpenLineage (with the ``openlineage`` extra): the batches' source tables, and the current-state
+        Delta tables they wrote with their rows and bytes (``operators.lineage``)."""
         # lineage reads the lake (pyarrow): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.operators.lineage import operator_lineage
 

@@ -37,8 +37,8 @@ from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_ma
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
 
 def quiet_spark_conf() -> dict[str, str]:
@@ -109,7 +109,8 @@ def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None
 
 class SparkApplicationOperator(SparkSubmitOperator):
     """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<job>_job.py``) for one
-    batch: the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
+    pack of batches (``engine.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
+    XCom): the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
     connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
     refused: the base class keeps it untemplated as ``_conn_id``)."""
 
@@ -150,15 +151,15 @@ class SparkApplicationOperator(SparkSubmitOperator):
         """The lake of ``base_uri``, reached with ``lake_conn_id``'s storage options (rendered)."""
         return open_lake(self.base_uri, self.lake_conn_id)
 
-    def prepare(self, batch: Batch, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
-        """Set this task up to submit its Spark application (``spark.application``) for ``batch`` and return the
+    def prepare(self, pack: BatchPack, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
+        """Set this task up to submit its Spark application (``spark.application``) for ``pack`` and return the
         source's config: the job's arguments (the connection without password), Spark at WARN under the
-        user's ``conf``, the environment or the shipped package for the master. Refuses a batch without
+        user's ``conf``, the environment or the shipped package for the master. Refuses a pack without
         server ids, too many tasks, a narrowed ``server_id`` range and a cluster deploy mode the password
         (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
         (the password and the storage options in ``spark-submit``'s environment)."""
         # the engine and the lake (pyarrow): not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
+        from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
 
         # The base class keeps ``conn_id`` untemplated, as the private ``_conn_id`` its ``execute`` builds
         # the hook from, and ``deploy_mode`` (given directly or by default_args) as ``_deploy_mode``, with
@@ -166,12 +167,13 @@ class SparkApplicationOperator(SparkSubmitOperator):
         # (``tests/unit/test_spark_provider.py`` fails when the provider changes either).
         self._conn_id = self.spark_conn_id
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        tasks = batch_tasks(batch, self.partitions)  # refuses a batch without server ids, or too many tasks
-        ids = [batch_server_id(batch, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+        tasks = pack_tasks(pack, self.partitions)  # refuses a pack without server ids, or too many tasks
+        ids = [pack_server_id(pack, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
         if config.password:
             mask_secret(config.password)
         self.application_args = [
-            *job_arguments, "--base-uri", lake.base_uri, "--batch", json.dumps(batch.to_dict()),
+            *job_arguments, "--base-uri", lake.base_uri,
+            "--batch", json.dumps(pack.to_dict(), separators=(",", ":")),  # compact: one argument, 128 KiB at most
             "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
         ]
         self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
@@ -185,7 +187,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
                                               "the lake connection's storage options")
             shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
-        self.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, batch.label,
+        self.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, pack.label,
                       master, tasks, ids[0], ids[-1])
         return config
 

@@ -1,5 +1,6 @@
 """Planning the snapshot: the split task renders its arguments into ``SplitOptions`` and returns the
-batches ``engine.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and batches)."""
+packs of batches ``engine.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and
+batches, pack the batches into mapped tasks)."""
 
 from __future__ import annotations
 
@@ -19,23 +20,32 @@ if TYPE_CHECKING:
 
 
 class MySqlChunkSplitOperator(BaseOperator):
-    """Returns the chunk batches still to snapshot, for ``MySqlSnapshotSparkOperator.partial().expand()``.
+    """Returns the chunk batches still to snapshot, packed into mapped tasks (one ``BatchPack.to_dict`` a
+    task), for ``MySqlSnapshotSparkOperator.partial().expand()``.
 
     Tables are named in ``tables`` (``database.table``) or selected by regular expressions like Flink
     CDC's ``database-name`` / ``table-name`` (``include_databases``, ``include_tables``,
-    ``exclude_tables``). The plan of each table (its chunks and batches) is written to the lake the
-    first time, so that a later run keeps the same chunks and batch ids and only returns the batches
-    without a committed manifest; a table whose snapshot is finished gets none, and an empty list lets the DAG go on to
-    the stream. A batch is about ``rows_per_batch`` rows (one Spark job has to pay for Spark's start),
-    fewer rows per batch when the tables would need more than ``max_batches`` mapped tasks.
+    ``exclude_tables``). The source is read in bulk (one ``information_schema`` pass for every table's
+    columns, keys and row estimates), so a database of a thousand tables plans in seconds. The plan of
+    each table (its chunks and batches) is written to the lake the first time, so that a later run keeps
+    the same chunks and batch ids and only returns the batches without a committed manifest; a table whose
+    snapshot is finished gets none, and an empty list lets the DAG go on to the stream. A table's batch is
+    about ``rows_per_batch`` rows (one Spark job has to pay for Spark's start). The batches are then
+    packed in order into mapped tasks of about ``rows_per_batch`` estimated rows (``information_schema``'s
+    row estimates, at most ``chunk_size`` a chunk): small tables share a task, each batch of a large
+    table has its own. Each task's Spark job commits every batch of it as its own Delta transaction and
+    manifest, so clearing one task re-reads and replaces exactly its batches. ``max_batches`` bounds the
+    mapped tasks: beyond it, tables get fewer, larger batches and the tasks hold more rows. Its label
+    names what it holds: ``shop.orders chunks 0-15`` for one batch, ``shop: 212 tables, 240 chunks``
+    for many.
 
     Binlog server ids: the mapped snapshot tasks run in parallel, and every binlog reader needs an id
-    of its own from the connection's ``server_id`` extra (a range like ``5400-5408``). Each batch
-    returned gets its own consecutive ids of that range, from the first id upward over all tables
-    (``first_reader`` and ``readers`` in its dict): one per Spark task of its job, which runs
-    ``readers_per_batch`` tasks (fewer for a batch with fewer chunks). The stream takes the range's last
-    id. The task fails before planning anything when the range is smaller than that: it must hold at
-    least (batches x readers_per_batch) + 1 ids.
+    of its own from the connection's ``server_id`` extra (a range like ``5400-5408``). Each task
+    returned gets its own consecutive ids of that range, from the first id upward (``first_reader`` and
+    ``readers`` in its dict): one per Spark task of its job, which runs ``readers_per_batch`` tasks
+    (fewer for a job with fewer chunks). The stream takes the range's last id. So the range must hold
+    (mapped tasks x readers_per_batch) + 1 ids, whatever the number of tables: the default 9 ids serve
+    a database whose rows fit 4 jobs. The task fails before planning anything when the range is smaller.
 
     Binlog retention: the stream starts from the binlog at the snapshot's lowest high watermark and
     reads it once the last batch is committed, so the server must keep its binlog that long. Before
@@ -67,16 +77,16 @@ class MySqlChunkSplitOperator(BaseOperator):
     :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split, like
         Flink CDC's ``chunk-key.even-distribution.factor.lower-bound``. Default: ``0.05``
     :param distribution_factor_upper: upper bound of it (``...factor.upper-bound``). Default: ``1000.0``
-    :param rows_per_batch: about how many rows one Spark job (one mapped task) reads.
-        Default: ``10_000_000`` (templated)
-    :param max_batches: at most this many batches per plan; batches grow instead. Default: ``64``
+    :param rows_per_batch: about how many rows one Spark job (one mapped task) reads, one table's or
+        many. Default: ``10_000_000`` (templated)
+    :param max_batches: at most this many mapped snapshot tasks per run; they grow instead. Default: ``64``
     :param readers_per_batch: how many Spark tasks (chunk readers, each with its own binlog server id)
-        one batch's job runs at once; the connection's ``server_id`` range must hold
-        (batches of the run x readers_per_batch) + 1 ids. Default: ``2`` (templated)
+        one mapped task's job runs at once; the connection's ``server_id`` range must hold
+        (mapped tasks of the run x readers_per_batch) + 1 ids. Default: ``2`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
-    :param unbounded_chunk_first: return the batch holding each table's last chunk ``[x, +inf)`` first,
-        and read that chunk first in its job, like Flink CDC's
+    :param unbounded_chunk_first: return the batch holding each table's last chunk ``[x, +inf)`` first
+        among the table's, and read that chunk first in its job, like Flink CDC's
         ``scan.incremental.snapshot.unbounded-chunk-first.enabled``: rows inserted above the split's
         maximum key land in it, so read last it can hold far more than ``chunk_size`` rows.
         Default: ``True``
@@ -147,10 +157,10 @@ class MySqlChunkSplitOperator(BaseOperator):
         )
         persist_lake_link(context, options.lake, options.tables)  # no tables named: the lake
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        batches = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
+        packs = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
         self._lineage_facts = gather(split_facts, self.mysql_cdc_conn_id, options.lake,
-                                     options.tables or tuple(dict.fromkeys(b.table for b in batches)))
-        return [b.to_dict() for b in batches]
+                                     options.tables or tuple(dict.fromkeys(t for p in packs for t in p.tables)))
+        return [p.to_dict() for p in packs]
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the tables planned (named in ``tables``, else those

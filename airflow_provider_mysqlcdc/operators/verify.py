@@ -28,9 +28,9 @@ WAIT_SECONDS = 600.0
 
 
 class MySqlVerifyPlanOperator(BaseOperator):
-    """Returns the batches to verify (``Batch.to_dict``, with binlog server ids), for
-    ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
-    lake. A table whose snapshot is not finished is refused (``VerifyError``).
+    """Returns the batches to verify, one a mapped task (``BatchPack.to_dict`` of one batch, with binlog
+    server ids), for ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's
+    snapshot plan in the lake. A table whose snapshot is not finished is refused (``VerifyError``).
 
     Server ids: each batch gets its own consecutive indexes of the connection's ``server_id`` range from
     the first upward, one per Spark task (``readers_per_batch``, fewer for a batch with fewer chunks);
@@ -63,6 +63,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
+        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
@@ -76,7 +77,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
                                   f"{'planned' if plan is None else 'finished'}: run the replication DAG first")
             batches += plan.batches
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        assigned = assign_readers(batches, config.server_id, readers, self.mysql_cdc_conn_id)
+        packs = [BatchPack((b,), (b.chunk_count,)) for b in batches]  # one batch a task: its report is the task's
+        assigned = assign_readers(packs, config.server_id, readers, self.mysql_cdc_conn_id)
         self.log.info("verify %d batches of %s", len(batches), ", ".join(map(str, tables)))
         return [b.to_dict() for b in assigned]
 
@@ -93,7 +95,7 @@ class MySqlVerifyOperator(SparkApplicationOperator):
     (the ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit``); on a local master the job runs
     with this environment's Python, on a cluster master the package is shipped as ``--py-files``.
 
-    :param batch: one item of the plan task's XCom; required, usually mapped (templated)
+    :param batch: one item of the plan task's XCom (one batch); required, usually mapped (templated)
     :param base_uri: the lake; required (templated)
     :param lake_conn_id: the lake's credentials, as the snapshot operator's (the Spark driver gets them
         through ``spark-submit``'s environment only). Default: ``None`` (templated)
@@ -102,7 +104,8 @@ class MySqlVerifyOperator(SparkApplicationOperator):
         Default: ``600.0`` (templated)
     :param mysql_cdc_conn_id: the source, the plan task's connection. Default: ``mysql_cdc_default``
         (templated)
-    :param partitions: Spark tasks of the job; 0: the batch's readers. Default: ``0``
+    :param partitions: Spark tasks of the job; 0: the batch's readers (given by the plan task).
+        Default: ``0``
     :param spark_conn_id: the Spark connection (``SparkSubmitOperator``'s ``conn_id``, which is refused
         here). Default: ``spark_default`` (templated)
     :param map_index_template: the mapped instance's label in the grid. Default:
@@ -133,13 +136,17 @@ class MySqlVerifyOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
+        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
-        from airflow_provider_mysqlcdc.lake.snapshot import Batch
 
-        batch = Batch.from_dict(self.batch)
+        pack = BatchPack.from_dict(self.batch)
+        if len(pack.batches) != 1:
+            raise VerifyError(f"a verify task verifies one batch, and was given {pack.label}: map it over "
+                              f"MySqlVerifyPlanOperator's XCom")
+        (batch,) = pack.batches
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
         lake = self.open_lake()
-        config = self.prepare(batch, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
+        config = self.prepare(pack, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
         self.run_job(context, config, lake)
         report = VerifyStore(lake).read_batch(batch.table, str(self.run), batch.number)

@@ -1,7 +1,8 @@
-"""What the package's PySpark applications share: one batch of a table's chunks spread over Spark tasks.
+"""What the package's PySpark applications share: a pack of batches (one table's, or many tables') whose
+chunks are spread over Spark tasks.
 
 The snapshot job (``snapshot_job``) and the verify job (``verify_job``) take the same arguments, find
-the same plan and columns, refuse the same Spark setting and distribute the same chunks; only what an
+the same plans and columns, refuse the same Spark setting and distribute the same chunks; only what an
 executor does with its chunks and what the driver does with the results differ. The CDC user's
 password and the lake's storage options (its credentials, from ``lake_conn_id``) come from environment
 variables of the driver, never from the arguments or the Spark configuration (both show in process
@@ -13,11 +14,12 @@ own for them (``spark.executorEnv.*`` would be another Spark property on the com
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan
 
@@ -50,13 +53,13 @@ def argument_parser(description: str | None) -> argparse.ArgumentParser:
     """The arguments every Spark application of the package takes; a job adds its own before parsing."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-uri", required=True, help="the lake's base URI")
-    parser.add_argument("--batch", required=True, help="the batch as JSON (Batch.to_dict)")
+    parser.add_argument("--batch", required=True, help="the pack of batches as JSON (BatchPack.to_dict)")
     parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
     parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
     parser.add_argument("--lake-options-env", default=LAKE_OPTIONS_ENV,
                         help="environment variable holding the lake's storage options (JSON)")
     parser.add_argument("--partitions", type=int, default=0,
-                        help="Spark tasks; default (0) the batch's readers, at most one per chunk")
+                        help="Spark tasks; default (0) the pack's readers, at most one per chunk")
     return parser
 
 
@@ -72,8 +75,8 @@ def application_line(context: Any) -> str:
 
 @dataclass(frozen=True)
 class TaskChunks:
-    """What one Spark task works on: its chunks, the batch, the columns, the connection (with the password),
-    the lake (with its storage options) and its binlog reader id."""
+    """What one Spark task works on of one batch: its chunks of that batch, the batch, the columns, the
+    connection (with the password), the lake (with its storage options) and its binlog reader id."""
 
     lake: Lake
     index: int
@@ -85,16 +88,24 @@ class TaskChunks:
 
 
 @dataclass(frozen=True)
+class JobBatch:
+    """One batch of a Spark application's pack, with its table's plan and the columns it reads."""
+
+    batch: Batch
+    plan: Plan
+    schema: TableSchema
+
+
+@dataclass(frozen=True)
 class SparkApplication:
     """A Spark application's driver side (the snapshot's or the verification's, one ``spark-submit``): the
-    snapshot batch it reads, its plan and the columns it reads, found once."""
+    pack of batches it reads (``engine.batch_packs``), their plans and the columns they read, found once."""
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
     lake: Lake
-    batch: Batch
-    plan: Plan
-    schema: TableSchema
+    pack: BatchPack
+    batches: tuple[JobBatch, ...]
     partitions: int
     config: ConnectionConfig
 
@@ -102,20 +113,35 @@ class SparkApplication:
     def open(cls, kind: str, args: argparse.Namespace) -> SparkApplication:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_readers import batch_tasks
-        from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
-        from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.batch_readers import pack_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schemas
+        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
-        batch = Batch.from_dict(json.loads(args.batch))
-        partitions = batch_tasks(batch, args.partitions)
+        pack = BatchPack.from_dict(json.loads(args.batch))
+        partitions = pack_tasks(pack, args.partitions)
         lake = Lake.at(args.base_uri, json.loads(os.environ.get(args.lake_options_env) or "{}"))
-        plan = SnapshotStore(lake).read_plan(batch.table)
-        if plan is None:
-            raise SnapshotStateError(f"no snapshot plan for {batch.table} under {args.base_uri}: run the split "
-                                     f"task first")
+        plans = SnapshotStore(lake).read_plans(pack.tables)
+        missing = [str(table) for table, plan in plans.items() if plan is None]
+        if missing:
+            raise SnapshotStateError(f"no snapshot plan for {', '.join(missing)} under {args.base_uri}: run the "
+                                     f"split task first")
         config = ConnectionConfig.from_dict(json.loads(args.connection), os.environ.get(args.password_env, ""))
-        schema = batch_schema(plan.schema, config, lake)
-        return cls(kind, lake, batch, plan, schema, partitions, config)
+        found = {table: plan for table, plan in plans.items() if plan is not None}
+        schemas = batch_schemas([plan.schema for plan in found.values()], config, lake)
+        batches = tuple(JobBatch(b, found[b.table], schemas[b.table]) for b in pack.batches)
+        return cls(kind, lake, pack, batches, partitions, config)
+
+    def by_batch(self, results: Iterable[T], chunk_of: Callable[[T], Chunk]) -> list[list[T]]:
+        """``results`` (one a chunk, from ``distribute``) grouped by the batch of the pack their chunk is of,
+        in the pack's order of batches."""
+        owner = {(jb.batch.table, index): i for i, jb in enumerate(self.batches)
+                 for index in range(jb.batch.first_chunk, jb.batch.last_chunk + 1)}
+        groups: list[list[T]] = [[] for _ in self.batches]
+        for result in results:
+            chunk = chunk_of(result)
+            groups[owner[(chunk.table, chunk.index)]].append(result)
+        return groups
 
     def session(self) -> Any:
         """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
@@ -124,7 +150,7 @@ class SparkApplication:
         # pyspark: only in the Spark driver
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.appName(f"mysql-cdc {self.kind} {self.batch.label}").getOrCreate()
+        spark = SparkSession.builder.appName(f"mysql-cdc {self.kind} {self.pack.label}").getOrCreate()
         print(application_line(spark.sparkContext), flush=True)
         if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
             print(f"{self.kind}: spark.speculation is on: a speculative copy of a task would read the binlog with "
@@ -135,20 +161,28 @@ class SparkApplication:
         return spark
 
     def distribute(
-        self, spark: Any, chunks: list[Chunk], work: Callable[..., Iterator[T]], **settings: Any
+        self, spark: Any, chunks: Sequence[Sequence[Chunk]], work: Callable[..., Iterator[T]], **settings: Any
     ) -> list[T]:
-        """``work(TaskChunks, **settings)`` on every Spark task, over contiguous shares of ``chunks``; its
-        results, collected. The chunks, the batch, the columns and the connection travel as the objects they
-        are (pickled by Spark, the package being importable on every executor), and so do ``settings``; the
-        password only inside the task's closure. Task ``index`` reads with the server id the split (or the
-        verify plan) gave this batch's task ``index`` among all batches of the run."""
-        from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id  # see open()
+        """``work(TaskChunks, **settings)`` on every Spark task, once for each batch it has chunks of; the
+        results, collected. ``chunks[i]`` are the chunks of the pack's batch ``i`` to work on, spread over
+        the tasks by ``engine.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
+        connection travel as the objects they are (pickled by Spark, the package being importable on every
+        executor), and so do ``settings``; the password only inside the task's closure. Task ``index``
+        reads with the server id the split (or the verify plan) gave this pack's task ``index`` among all
+        packs of the run."""
+        from airflow_provider_mysqlcdc.engine.batch_packs import spread_chunks  # see open()
+        from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id
 
-        lake, batch, schema, config = self.lake, self.batch, self.schema, self.config
+        lake, pack, config = self.lake, self.pack, self.config
+        parts = [(b.batch, b.schema) for b in self.batches]
+        shares = spread_chunks(pack, chunks, self.partitions)
 
-        def run(index: int, items: Iterable[Chunk]) -> Iterator[T]:
-            task = TaskChunks(lake, index, list(items), batch, schema, config,
-                              batch_server_id(batch, config.server_id, index))
-            return work(task, **settings)
+        def run(index: int, items: Iterable[list[tuple[int, Chunk]]]) -> Iterator[T]:
+            server_id = pack_server_id(pack, config.server_id, index)
+            for share in items:  # one share: this task's (batch index, chunk) pairs, batch by batch
+                for number, group in itertools.groupby(share, key=lambda item: item[0]):
+                    batch, schema = parts[number]
+                    yield from work(TaskChunks(lake, index, [c for _, c in group], batch, schema, config, server_id),
+                                    **settings)
 
-        return list(spark.sparkContext.parallelize(chunks, self.partitions).mapPartitionsWithIndex(run).collect())
+        return list(spark.sparkContext.parallelize(shares, len(shares)).mapPartitionsWithIndex(run).collect())

@@ -1,13 +1,15 @@
-"""The PySpark application the snapshot operator submits: read one batch of chunks into the lake.
+"""The PySpark application the snapshot operator submits: read a pack of batches (one table's or many
+tables', ``engine.batch_packs``) into the lake.
 
 Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
-themselves, into the batch's partition folder of the table's current-state Delta table; the driver
-only gets a ``ChunkResult`` per chunk back, logs progress, and commits the batch: one Delta
+themselves, into each batch's partition folder of its table's current-state Delta table; the driver
+only gets a ``ChunkResult`` per chunk back, logs progress, and commits each batch: one Delta
 transaction replacing the batch's partition, then the batch manifest with the chunks' watermarks.
 Arguments, password handling and the distribution of the chunks are every Spark application's
 (``spark.application``).
 
-    spark-submit snapshot_job.py --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
+    spark-submit snapshot_job.py --base-uri /lake \\
+        --batch '{"tables": {"shop.orders": [[0, 0, 15, 120000]]}, ...}' \\
         --connection '{"host": ..., "user": ...}'
 """
 
@@ -18,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
@@ -26,9 +29,11 @@ from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult
+    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
+COMMIT_THREADS = 8
+"""Batches of a job committed at once (each its own table's Delta transaction and manifest)."""
 
 
 def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
@@ -62,6 +67,27 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
               flush=True)
 
 
+def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
+                threads: int = COMMIT_THREADS) -> list[BatchManifest]:
+    """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
+    one Delta transaction replacing its partition, then its manifest), ``threads`` at once: each is a
+    table's own Delta log and manifest. A batch's ``seconds`` is its share of the job's, by rows, so that
+    the manifests' rows per second stay the job's. Raises the first batch's error after the others ended."""
+    results = job.by_batch(records, lambda r: r.chunk)
+    rows = sum(r.rows for r in records)
+    store = SnapshotStore(job.lake)
+
+    def commit(i: int) -> BatchManifest:
+        share = sum(r.rows for r in results[i]) / rows if rows else len(results[i]) / len(records)
+        return commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, results[i], seconds * share)
+
+    if threads <= 1 or len(job.batches) == 1:
+        return [commit(i) for i in range(len(job.batches))]
+    with ThreadPoolExecutor(min(threads, len(job.batches))) as pool:
+        futures = [pool.submit(commit, i) for i in range(len(job.batches))]
+    return [f.result() for f in futures]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser(__doc__).parse_args(argv)
     try:
@@ -69,33 +95,38 @@ def main(argv: list[str] | None = None) -> int:
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2
-    chunks = job.plan.chunks_to_read(job.batch)
+    chunks = [jb.plan.chunks_to_read(jb.batch) for jb in job.batches]
+    total = sum(len(c) for c in chunks)
     spark = job.session()
     if spark is None:
         return 4
     attempt = uuid.uuid4().hex[:12]
-    print(f"snapshot: {job.batch.label}: {len(chunks)} chunks in {job.partitions} tasks, attempt {attempt}",
-          flush=True)
+    tables = len(job.pack.tables)
+    print(f"snapshot: {job.pack.label}: {total} chunks of {len(job.batches)} batches"
+          f"{f' of {tables} tables' if tables > 1 else ''} in {job.partitions} tasks, attempt {attempt}", flush=True)
     started = time.monotonic()
     stop = threading.Event()
     progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
-    threading.Thread(target=_report_progress, args=(progress, len(chunks), stop, started), daemon=True).start()
+    threading.Thread(target=_report_progress, args=(progress, total, stop, started), daemon=True).start()
     records = job.distribute(spark, chunks, read_chunks, attempt=attempt, progress=progress)
     stop.set()
     seconds = time.monotonic() - started
-    if len(records) != len(chunks):
-        print(f"snapshot: expected {len(chunks)} chunks, got {len(records)}; not committing", file=sys.stderr)
+    if len(records) != total:
+        print(f"snapshot: expected {total} chunks, got {len(records)}; not committing", file=sys.stderr)
         spark.stop()
         return 3
     try:
-        manifest = commit_batch(SnapshotStore(job.lake), job.batch, attempt, job.schema, records, seconds)
+        manifests = commit_pack(job, attempt, records, seconds)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         spark.stop()
         return 3
-    print(f"snapshot: {job.batch.label}: {manifest.rows:,} rows in {seconds:.1f} s "
-          f"({manifest.rows_per_second or 0:,} rows/s), committed attempt {attempt} as version "
-          f"{manifest.delta_version} of the Delta table", flush=True)
+    committing = time.monotonic() - started - seconds
+    rows = sum(m.rows for m in manifests)
+    versions = (f"as version {manifests[0].delta_version} of the Delta table" if len(manifests) == 1 else
+                f"as {len(manifests)} Delta commits, one a batch, in {committing:.1f} s")
+    print(f"snapshot: {job.pack.label}: {rows:,} rows in {seconds:.1f} s ({rows / seconds if seconds else 0:,.0f} "
+          f"rows/s), committed attempt {attempt} {versions}", flush=True)
     spark.stop()
     return 0
 

@@ -1,14 +1,16 @@
-"""The PySpark application the verify operator submits: verify one batch of a table's chunks.
+"""The PySpark application the verify operator submits: verify a pack of batches (the verify plan makes
+one batch a pack).
 
-Executors verify their contiguous share of the batch's chunks (``engine.verify.verify_chunks``: the
+Executors verify their share of the batches' chunks (``engine.verify.verify_chunks``: the
 source's chunks read as the snapshot reads them, the stream awaited past their high watermarks, the
-replica read as of them) and return one verdict per chunk; the driver writes the batch's report into
+replica read as of them) and return one verdict per chunk; the driver writes each batch's report into
 the lake (``<db>/<table>/verify/<run>/batch=<n>.json``), which the operator returns and the summary
 task combines. Differences do not fail the job: the summary decides. Arguments, password handling and
-the distribution of the chunks are every Spark application's (``spark.application``), plus the run's name and how
-long to wait for the stream.
+the distribution of the chunks are every Spark application's (``spark.application``), plus the run's
+name and how long to wait for the stream.
 
-    spark-submit verify_job.py --run <run> --base-uri /lake --batch '{"table": "shop.orders", ...}' \\
+    spark-submit verify_job.py --run <run> --base-uri /lake \\
+        --batch '{"tables": {"shop.orders": [[0, 0, 15, 120000]]}, ...}' \\
         --connection '{"host": ..., "user": ...}'
 """
 
@@ -25,14 +27,16 @@ from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskCh
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
 
 
-def verify_task(task: TaskChunks, *, plan_chunks: list[Chunk], wait_seconds: float) -> Iterator[ChunkVerdict]:
-    """Runs on an executor: this task's chunks, one verdict each (``plan_chunks``: all of the table's,
-    which place a key in its batch's partition of the replica)."""
-    yield from verify_chunks(task.lake, task.config, task.schema, plan_chunks, task.batch, task.chunks,
-                             task.server_id, wait_seconds)
+def verify_task(task: TaskChunks, *, plan_chunks: dict[TableId, list[Chunk]],
+                wait_seconds: float) -> Iterator[ChunkVerdict]:
+    """Runs on an executor: this task's chunks of one batch, one verdict each (``plan_chunks``: all of each
+    table's, which place a key in its batch's partition of the replica)."""
+    yield from verify_chunks(task.lake, task.config, task.schema, plan_chunks[task.batch.table], task.batch,
+                             task.chunks, task.server_id, wait_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,23 +50,26 @@ def main(argv: list[str] | None = None) -> int:
     except MySqlCdcError as error:
         print(f"verify: {error}", file=sys.stderr)
         return 2
-    chunks = job.plan.chunks_of(job.batch)
+    chunks = [jb.plan.chunks_of(jb.batch) for jb in job.batches]
+    total = sum(len(c) for c in chunks)
     spark = job.session()
     if spark is None:
         return 4
-    print(f"verify: {job.batch.label}: {len(chunks)} chunks in {job.partitions} tasks, run {args.run}", flush=True)
+    print(f"verify: {job.pack.label}: {total} chunks in {job.partitions} tasks, run {args.run}", flush=True)
     started = time.monotonic()
-    verdicts = job.distribute(spark, chunks, verify_task, plan_chunks=job.plan.chunks,
-                               wait_seconds=args.wait_seconds)
+    verdicts = job.distribute(spark, chunks, verify_task, plan_chunks={jb.batch.table: jb.plan.chunks
+                                                                       for jb in job.batches},
+                              wait_seconds=args.wait_seconds)
     seconds = time.monotonic() - started
     spark.stop()
-    if len(verdicts) != len(chunks):
-        print(f"verify: expected {len(chunks)} chunk verdicts, got {len(verdicts)}; no report", file=sys.stderr)
+    if len(verdicts) != total:
+        print(f"verify: expected {total} chunk verdicts, got {len(verdicts)}; no report", file=sys.stderr)
         return 3
-    report = VerifyReport(job.batch.table, args.run, tuple(verdicts), seconds,
-                          (job.batch.number,))
-    VerifyStore(job.lake).write_batch(report)
-    print(report.summary(), flush=True)
+    store = VerifyStore(job.lake)
+    for jb, part in zip(job.batches, job.by_batch(verdicts, lambda v: v.chunk), strict=True):
+        report = VerifyReport(jb.batch.table, args.run, tuple(part), seconds * len(part) / total, (jb.batch.number,))
+        store.write_batch(report)
+        print(report.summary(), flush=True)
     return 0
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import BATCH_OVERHEAD_SECONDS, read_retention
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from tests.airflow_connections import set_airflow_connections
 
 ROWS = 20_000  # 10 chunks of 2,000 in 4 batches: about 60 s by the estimate (Spark's start per batch)
@@ -48,13 +49,13 @@ def retention(mariadb_server, seconds: int) -> Iterator[None]:
     admin.close()
 
 
-def split(table: str, base_uri: Path, **kwargs: object) -> list[Batch]:
+def split(table: str, base_uri: Path, **kwargs: object) -> list[BatchPack]:
     # imported here: importing Airflow while pytest collects binds its log output to pytest's capture
     from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 
     operator = MySqlChunkSplitOperator(task_id="split", tables=[table], base_uri=str(base_uri), chunk_size=2_000,
                                        rows_per_batch=6_000, **kwargs)
-    return [Batch.from_dict(b) for b in operator.execute({})]
+    return [BatchPack.from_dict(b) for b in operator.execute({})]
 
 
 def task_log(capsys: pytest.CaptureFixture[str]) -> list[str]:

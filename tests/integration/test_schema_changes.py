@@ -413,5 +413,5 @@ def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
         assert_replica_equal(admin, base_uri, TableId(database, name))
 
     split = SplitOptions(base_uri, include_databases=database, include_tables=rf"{database}\.pt_.*")
-    batches = plan_snapshot(config, split, "mysql_cdc_default")
-    assert {b.table.table for b in batches} == {"pt_late"}  # pt_a is done, the others are the stream's
+    packs = plan_snapshot(config, split, "mysql_cdc_default")
+    assert {t.table for p in packs for t in p.tables} == {"pt_late"}  # pt_a is done, the others are the stream's

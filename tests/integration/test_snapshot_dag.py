@@ -34,7 +34,8 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.engine.batch_readers import batch_server_id, batch_tasks
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
@@ -241,10 +242,10 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     store = SnapshotStore(Lake.at(base_uri))
     tables = [f"{database}.{t}" for t in sizes]
 
-    def split() -> list[Batch]:
+    def split() -> list[BatchPack]:
         operator = MySqlChunkSplitOperator(task_id="split", tables=tables, base_uri=base_uri, chunk_size=2_000,
                                            rows_per_batch=6_000, readers_per_batch=2)
-        return [Batch.from_dict(b) for b in operator.execute({})]
+        return [BatchPack.from_dict(b) for b in operator.execute({})]
 
     def use_range(text: str) -> ServerIdRange:
         conn = json.loads(os.environ["AIRFLOW_CONN_MYSQL_CDC_DEFAULT"])
@@ -260,15 +261,16 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     assert all(store.read_plan(TableId.parse(t)) is None for t in tables)  # nothing planned
 
     ids = use_range("5460-5475")
-    batches = split()
+    packs = split()
+    batches = [b for p in packs for b in p.batches]
     assert {b.table.table for b in batches} == set(sizes) and max(b.number for b in batches) >= 2
-    readers = [batch_server_id(b, ids, task) for b in batches for task in range(batch_tasks(b))]
+    readers = [pack_server_id(p, ids, task) for p in packs for task in range(pack_tasks(p))]
     assert len(readers) == len(set(readers)) and ids.end not in readers  # the stream takes the last id
-    assert all(batch_tasks(b) == min(2, b.chunk_count) for b in batches)
+    assert all(pack_tasks(p) == min(2, p.chunk_count) for p in packs)
 
     # a later run assigns ids to the batches still pending only, again from the first id
-    done = batches[0]
+    (done,) = packs[0].batches
     store.write_manifest(BatchManifest(done, "done", load_table_schema(cdc_conn, done.table), (), bytes=0,
                                        seconds=0.0, delta_version=1))
     again = split()
-    assert again == batches[1:] and batch_server_id(again[0], ids, 0) == 5460
+    assert [p.batches for p in again] == [p.batches for p in packs[1:]] and pack_server_id(again[0], ids, 0) == 5460

@@ -34,7 +34,7 @@ from tests.integration.test_stream_dag import TypesWriter, Writer, create_types_
 
 def verify(config: Any, base_uri: str, plan: Plan, run: str, fail_on_difference: bool = False) -> VerifyReport:
     for batch in plan.batches:
-        verify_batch_locally(Lake.at(base_uri), config, batch.with_readers(0, 2), run, parts=2, wait_seconds=60)
+        verify_batch_locally(Lake.at(base_uri), config, batch, run, parts=2, wait_seconds=60)
     return summarize(Lake.at(base_uri), plan.schema.id, run, [b.number for b in plan.batches], fail_on_difference)
 
 

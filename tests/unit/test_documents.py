@@ -94,7 +94,7 @@ def test_a_format_needs_a_step_from_every_version_it_reads() -> None:
 def test_every_document_round_trips_through_its_format() -> None:
     chunk = Chunk(ORDERS, 0, None, None)
     plan = Plan(SCHEMA, [chunk], [Batch(ORDERS, 0, 0, 0)])
-    manifest = BatchManifest(Batch(ORDERS, 0, 0, 0, 0, 1), "a1", SCHEMA,
+    manifest = BatchManifest(Batch(ORDERS, 0, 0, 0), "a1", SCHEMA,
                              (ChunkResult(chunk, 3, 1, off(100), off(200), "_batch=0/a.parquet", 0.5),), 10, 1.0, 4)
     checkpoint = Checkpoint(5, off(300), {ORDERS: SCHEMA}, {ORDERS: [FinishedChunkInfo(None, None, off(200))]},
                             "2026-11-24T00:00:00+00:00", {OLD: StoppedTable(SCHEMA, off(250), [], "DROP TABLE old")},

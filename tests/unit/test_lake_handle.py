@@ -11,6 +11,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
@@ -95,12 +96,12 @@ def test_a_spark_job_gets_the_lake_options_in_no_argument_and_no_spark_property(
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({"conn_type": "mysql_cdc", "host": "db",
                                                                      "login": "cdc", "password": "pw"}))
     aws_connection(monkeypatch, "lake", login="AKID", password=SECRET, extra={"region_name": "eu-west-1"})
-    batch = Batch(TableId("shop", "orders"), 0, 0, 3).with_readers(0, 2)
-    operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=batch.to_dict(), base_uri="s3a://bucket/lake",
+    pack = BatchPack((Batch(TableId("shop", "orders"), 0, 0, 3),), (30_000,)).with_readers(0, 2)
+    operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=pack.to_dict(), base_uri="s3a://bucket/lake",
                                           lake_conn_id="lake")
     lake = operator.open_lake()
     assert lake.base_uri == "s3a://bucket/lake" and lake.storage_options["AWS_SECRET_ACCESS_KEY"] == SECRET
-    operator.prepare(batch, lake, [], "snapshot")
+    operator.prepare(pack, lake, [], "snapshot")
     shown = json.dumps([operator.application_args, operator.conf, operator.env_vars])
     assert SECRET not in shown and LAKE_OPTIONS_ENV not in shown and "--base-uri" in shown
     # cluster deploy mode: the driver would not inherit spark-submit's environment (the variable named)

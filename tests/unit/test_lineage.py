@@ -58,7 +58,7 @@ def test_a_snapshot_batch_reads_its_source_table_and_writes_the_current_state(la
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=manifest.batch.to_dict(), base_uri=lake.base_uri,
                                           mysql_cdc_conn_id="cdc_source")
     # what execute() does once the batch is in the lake: gathers the facts
-    operator._committed({}, Lake.at(lake.base_uri), manifest)
+    operator._committed({}, Lake.at(lake.base_uri), [manifest])
 
     lineage = operator.get_openlineage_facets_on_complete(task_instance=None)
 

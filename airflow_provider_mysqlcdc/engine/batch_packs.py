@@ -1,0 +1,166 @@
+"""What one mapped snapshot task runs: a pack of snapshot batches, of one table or of many.
+
+A ``Batch`` is a run of chunks of one table and one partition of its current-state Delta table. Each
+mapped task is one Spark application, whose start costs seconds, so a database of many small tables
+must not cost a task per table: the split packs the batches still to snapshot into ``BatchPack``s of
+about ``rows_per_batch`` estimated rows (:func:`pack_batches`), small tables together and a large
+table's batches one by one (each already about that size). A pack's job spreads all its chunks over
+its Spark tasks (:func:`spread_chunks`), then commits each batch as a batch is committed: one Delta
+transaction replacing that batch's partition, then its manifest. So clearing one mapped task re-runs
+and replaces exactly its tables' partitions, and a batch of a table stays where it was planned.
+
+The binlog server ids of a DAG run are the packs' (``engine.batch_readers``): each pack's job runs
+``readers_per_batch`` tasks (fewer for fewer chunks), and the run needs one id per such task plus the
+stream's, whatever the number of tables.
+
+A pack travels as JSON, in the split's XCom and on ``spark-submit``'s command line, where Linux limits
+one argument to 128 KiB: a pack holds at most ``MAX_PACK_TABLES`` tables, so that its names fit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+from airflow_provider_mysqlcdc.lake.snapshot import Batch
+
+MAX_PACK_TABLES = 500
+"""Tables in one pack at most: names of up to 129 characters and the batches' numbers keep its JSON
+under ~100 KB, within Linux's 128 KiB for one command-line argument."""
+
+
+@dataclass(frozen=True)
+class BatchPack:
+    """The snapshot batches one mapped task (one Spark application) reads and commits, with the binlog
+    server ids of its Spark tasks.
+
+    ``rows`` is each batch's estimated rows (what the pack was filled by, and how its job spreads the
+    chunks over its tasks). ``first_reader`` and ``readers``: the split gives the pack ``readers``
+    indexes of the connection's ``server_id`` range from ``first_reader`` on, and its job runs at most
+    that many tasks, task ``i`` reading with index ``first_reader + i``. They travel in the pack's XCom
+    dict, so a re-run of one cleared task keeps its ids."""
+
+    batches: tuple[Batch, ...]
+    rows: tuple[int, ...]
+    first_reader: int | None = None
+    readers: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.batches or len(self.rows) != len(self.batches):
+            raise ValueError("a pack holds at least one batch, and one row estimate per batch")
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(b.chunk_count for b in self.batches)
+
+    @property
+    def tables(self) -> list[TableId]:
+        """The pack's tables, each once, in the order of its batches."""
+        return list(dict.fromkeys(b.table for b in self.batches))
+
+    @property
+    def label(self) -> str:
+        """The mapped task's label: a batch's own (``shop.orders chunks 0-15``) for one batch; for more, the
+        table (or the databases) and the counts, e.g. ``shop: 212 tables, 240 chunks``."""
+        if len(self.batches) == 1:
+            return self.batches[0].label
+        tables = self.tables
+        if len(tables) == 1:
+            return f"{tables[0]}: {len(self.batches)} batches, {self.chunk_count} chunks"
+        databases = ", ".join(dict.fromkeys(t.database for t in tables))
+        return f"{databases}: {len(tables)} tables, {self.chunk_count} chunks"
+
+    def with_readers(self, first_reader: int, readers: int) -> BatchPack:
+        return replace(self, first_reader=first_reader, readers=readers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Compact: ``tables`` maps each table to its batches as ``[number, first chunk, last chunk, rows]``."""
+        tables: dict[str, list[list[int]]] = {}
+        for batch, rows in zip(self.batches, self.rows, strict=True):
+            tables.setdefault(str(batch.table), []).append([batch.number, batch.first_chunk, batch.last_chunk, rows])
+        return {"label": self.label, "first_reader": self.first_reader, "readers": self.readers,
+                "chunks": self.chunk_count, "tables": tables}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BatchPack:
+        """Refuses the dict of one batch that a split task of an earlier version returned."""
+        if "tables" not in d:
+            raise SnapshotStateError(
+                f"the snapshot task was given {str(d)[:200]!r}, not a pack of batches (no 'tables'): it comes from "
+                f"a split task of an older version of this provider; clear the split task of this DAG run with its "
+                f"downstream tasks (or trigger a new run) so that it packs the batches again"
+            )
+        batches, rows = [], []
+        for name, items in d["tables"].items():
+            table = TableId.parse(name)
+            for number, first, last, estimate in items:
+                batches.append(Batch(table, number, first, last))
+                rows.append(estimate)
+        return cls(tuple(batches), tuple(rows), d.get("first_reader"), d.get("readers"))
+
+
+def batch_rows(batch: Batch, planned_chunks: int, table_rows: int, chunk_size: int) -> int:
+    """A batch's estimated rows: its share of the table's row estimate (``information_schema``'s
+    ``TABLE_ROWS``), at most ``chunk_size`` a chunk, at least one row; without an estimate (0, e.g. right
+    after a bulk load) ``chunk_size`` a chunk, the most its bounded chunks hold."""
+    most = batch.chunk_count * chunk_size
+    if table_rows <= 0:
+        return most
+    return max(1, min(most, math.ceil(table_rows * batch.chunk_count / max(1, planned_chunks))))
+
+
+def pack_batches(batches: Sequence[Batch], rows: Sequence[int], rows_per_pack: int, max_packs: int) -> list[BatchPack]:
+    """``batches`` (in the order their tasks should start) packed in that order into packs of at most
+    ``rows_per_pack`` estimated rows (``rows``, one per batch) and ``MAX_PACK_TABLES`` tables; a batch of
+    more rows than that has a pack of its own. When that makes more than ``max_packs`` packs, the batches
+    are cut into ``max_packs`` runs of about equal rows instead."""
+    if not batches:
+        return []
+    weights = [max(1, r) for r in rows]
+    packs = _fill(batches, weights, rows_per_pack)
+    if len(packs) > max_packs:  # fewer, larger packs: each a run of about total / max_packs rows
+        packs = _fill(batches, weights, math.ceil(sum(weights) / max_packs), even=True)
+    return [BatchPack(tuple(batches[i] for i in pack), tuple(rows[i] for i in pack)) for pack in packs]
+
+
+def _fill(batches: Sequence[Batch], weights: Sequence[int], budget: int, even: bool = False) -> list[list[int]]:
+    """Indexes of ``batches`` in consecutive packs: a pack takes the next batch while its rows stay within
+    ``budget`` (``even``: while the rows before the batch are within the pack's share of the total, so
+    that the number of packs is ``total / budget`` rounded up) and its tables within ``MAX_PACK_TABLES``."""
+    packs: list[list[int]] = []
+    rows = before = 0
+    tables: set[TableId] = set()
+    for i, (batch, weight) in enumerate(zip(batches, weights, strict=True)):
+        fits = before < budget * len(packs) if even else rows + weight <= budget
+        if packs and fits and (batch.table in tables or len(tables) < MAX_PACK_TABLES):
+            packs[-1].append(i)
+            rows += weight
+        else:
+            packs.append([i])
+            rows, tables = weight, set()
+        tables.add(batch.table)
+        before += weight
+    return packs
+
+
+def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int) -> list[list[tuple[int, Chunk]]]:
+    """The chunks of the pack's batches (``chunks[i]``: batch ``i``'s, in the order its job reads them)
+    over ``tasks`` Spark tasks, as ``(batch index, chunk)`` pairs: each chunk weighs its batch's estimated
+    rows per chunk, and goes to the task with the fewest rows so far, the heaviest first, so that a large
+    table's chunks and many small tables' share the tasks evenly. A task reads its chunks batch by batch
+    (one chunk reader a table), each batch's in the order given (an unbounded last chunk first)."""
+    items = [(max(1.0, pack.rows[b] / max(1, len(cs))), b, position, chunk)
+             for b, cs in enumerate(chunks) for position, chunk in enumerate(cs)]
+    loads = [(0.0, task) for task in range(tasks)]
+    shares: list[list[tuple[int, int, Chunk]]] = [[] for _ in range(tasks)]
+    for weight, b, position, chunk in sorted(items, key=lambda item: (-item[0], item[1], item[2])):
+        load, task = heapq.heappop(loads)
+        shares[task].append((b, position, chunk))
+        heapq.heappush(loads, (load + weight, task))
+    return [[(b, chunk) for b, _, chunk in sorted(share, key=lambda item: (item[0], item[1]))] for share in shares]

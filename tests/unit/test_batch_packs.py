@@ -1,0 +1,135 @@
+"""Packing snapshot batches into mapped tasks (``engine.batch_packs``): small tables share a job up to the
+rows budget, a large table's batches each fill one, ``max_batches`` bounds the jobs, the labels name what a
+job holds, its chunks are spread evenly over its Spark tasks, and a pack survives XCom and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.batch_packs import (
+    MAX_PACK_TABLES,
+    BatchPack,
+    batch_rows,
+    pack_batches,
+    spread_chunks,
+)
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
+
+CHUNK = 8_096
+
+
+def batches_of(table: str, chunks: int, chunks_per_batch: int) -> list[Batch]:
+    table_id = TableId.parse(table)
+    return group_batches(table_id, [Chunk(table_id, i, None, None) for i in range(chunks)], chunks_per_batch)
+
+
+def test_small_tables_share_a_job_and_a_large_tables_batches_each_fill_one() -> None:
+    big = batches_of("shop.orders", 40, 10)  # 4 batches of ~80,000 rows
+    small = [b for i in range(60) for b in batches_of(f"shop.t{i:02d}", 1, 10)]  # 60 tables of 1,000 rows
+    batches = big + small
+    rows = [10 * CHUNK] * 4 + [1_000] * 60
+    packs = pack_batches(batches, rows, rows_per_pack=10 * CHUNK, max_packs=64)
+    assert [len(p.batches) for p in packs] == [1, 1, 1, 1, 60]
+    assert [p.label for p in packs[:4]] == [f"shop.orders chunks {c}-{c + 9}" for c in (0, 10, 20, 30)]
+    assert packs[4].label == "shop: 60 tables, 60 chunks"
+    # every batch once, in the order given
+    assert [b for p in packs for b in p.batches] == batches
+    assert packs[4].rows == (1_000,) * 60
+
+
+def test_the_budget_closes_a_job_before_it_overflows() -> None:
+    batches = [b for i in range(10) for b in batches_of(f"crm.t{i}", 1, 1)]
+    packs = pack_batches(batches, [300] * 10, rows_per_pack=1_000, max_packs=64)
+    assert [len(p.batches) for p in packs] == [3, 3, 3, 1]
+    assert all(sum(p.rows) <= 1_000 for p in packs)
+
+
+def test_tables_of_several_databases_are_named_by_their_databases() -> None:
+    batches = batches_of("shop.a", 1, 1) + batches_of("crm.b", 2, 2) + batches_of("shop.c", 1, 1)
+    (pack,) = pack_batches(batches, [10, 20, 10], rows_per_pack=1_000, max_packs=64)
+    assert pack.label == "shop, crm: 3 tables, 4 chunks" and pack.tables == [TableId("shop", "a"),
+                                                                             TableId("crm", "b"), TableId("shop", "c")]
+
+
+def test_several_batches_of_one_table_in_one_job_are_named_by_the_table() -> None:
+    (pack,) = pack_batches(batches_of("shop.orders", 6, 2), [10, 10, 10], rows_per_pack=1_000, max_packs=64)
+    assert pack.label == "shop.orders: 3 batches, 6 chunks"
+
+
+def test_max_batches_bounds_the_jobs() -> None:
+    batches = [b for i in range(100) for b in batches_of(f"shop.t{i}", 1, 1)]
+    rows = [1_000 + 37 * i for i in range(100)]
+    packs = pack_batches(batches, rows, rows_per_pack=1_000, max_packs=7)  # alone, each would be a job
+    assert len(packs) <= 7 and [b for p in packs for b in p.batches] == batches
+    # about equal shares: none holds more than twice the average
+    assert max(sum(p.rows) for p in packs) <= 2 * sum(rows) / 7
+
+
+def test_a_job_holds_at_most_max_pack_tables_tables() -> None:
+    batches = [b for i in range(MAX_PACK_TABLES + 10) for b in batches_of(f"shop.t{i}", 1, 1)]
+    packs = pack_batches(batches, [1] * len(batches), rows_per_pack=10**9, max_packs=64)
+    assert [len(p.tables) for p in packs] == [MAX_PACK_TABLES, 10]
+
+
+def test_a_job_of_the_largest_tables_fits_one_command_line_argument() -> None:
+    """Linux takes one argument of 128 KiB at most: the job's JSON on spark-submit's command line."""
+    names = [f"{'d' * 64}.{'t' * 60}{i:04d}" for i in range(MAX_PACK_TABLES)]
+    batches = [b for name in names for b in batches_of(name, 1, 1)]
+    (pack,) = pack_batches(batches, [1] * len(batches), rows_per_pack=10**9, max_packs=64)
+    text = json.dumps(pack.with_readers(0, 2).to_dict(), separators=(",", ":"))
+    assert len(text.encode()) < 128 * 1024
+
+
+def test_a_pack_through_xcom_is_the_same_pack() -> None:
+    batches = batches_of("shop.orders", 5, 2) + batches_of("crm.accounts", 1, 1)
+    pack = BatchPack(tuple(batches), (16_000, 16_000, 8_000, 300), first_reader=2, readers=2)
+    back = BatchPack.from_dict(json.loads(json.dumps(pack.to_dict())))
+    assert back == pack and back.label == pack.label == "shop, crm: 2 tables, 6 chunks"
+    assert pack.to_dict()["chunks"] == 6
+
+
+def test_no_empty_pack() -> None:
+    assert pack_batches([], [], 10, 10) == []
+    with pytest.raises(ValueError, match="at least one batch"):
+        BatchPack((), ())
+
+
+@pytest.mark.parametrize(("table_rows", "expected"), [
+    (0, 3 * CHUNK),  # no estimate (right after a bulk load): the most its chunks hold
+    (120, 36),  # its share of the table's estimate: 3 of 10 chunks
+    (10**9, 3 * CHUNK),  # an estimate above what the chunks hold: at most chunk_size a chunk
+    (1, 1),  # at least one row
+])
+def test_batch_rows_are_the_tables_estimate_shared_by_chunks(table_rows: int, expected: int) -> None:
+    (batch,) = batches_of("shop.orders", 3, 3)
+    assert batch_rows(batch, planned_chunks=10, table_rows=table_rows, chunk_size=CHUNK) == expected
+
+
+def test_a_jobs_chunks_are_spread_evenly_over_its_tasks() -> None:
+    big = batches_of("shop.orders", 8, 8)
+    small = [b for i in range(40) for b in batches_of(f"shop.t{i:02d}", 1, 1)]
+    pack = BatchPack(tuple(big + small), (8 * CHUNK, *([CHUNK // 2] * 40)))
+    chunks = [[Chunk(b.table, i, None, None) for i in range(b.first_chunk, b.last_chunk + 1)] for b in pack.batches]
+    shares = spread_chunks(pack, chunks, 2)
+    weights = [sum(CHUNK if n == 0 else CHUNK // 2 for n, _ in share) for share in shares]
+    assert sorted((str(c.table), c.index) for share in shares for _, c in share) == \
+        sorted((str(c.table), c.index) for cs in chunks for c in cs)
+    assert abs(weights[0] - weights[1]) <= CHUNK  # 8 large chunks and 40 half-size ones: 6 chunks' rows each
+    for share in shares:  # batch by batch, each batch's chunks in the order given
+        numbers = [n for n, _ in share]
+        assert numbers == sorted(numbers)
+        assert all(a.index < b.index for (n, a), (m, b) in zip(share, share[1:], strict=False) if n == m)
+
+
+def test_an_unbounded_chunk_stays_first_of_its_batch_in_its_task() -> None:
+    (batch,) = batches_of("shop.orders", 4, 4)
+    pack = BatchPack((batch,), (4 * CHUNK,))
+    table = batch.table
+    order = [Chunk(table, 3, 300, None), Chunk(table, 0, None, 100), Chunk(table, 1, 100, 200),
+             Chunk(table, 2, 200, 300)]
+    (share,) = spread_chunks(pack, [order], 1)
+    assert [c.index for _, c in share] == [3, 0, 1, 2]
