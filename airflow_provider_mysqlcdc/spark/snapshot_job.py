@@ -29,11 +29,12 @@ from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
 COMMIT_THREADS = 8
-"""Batches of a job committed at once (each its own table's Delta transaction and manifest)."""
+"""Tables of a job whose batches are committed at once (each batch its own Delta transaction and manifest)."""
 
 
 def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
@@ -70,22 +71,32 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
 def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
                 threads: int = COMMIT_THREADS) -> list[BatchManifest]:
     """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
-    one Delta transaction replacing its partition, then its manifest), ``threads`` at once: each is a
-    table's own Delta log and manifest. A batch's ``seconds`` is its share of the job's, by rows, so that
-    the manifests' rows per second stay the job's. Raises the first batch's error after the others ended."""
+    one Delta transaction replacing its partition, then its manifest), the tables ``threads`` at once and
+    each table's batches one after another (two commits of one table at once would conflict). A batch's
+    ``seconds`` is its share of the job's, by rows, so that the manifests' rows per second stay the job's.
+    Raises the first table's error after the others ended."""
     results = job.by_batch(records, lambda r: r.chunk)
     rows = sum(r.rows for r in records)
     store = SnapshotStore(job.lake)
+    by_table: dict[TableId, list[int]] = {}
+    for i, jb in enumerate(job.batches):
+        by_table.setdefault(jb.batch.table, []).append(i)
 
-    def commit(i: int) -> BatchManifest:
-        share = sum(r.rows for r in results[i]) / rows if rows else len(results[i]) / len(records)
-        return commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, results[i], seconds * share)
+    def commit(indexes: list[int]) -> list[tuple[int, BatchManifest]]:
+        done = []
+        for i in indexes:
+            share = sum(r.rows for r in results[i]) / rows if rows else len(results[i]) / len(records)
+            done.append((i, commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, results[i],
+                                         seconds * share)))
+        return done
 
-    if threads <= 1 or len(job.batches) == 1:
-        return [commit(i) for i in range(len(job.batches))]
-    with ThreadPoolExecutor(min(threads, len(job.batches))) as pool:
-        futures = [pool.submit(commit, i) for i in range(len(job.batches))]
-    return [f.result() for f in futures]
+    if threads <= 1 or len(by_table) == 1:
+        committed = [item for indexes in by_table.values() for item in commit(indexes)]
+    else:
+        with ThreadPoolExecutor(min(threads, len(by_table))) as pool:
+            futures = [pool.submit(commit, indexes) for indexes in by_table.values()]
+        committed = [item for future in futures for item in future.result()]
+    return [manifest for _, manifest in sorted(committed, key=lambda item: item[0])]
 
 
 def main(argv: list[str] | None = None) -> int:
