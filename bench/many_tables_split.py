@@ -11,7 +11,6 @@ Starts a throwaway MariaDB of its own and stops it afterwards; the lake is a tem
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import tempfile
@@ -19,30 +18,19 @@ import time
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, load_table_schema, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
-from bench.server import throwaway_server
+from bench.server import load_small_tables, many_tables_arguments, throwaway_server
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tables", type=int, default=1000)
-    parser.add_argument("--rows", type=int, default=200, help="rows per table")
-    parser.add_argument("--port", type=int, default=33091)
-    args = parser.parse_args(argv)
+    args = many_tables_arguments(__doc__, argv, tables=1000, rows=200, port=33091)
     with throwaway_server(args.port) as server:
-        admin = server.admin_connect("bench")
         started = time.perf_counter()
-        with admin.cursor() as cur:
-            cur.execute("USE bench")
-            for n in range(args.tables):
-                cur.execute(f"CREATE TABLE t{n:05d} (id INT PRIMARY KEY, v VARCHAR(20), w DECIMAL(10,2))")
-                cur.execute(f"INSERT INTO t{n:05d} SELECT seq, CONCAT('v', seq), seq / 10 FROM seq_1_to_{args.rows}")
-            cur.execute("ANALYZE TABLE " + ", ".join(f"t{n:05d}" for n in range(args.tables)))
-            cur.fetchall()
+        with server.admin_connect("bench").cursor() as cur:
+            tables = load_small_tables(cur, args.tables, args.rows)
         print(f"made {args.tables:,} tables of {args.rows:,} rows in {time.perf_counter() - started:.1f} s")
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port,
                                   server_id=ServerIdRange.parse("5400-9999"))
@@ -58,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"(+1 for the stream) for {sum(len(j.batches) for j in jobs)} batches")
         conn = config.connect()
         try:
-            tables = [TableId("bench", f"t{n:05d}") for n in range(args.tables)]
             started = time.perf_counter()
             for table in tables:
                 schema = load_table_schema(conn, table)

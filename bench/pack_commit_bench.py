@@ -1,8 +1,7 @@
-"""How long a snapshot job of many small tables spends committing its batches (issue 27): each batch is
-its own Delta transaction replacing its partition, then its manifest (``spark.snapshot_job.commit_pack``),
-one after another against ``COMMIT_THREADS`` at once, in the same run on the same files. Also the
-reading side without Spark: the job's chunks read by one task, table after table (one chunk reader a
-table), which is what a pack's task does.
+"""Where a snapshot job of many small tables spends its time without Spark's start (issue 27): its chunks
+read by one task, table after table (one chunk reader a table, as a job's task does), and its batches
+committed, each its own Delta transaction replacing its partition, then its manifest
+(``spark.snapshot_job.commit_pack``); the commits are timed twice, on new files each time.
 
     .venv/bin/python -m bench.pack_commit_bench [--tables 200] [--rows 300]
 
@@ -11,7 +10,6 @@ Starts a throwaway MariaDB of its own and stops it afterwards; the lake is a tem
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -19,31 +17,22 @@ import uuid
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schemas
-from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
-from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
-from bench.server import throwaway_server
+from airflow_provider_mysqlcdc.spark.snapshot_job import commit_pack
+from bench.server import load_small_tables, many_tables_arguments, throwaway_server
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tables", type=int, default=200)
-    parser.add_argument("--rows", type=int, default=300, help="rows per table")
-    parser.add_argument("--port", type=int, default=33092)
-    args = parser.parse_args(argv)
+    args = many_tables_arguments(__doc__, argv, tables=200, rows=300, port=33092)
     with throwaway_server(args.port) as server, tempfile.TemporaryDirectory(prefix="bench-lake-") as folder:
         with server.admin_connect("bench").cursor() as cur:
-            for n in range(args.tables):
-                cur.execute(f"CREATE TABLE bench.t{n:05d} (id INT PRIMARY KEY, v VARCHAR(20), w DECIMAL(10,2))")
-                cur.execute(f"INSERT INTO bench.t{n:05d} SELECT seq, CONCAT('v', seq), seq / 10 "
-                            f"FROM seq_1_to_{args.rows}")
+            tables = load_small_tables(cur, args.tables, args.rows)
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
-        tables = [TableId("bench", f"t{n:05d}") for n in range(args.tables)]
         control = config.connect()
         try:
             schemas = load_table_schemas(control, tables)
@@ -70,17 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"one task reads {args.tables} tables ({sum(r.rows for r in records):,} rows), a chunk reader a "
               f"table: {reading:.2f} s, {1000 * reading / args.tables:.1f} ms a table")
         commit_pack(job, attempt, records, reading)  # the tables' first commits create them: not timed
-        seconds: dict[int, float] = {}
-        for threads in (1, COMMIT_THREADS, 1, COMMIT_THREADS):  # each twice, alternating, each on new files
+        for _ in range(2):
             attempt, records, reading = read()
             started = time.perf_counter()
-            manifests = commit_pack(job, attempt, records, reading, threads=threads)
+            manifests = commit_pack(job, attempt, records, reading)
             took = time.perf_counter() - started
             assert len(manifests) == args.tables
-            seconds[threads] = min(seconds.get(threads, took), took)
-            print(f"commit of {args.tables} batches, {threads} at once: {took:.2f} s")
-        print(f"best of two: one at a time {seconds[1]:.2f} s, {COMMIT_THREADS} at once "
-              f"{seconds[COMMIT_THREADS]:.2f} s ({seconds[1] / seconds[COMMIT_THREADS]:.1f}x)")
+            print(f"commit of {args.tables} batches: {took:.2f} s, {1000 * took / args.tables:.1f} ms a batch")
     return 0
 
 

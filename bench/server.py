@@ -7,9 +7,12 @@ import contextlib
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dev import mariadb
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
 
 
 @contextlib.contextmanager
@@ -86,3 +89,25 @@ def connectorx_select_rate(config: Any) -> float:
     started = time.perf_counter()
     table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
     return float(table.num_rows / (time.perf_counter() - started))
+
+def many_tables_arguments(description: str | None, argv: list[str] | None, tables: int, rows: int,
+                          port: int) -> argparse.Namespace:
+    """The options of the benchmarks of a database of many small tables: how many, their rows, the port."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--tables", type=int, default=tables)
+    parser.add_argument("--rows", type=int, default=rows, help="rows per table")
+    parser.add_argument("--port", type=int, default=port)
+    return parser.parse_args(argv)
+
+
+def load_small_tables(cur: Any, tables: int, rows: int) -> list[TableId]:
+    """``bench.t00000`` ... : ``tables`` tables of ``rows`` small rows each (a database of many tables), analyzed."""
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
+
+    names = [f"t{n:05d}" for n in range(tables)]
+    for name in names:
+        cur.execute(f"CREATE TABLE bench.{name} (id INT PRIMARY KEY, v VARCHAR(20), w DECIMAL(10,2))")
+        cur.execute(f"INSERT INTO bench.{name} SELECT seq, CONCAT('v', seq), seq / 10 FROM seq_1_to_{rows}")
+    cur.execute("ANALYZE TABLE " + ", ".join(f"bench.{name}" for name in names))
+    cur.fetchall()
+    return [TableId("bench", name) for name in names]

@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
@@ -29,12 +28,9 @@ from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
-COMMIT_THREADS = 8
-"""Tables of a job whose batches are committed at once (each batch its own Delta transaction and manifest)."""
 
 
 def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
@@ -68,35 +64,19 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
               flush=True)
 
 
-def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
-                threads: int = COMMIT_THREADS) -> list[BatchManifest]:
+def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float) -> list[BatchManifest]:
     """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
-    one Delta transaction replacing its partition, then its manifest), the tables ``threads`` at once and
-    each table's batches one after another (two commits of one table at once would conflict). A batch's
-    ``seconds`` is its share of the job's, by rows, so that the manifests' rows per second stay the job's.
-    Raises the first table's error after the others ended."""
+    one Delta transaction replacing its partition, then its manifest), one after another: ~10 ms a batch
+    here, and committing eight tables at once was no faster (``bench/RESULTS.md``). A batch's ``seconds``
+    is its share of the job's, by rows, so that the manifests' rows per second stay the job's."""
     results = job.by_batch(records, lambda r: r.chunk)
     rows = sum(r.rows for r in records)
     store = SnapshotStore(job.lake)
-    by_table: dict[TableId, list[int]] = {}
-    for i, jb in enumerate(job.batches):
-        by_table.setdefault(jb.batch.table, []).append(i)
-
-    def commit(indexes: list[int]) -> list[tuple[int, BatchManifest]]:
-        done = []
-        for i in indexes:
-            share = sum(r.rows for r in results[i]) / rows if rows else len(results[i]) / len(records)
-            done.append((i, commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, results[i],
-                                         seconds * share)))
-        return done
-
-    if threads <= 1 or len(by_table) == 1:
-        committed = [item for indexes in by_table.values() for item in commit(indexes)]
-    else:
-        with ThreadPoolExecutor(min(threads, len(by_table))) as pool:
-            futures = [pool.submit(commit, indexes) for indexes in by_table.values()]
-        committed = [item for future in futures for item in future.result()]
-    return [manifest for _, manifest in sorted(committed, key=lambda item: item[0])]
+    manifests = []
+    for jb, mine in zip(job.batches, results, strict=True):
+        share = sum(r.rows for r in mine) / rows if rows else len(mine) / len(records)
+        manifests.append(commit_batch(store, jb.batch, attempt, jb.schema, mine, seconds * share))
+    return manifests
 
 
 def main(argv: list[str] | None = None) -> int:
