@@ -90,6 +90,7 @@ def connectorx_select_rate(config: Any) -> float:
     table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
     return float(table.num_rows / (time.perf_counter() - started))
 
+
 def many_tables_arguments(description: str | None, argv: list[str] | None, tables: int, rows: int,
                           port: int) -> argparse.Namespace:
     """The options of the benchmarks of a database of many small tables: how many, their rows, the port."""
