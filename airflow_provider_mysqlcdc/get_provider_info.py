@@ -55,6 +55,9 @@ def get_provider_info() -> dict[str, Any]:
                 "to_openlineage_converter": "airflow_provider_mysqlcdc.assets.convert_asset_to_openlineage",
             }
         ],
+        "plugins": [
+            {"name": "mysql_cdc", "plugin-class": "airflow_provider_mysqlcdc.ui.plugin.MySqlCdcPlugin"},
+        ],
         "extra-links": [
             "airflow_provider_mysqlcdc.operators.links.LakeTableLink",
             "airflow_provider_mysqlcdc.operators.links.SparkApplicationLink",

@@ -219,6 +219,9 @@ def environment(home: Path, port: int, parallelism: int, dags_folder: Path,
         "AIRFLOW__CORE__PARALLELISM": str(parallelism),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only the DAGs asked for run (unpause)
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        # the provider's "MySQL CDC" page is a plugin of its provider info, which Airflow loads only when it
+        # discovers providers eagerly (an install made before the plugin's entry point existed lacks that)
+        "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",

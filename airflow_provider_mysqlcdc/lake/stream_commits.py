@@ -12,6 +12,7 @@ the lineage of a stream run counts its rows with ``stream_rows``. Lake work, kep
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
@@ -58,6 +59,30 @@ def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: i
         if older_reached or len(history) < limit:
             return sum(rows for _, rows in appended.values())
         limit *= 4
+
+
+@dataclass(frozen=True)
+class StreamAppend:
+    """One stream batch's append to a table's changelog, from the Delta log: when it was committed (ms since
+    the epoch, the commit's timestamp) and how many rows it added."""
+
+    seq: int
+    version: int
+    committed_ms: int
+    rows: int
+
+
+def stream_appends(lake: Lake, table: str | TableId, limit: int) -> list[StreamAppend]:
+    """The stream batches among the table's last ``limit`` changelog commits, oldest first (a batch appended
+    twice, by a killed run and again: its last append). Only batches up to the checkpoint's are final."""
+    changelog = lake.table(table).changelog.open()
+    appends: dict[int, StreamAppend] = {}
+    for commit in changelog.history(limit) if changelog is not None else []:
+        seq = _appended_seq(commit)
+        if seq is not None and commit["version"] > appends.get(seq, StreamAppend(seq, -1, 0, 0)).version:
+            appends[seq] = StreamAppend(seq, commit["version"], int(commit["timestamp"]),
+                                        int(commit["operationMetrics"]["num_added_rows"]))
+    return sorted(appends.values(), key=lambda a: a.seq)
 
 
 def checkpoint_seq(lake: Lake) -> int:

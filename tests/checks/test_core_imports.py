@@ -42,6 +42,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         # assets builds the asset watcher's trigger (replica_asset), so it sits above triggers
         "assets": ("triggers", "lake", "cdc", "exceptions"),
         "operators": ("assets", "triggers", "spark", "engine", "hooks", "lake", "cdc", "exceptions"),
+        # the UI plugin's page reads the lake (and the engine's verification reports) beside the operators
+        "ui": ("engine", "hooks", "lake", "cdc", "exceptions"),
         "get_provider_info": ("", "assets", "cdc", "exceptions"),
     }.items()
 }

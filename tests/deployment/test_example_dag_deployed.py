@@ -6,22 +6,17 @@ survives the triggerer's ``kill -9``, one cleared batch reruns alone, and the ru
 from __future__ import annotations
 
 import re
-import shutil
 import signal
-import struct
-import subprocess
-import zlib
-from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pyarrow.compute as pc
-import pytest
 
 from airflow_provider_mysqlcdc.lake.handle import table_uri
 from airflow_provider_mysqlcdc.lake.read import read_changes
+from tests.deployment.browser import chromium, png_facts
 from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 
 
@@ -86,57 +81,6 @@ def test_the_ui_shows_the_run_with_labelled_batches_and_the_deferred_stream(shar
     # the page rendered the run's task instances with their labels and the deferred stream, not an
     # error or login page
     assert all(label in dom for label in expected) and "Deferred" in dom, dom[:2000]
-
-
-def chromium(url: str, *flags: str, dump_dom: bool = True) -> tuple[str, str]:
-    """Headless chromium on ``url`` with AIRFLOW.md's flags; its stdout (the DOM with ``dump_dom``)."""
-    binary = shutil.which("chromium")
-    if binary is None:
-        pytest.fail("chromium is missing: run dev/setup.sh (it installs Debian's chromium)")
-    args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-            "--virtual-time-budget=20000", *flags, *(["--dump-dom"] if dump_dom else []), url]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr, done.stdout
-
-
-def png_facts(data: bytes) -> tuple[int, int, int, float]:
-    """Width, height, distinct colours (of a sample) and the share of pixels unlike the most common
-    colour, decoding the 8-bit RGB(A) PNG that chromium writes."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, header = 8, b"", b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        header = body if kind == b"IHDR" else header
-        idat += body if kind == b"IDAT" else b""
-        pos += 12 + length
-    width, height, depth, color_type = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and color_type in (2, 6), (depth, color_type)
-    channels = 3 if color_type == 2 else 4
-    raw, stride = zlib.decompress(idat), width * channels
-    previous, counts = bytearray(stride), Counter()
-    for y in range(height):
-        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            left = row[i - channels] if i >= channels else 0
-            up, corner = previous[i], previous[i - channels] if i >= channels else 0
-            if kind == 1:
-                row[i] = (row[i] + left) & 0xFF
-            elif kind == 2:
-                row[i] = (row[i] + up) & 0xFF
-            elif kind == 3:
-                row[i] = (row[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                row[i] = (row[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
-        if y % 4 == 0:
-            counts.update(bytes(row[x:x + 3]) for x in range(0, stride, channels * 4))
-        previous = row
-    total = sum(counts.values())
-    return width, height, len(counts), 1 - counts.most_common(1)[0][1] / total
 
 
 def test_the_stream_wakes_under_the_real_triggerer_and_survives_its_kill(shared_run: SharedRun) -> None:

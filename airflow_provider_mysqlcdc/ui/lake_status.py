@@ -1,0 +1,324 @@
+"""What one lake says about its replica, for the page and its JSON: per table its snapshot chunks, Delta
+tables, verification and table events; the stream's position, lease and commit history.
+
+Read only, and only through the lake's readers (``SnapshotStore``, ``StreamStore``, the Delta logs,
+``VerifyStore``'s reports): the page never writes. The snapshot's chunks are done when their batch has a
+manifest; a batch without one is pending unless Airflow says its task runs or failed (``batch_states``,
+given by ``ui.runs``: this module knows no Airflow). Figures of the Delta tables come from their logs
+(file sizes and row counts of the files, no data read); the stream's lag at each commit from its
+changelogs: the commit's time (Delta log) minus the newest source commit time (``_op_ts``) of its rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.chunks import encode_key
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.verify import VerifyReport
+from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+from airflow_provider_mysqlcdc.lake.lease import Lease
+from airflow_provider_mysqlcdc.lake.merge import merged_through
+from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, Plan, SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_commits import stream_appends
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+HISTORY_COMMITS = 2_000
+"""Changelog commits read per table for the history: about a day of a stream committing every minute."""
+HISTORY_HOURS = 6.0
+"""The hours of stream history the page draws."""
+RATE_WINDOW_SECONDS = 300
+"""The stream's rows/s is the rows its commits wrote in this many seconds before now."""
+DONE, RUNNING, FAILED, PENDING = "done", "running", "failed", "pending"
+CHUNK_STATES = (DONE, RUNNING, FAILED, PENDING)
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """One chunk of a table's snapshot: its key range ``[start, end)`` as text (None: unbounded), its batch
+    and that batch's state; rows and high watermark once its batch committed."""
+
+    index: int
+    start: str | None
+    end: str | None
+    batch: int
+    state: str
+    rows: int | None = None
+    high_watermark: str | None = None
+
+
+@dataclass(frozen=True)
+class DeltaFacts:
+    """A Delta table of the replica, from its log: version, data files, their bytes and rows."""
+
+    version: int
+    files: int
+    bytes: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class VerificationView:
+    """The table's latest verification report: equal, or the chunks that differ and how."""
+
+    run: str
+    written_at: str
+    equal: bool
+    chunks: int
+    rows: int
+    differing_chunks: list[int]
+    missing: int
+    extra: int
+    different: int
+
+
+@dataclass(frozen=True)
+class TableEvent:
+    """A table event in the changelog (a TRUNCATE or a schema change the stream applied), or the DDL that
+    stopped the table, at its binlog offset."""
+
+    kind: str
+    statement: str
+    at: str
+    source_time: str | None = None
+
+
+@dataclass(frozen=True)
+class TableView:
+    """One table of the lake. ``state``: ``streaming`` (the stream captures it), ``snapshot`` (batches still
+    to commit), ``stopped`` (no longer captured: ``stopped_by`` says by which DDL, empty when taken out of
+    the tables) or ``snapshotted`` (snapshot done, the stream has not taken it yet)."""
+
+    table: str
+    state: str
+    chunks: list[ChunkView]
+    batches: int
+    batches_done: int
+    snapshot_rows: int
+    current: DeltaFacts | None
+    changelog: DeltaFacts | None
+    merged_through: int | None
+    verification: VerificationView | None
+    events: list[TableEvent]
+    stopped_by: str | None = None
+
+    def chunk_counts(self) -> dict[str, int]:
+        return {state: sum(c.state == state for c in self.chunks) for state in CHUNK_STATES}
+
+
+@dataclass(frozen=True)
+class CommitPoint:
+    """One stream batch: when it was committed, the rows it wrote and its lag (commit time minus the newest
+    source commit among its rows; None for a batch of table events only)."""
+
+    seq: int
+    committed_at: str
+    rows: int
+    lag_seconds: float | None
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """The stream of the lake as its checkpoint, lease and changelogs tell it."""
+
+    seq: int
+    offset: str
+    gtid: str | None
+    last_commit: str
+    lag_seconds: float | None
+    rows_per_second: float
+    lease_holder: str | None
+    lease_valid_until: str | None
+    lease_held: bool
+    history: list[CommitPoint] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LakeStatus:
+    """Everything the page shows of one lake."""
+
+    base_uri: str
+    tables: list[TableView]
+    stream: StreamView | None
+
+
+def _iso(ms: float) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
+
+
+def _key_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(encode_key(value), default=str)
+
+
+def lake_tables(lake: Lake, checkpoint: Checkpoint | None) -> list[TableId]:
+    """The tables of the lake: those the checkpoint names, and those with a snapshot plan."""
+    found = set(checkpoint.schemas) | set(checkpoint.stopped) if checkpoint is not None else set()
+    if lake.exists(lake.root):
+        for database in lake.fs.get_file_info(pafs.FileSelector(lake.root)):
+            if database.type != pafs.FileType.Directory or database.base_name.startswith("_"):
+                continue
+            for table in lake.fs.get_file_info(pafs.FileSelector(database.path)):
+                if table.type == pafs.FileType.Directory:
+                    table_id = TableId(database.base_name, table.base_name)
+                    if lake.exists(lake.table(table_id).plan):
+                        found.add(table_id)
+    return sorted(found, key=str)
+
+
+def delta_facts(location: DeltaLocation) -> tuple[DeltaFacts | None, DeltaTable | None]:
+    """The Delta table's figures from its log (None before it exists), and the table."""
+    table = location.open()
+    if table is None:
+        return None, None
+    files = pa.table(table.get_add_actions(flatten=True))
+    return DeltaFacts(table.version(), files.num_rows, int(pc.sum(files.column("size_bytes")).as_py() or 0),
+                      int(pc.sum(files.column("num_records")).as_py() or 0)), table
+
+
+def chunk_views(plan: Plan, manifests: list[BatchManifest | None],
+                batch_states: Mapping[tuple[TableId, int], str]) -> list[ChunkView]:
+    """The plan's chunks, each with its batch's state: done with a manifest, else what Airflow says."""
+    views = []
+    for batch, manifest in zip(plan.batches, manifests, strict=True):
+        results = {r.chunk.index: r for r in manifest.chunks} if manifest is not None else {}
+        state = DONE if manifest is not None else batch_states.get((batch.table, batch.number), PENDING)
+        for chunk in plan.chunks_of(batch):
+            result = results.get(chunk.index)
+            views.append(ChunkView(chunk.index, _key_text(chunk.start), _key_text(chunk.end), batch.number, state,
+                                   result.rows if result is not None else None,
+                                   str(result.high_watermark) if result is not None else None))
+    return views
+
+
+def latest_verification(lake: Lake, table: TableId) -> VerificationView | None:
+    """The newest whole-run report under the table's ``verify/`` folder (``engine.verify``), if any."""
+    folder = lake.table(table).path("verify")
+    if not lake.exists(folder):
+        return None
+    reports = [f for f in lake.fs.get_file_info(pafs.FileSelector(folder))
+               if f.type == pafs.FileType.File and f.base_name.endswith(".json")]
+    if not reports:
+        return None
+    newest = max(reports, key=lambda f: (f.mtime_ns or 0, f.base_name))
+    report = VerifyReport.from_dict(lake.read_json(newest.path), newest.path)
+    totals = report.totals()
+    return VerificationView(report.run, _iso((newest.mtime_ns or 0) / 1e6), report.equal, len(report.verdicts),
+                            report.rows, [v.chunk.index for v in report.differing], totals["missing"],
+                            totals["extra"], totals["different"])
+
+
+def table_events(changelog: DeltaTable | None, checkpoint: Checkpoint | None, table: TableId) -> list[TableEvent]:
+    """The table events the stream wrote to the changelog (only the few columns that name them are read),
+    then the DDL that stopped the table."""
+    events = []
+    if changelog is not None and DDL_COLUMN in pa.schema(changelog.schema().to_arrow()).names:
+        kinds = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
+        rows = changelog.to_pyarrow_dataset().to_table(
+            columns=["_op", DDL_COLUMN, "_op_ts", "_binlog_file", "_binlog_pos"],
+            filter=pc.field("_op").isin(kinds)).sort_by([("_binlog_file", "ascending"), ("_binlog_pos", "ascending")])
+        for row in rows.to_pylist():
+            events.append(TableEvent(ChangeKind(row["_op"]).name.lower(), row[DDL_COLUMN] or "",
+                                     f"binlog file {row['_binlog_file']} position {row['_binlog_pos']}",
+                                     _iso(row["_op_ts"]) if row["_op_ts"] else None))
+    stopped = checkpoint.stopped.get(table) if checkpoint is not None else None
+    if stopped is not None:
+        events.append(TableEvent("stopped", stopped.ddl or "taken out of the captured tables", str(stopped.offset)))
+    return events
+
+
+def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
+               batch_states: Mapping[tuple[TableId, int], str]) -> TableView:
+    store = SnapshotStore(lake)
+    plan = store.read_plan(table)
+    manifests = store.manifests(plan) if plan is not None else []
+    chunks = chunk_views(plan, manifests, batch_states) if plan is not None else []
+    current, current_table = delta_facts(lake.table(table).current)
+    changelog, changelog_table = delta_facts(lake.table(table).changelog)
+    stopped = checkpoint.stopped.get(table) if checkpoint is not None else None
+    done = sum(m is not None for m in manifests)
+    if stopped is not None:
+        state = "stopped"
+    elif plan is not None and done < len(plan.batches):
+        state = "snapshot"
+    elif checkpoint is not None and table in checkpoint.schemas:
+        state = "streaming"
+    else:
+        state = "snapshotted"
+    merged = merged_through(current_table) if current_table is not None else None
+    return TableView(str(table), state, chunks, len(plan.batches) if plan is not None else 0, done,
+                     sum(m.rows for m in manifests if m is not None), current, changelog, merged,
+                     latest_verification(lake, table), table_events(changelog_table, checkpoint, table),
+                     (stopped.ddl or "taken out of the captured tables") if stopped is not None else None)
+
+
+def newest_changes(changelog: DeltaTable, first_seq: int, last_seq: int) -> dict[int, int]:
+    """Per stream batch in ``[first_seq, last_seq]``: the newest source commit time (``_op_ts``, ms) of its
+    rows (two columns read, the batches' files only)."""
+    seq = pc.field(STREAM_SEQ_COLUMN)
+    rows = changelog.to_pyarrow_dataset().to_table(columns=[STREAM_SEQ_COLUMN, "_op_ts"],
+                                                   filter=(seq >= first_seq) & (seq <= last_seq))
+    newest = rows.group_by(STREAM_SEQ_COLUMN).aggregate([("_op_ts", "max")])
+    return dict(zip(newest.column(STREAM_SEQ_COLUMN).to_pylist(), newest.column("_op_ts_max").to_pylist(),
+                    strict=True))
+
+
+def stream_history(lake: Lake, tables: Iterable[TableId], through_seq: int, since_ms: float) -> list[CommitPoint]:
+    """The stream's batches up to the checkpoint's, committed after ``since_ms``, over all ``tables``."""
+    committed: dict[int, int] = {}
+    rows: dict[int, int] = {}
+    newest: dict[int, int] = {}
+    for table in tables:
+        appends = [a for a in stream_appends(lake, table, HISTORY_COMMITS)
+                   if a.seq <= through_seq and a.committed_ms >= since_ms]
+        if not appends:
+            continue
+        for append in appends:
+            committed[append.seq] = max(committed.get(append.seq, 0), append.committed_ms)
+            rows[append.seq] = rows.get(append.seq, 0) + append.rows
+        changelog = lake.table(table).changelog.open()
+        if changelog is not None:
+            for seq, ts in newest_changes(changelog, appends[0].seq, appends[-1].seq).items():
+                if ts:
+                    newest[seq] = max(newest.get(seq, 0), ts)
+    return [CommitPoint(seq, _iso(committed[seq]), rows[seq],
+                        round(max(0, committed[seq] - newest[seq]) / 1000, 1) if seq in newest else None)
+            for seq in sorted(committed)]
+
+
+def stream_view(lake: Lake, checkpoint: Checkpoint, now: float) -> StreamView:
+    seq, offset = checkpoint.visible
+    history = stream_history(lake, [*checkpoint.schemas, *checkpoint.stopped], seq, (now - HISTORY_HOURS * 3600) * 1000)
+    lags = [p.lag_seconds for p in history if p.lag_seconds is not None]
+    recent = sum(p.rows for p in history if dt.datetime.fromisoformat(p.committed_at).timestamp() >= now - RATE_WINDOW_SECONDS)
+    document = lake.read_json(lake.lease)
+    lease = Lease.from_dict(document, lake.lease) if document is not None else None
+    return StreamView(seq, f"{offset.file}:{offset.position}", offset.gtid, checkpoint.updated_at,
+                      lags[-1] if lags else None, round(recent / RATE_WINDOW_SECONDS, 1),
+                      lease.holder if lease is not None else None,
+                      _iso(lease.expires_at * 1000) if lease is not None else None,
+                      lease is not None and lease.valid(now), history)
+
+
+def lake_status(lake: Lake, tables: Iterable[str] | None = None,
+                batch_states: Mapping[tuple[TableId, int], str] | None = None, now: float | None = None) -> LakeStatus:
+    """The lake's tables (those of ``tables`` only, when given) and its stream."""
+    checkpoint = StreamStore(lake).read_checkpoint()
+    wanted = {TableId.parse(t) for t in tables} if tables is not None else None
+    found = [t for t in lake_tables(lake, checkpoint) if wanted is None or t in wanted]
+    stream = stream_view(lake, checkpoint, time.time() if now is None else now) if checkpoint is not None else None
+    return LakeStatus(lake.base_uri, [table_view(lake, t, checkpoint, batch_states or {}) for t in found], stream)

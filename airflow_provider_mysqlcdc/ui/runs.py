@@ -1,0 +1,147 @@
+"""What Airflow knows of a DAG's MySQL CDC work: which lakes a run writes, which tables it touches, and
+the states of its snapshot batches and streams, read from the metadata database of the api-server.
+
+A lake is found where the run's tasks rendered it: every operator of this package has the template
+fields ``base_uri`` and ``lake_conn_id``, and Airflow keeps each task instance's rendered fields
+(``RenderedTaskInstanceFields``) once it started. A snapshot task's rendered ``batch`` (one batch's
+dict, or a list of them) names the table and number of the batches it writes, so a batch without a
+manifest yet is ``running`` or ``failed`` as its task instance is. The stream's task instance gives
+the stream's state (running, deferred, failed...). The tables of a run are those its tasks rendered
+(``tables`` lists, batches); a task instance's, those of that task alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+
+OPERATORS = (
+    "MySqlChunkSplitOperator", "MySqlSnapshotSparkOperator", "MySqlBinlogStreamOperator", "MySqlVerifyPlanOperator",
+    "MySqlVerifyOperator", "MySqlVerifySummaryOperator", "MySqlResnapshotOperator",
+)
+"""The class names of this package's operators, as task instances record them (``TaskInstance.operator``)."""
+STREAM_OPERATOR = "MySqlBinlogStreamOperator"
+_BATCH_STATES = {"running": "running", "failed": "failed", "upstream_failed": "failed"}
+"""A snapshot task instance's state, as the state of its batches that have no manifest yet (else pending)."""
+
+
+@dataclass(frozen=True)
+class LakeRef:
+    """A lake as the run's tasks rendered it."""
+
+    base_uri: str
+    lake_conn_id: str | None
+
+
+@dataclass(frozen=True)
+class TaskState:
+    task_id: str
+    map_index: int
+    state: str | None
+    try_number: int
+
+
+@dataclass
+class RunFacts:
+    """One DAG run's MySQL CDC facts. ``tables``: the tables to show (None: every table of its lakes)."""
+
+    dag_id: str
+    run_id: str
+    run_state: str | None
+    lakes: list[LakeRef] = field(default_factory=list)
+    tables: set[str] | None = None
+    batch_states: dict[tuple[TableId, int], str] = field(default_factory=dict)
+    streams: dict[LakeRef, TaskState] = field(default_factory=dict)
+
+
+def _batches(value: Any) -> list[dict[str, Any]]:
+    """A rendered ``batch`` field: one batch's dict or a list of them (other forms: none)."""
+    try:
+        value = rendered.literal("batch", value)
+    except InvalidOptionError:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [b for b in items if isinstance(b, Mapping) and "table" in b and "number" in b]
+
+
+def _tables(value: Any) -> set[str] | None:
+    """A rendered ``tables`` field as names (None when it is not a list of names, e.g. not given)."""
+    try:
+        value = rendered.literal("tables", value)
+    except InvalidOptionError:
+        return None
+    return {str(t) for t in value} if isinstance(value, list) and value else None
+
+
+def _lake(fields: Mapping[str, Any]) -> LakeRef | None:
+    base_uri = fields.get("base_uri")
+    if not isinstance(base_uri, str) or rendered.is_none(base_uri) or "{{" in base_uri:
+        return None
+    conn = fields.get("lake_conn_id")
+    return LakeRef(base_uri, None if conn is None or rendered.is_none(conn) else str(conn))
+
+
+def latest_run_id(session: Session, dag_id: str) -> str | None:
+    from airflow.models.dagrun import DagRun
+
+    return session.scalar(select(DagRun.run_id).where(DagRun.dag_id == dag_id).order_by(DagRun.id.desc()).limit(1))
+
+
+def run_facts(session: Session, dag_id: str, run_id: str, task_id: str | None = None,
+              map_index: int | None = None) -> RunFacts:
+    """The run's lakes, tables, batch and stream states; with ``task_id`` (and ``map_index``), the tables of
+    that task instance only."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields as Rendered
+    from airflow.models.taskinstance import TaskInstance
+
+    facts = RunFacts(dag_id, run_id, session.scalar(
+        select(DagRun.state).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)))
+    instances = {(ti.task_id, ti.map_index): ti for ti in session.scalars(
+        select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id))}
+    fields = session.execute(select(Rendered.task_id, Rendered.map_index, Rendered.rendered_fields).where(
+        Rendered.dag_id == dag_id, Rendered.run_id == run_id)).all()
+    run_tables: set[str] = set()
+    task_tables: set[str] = set()
+    for ti_task, ti_map, values in fields:
+        if not isinstance(values, Mapping):
+            continue
+        lake = _lake(values)
+        if lake is None:
+            continue
+        if lake not in facts.lakes:
+            facts.lakes.append(lake)
+        ti = instances.get((ti_task, ti_map))
+        batches = _batches(values.get("batch"))
+        tables = {str(b["table"]) for b in batches} | (_tables(values.get("tables")) or set())
+        run_tables |= tables
+        if ti_task == task_id and (map_index is None or map_index < 0 or ti_map == map_index):
+            task_tables |= tables
+        if ti is None:
+            continue
+        for batch in batches:
+            state = _BATCH_STATES.get(str(ti.state))
+            if state is not None:
+                facts.batch_states[(TableId.parse(str(batch["table"])), int(batch["number"]))] = state
+        if ti.operator == STREAM_OPERATOR:
+            facts.streams[lake] = TaskState(ti.task_id, ti.map_index, None if ti.state is None else str(ti.state),
+                                            ti.try_number)
+    facts.tables = (task_tables or None) if task_id else (run_tables or None)
+    return facts
+
+
+def cdc_dag_ids(session: Session, readable: Iterable[str]) -> list[str]:
+    """The DAGs among ``readable`` that ran a task of this package."""
+    from airflow.models.taskinstance import TaskInstance
+
+    readable = set(readable)
+    found = session.scalars(select(TaskInstance.dag_id).where(TaskInstance.operator.in_(OPERATORS)).distinct())
+    return sorted(d for d in found if d in readable)
