@@ -304,7 +304,8 @@ def stream_view(lake: Lake, checkpoint: Checkpoint, now: float) -> StreamView:
     seq, offset = checkpoint.visible
     history = stream_history(lake, [*checkpoint.schemas, *checkpoint.stopped], seq, (now - HISTORY_HOURS * 3600) * 1000)
     lags = [p.lag_seconds for p in history if p.lag_seconds is not None]
-    recent = sum(p.rows for p in history if dt.datetime.fromisoformat(p.committed_at).timestamp() >= now - RATE_WINDOW_SECONDS)
+    since = now - RATE_WINDOW_SECONDS
+    recent = sum(p.rows for p in history if dt.datetime.fromisoformat(p.committed_at).timestamp() >= since)
     document = lake.read_json(lake.lease)
     lease = Lease.from_dict(document, lake.lease) if document is not None else None
     return StreamView(seq, f"{offset.file}:{offset.position}", offset.gtid, checkpoint.updated_at,

@@ -64,7 +64,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:16px;color:#212121}h1{font-size:20px}h2{font-size:17px;margin-top:24px}
 table{border-collapse:collapse;margin:8px 0}th,td{border-bottom:1px solid #e0e0e0;padding:4px 8px;text-align:left;
 vertical-align:top;font-size:13px}th{background:#f5f5f5}.chunks{display:flex;flex-wrap:wrap;gap:2px;max-width:420px}
-.chunk{width:12px;height:12px;border-radius:2px;display:inline-block}.muted{color:#757575}.bad{color:#c62828}
+.chunk{width:14px;height:14px;border-radius:2px;display:inline-block}.muted{color:#757575}.bad{color:#c62828}
 .good{color:#2e7d32}.facts td:first-child{color:#616161}.legend span{margin-right:12px}code{font-size:12px}
 """
 
@@ -135,12 +135,13 @@ def _time(text: str) -> float:
 
 
 def chart(history: list[CommitPoint], width: int = 720, height: int = 170) -> str:
-    """The stream's lag (a line, seconds) and rows/s (bars, per minute) at its commits, as inline SVG."""
+    """The stream's lag (a line, seconds) at its commits and its rows/s (bars, per interval), as inline SVG."""
     if not history:
         return '<p class="muted">No stream commit in the last hours.</p>'
     times = [_time(p.committed_at) for p in history]
     start, end = min(times), max(times)
-    end = max(end, start + 60)
+    bucket = max(10.0, (end - start) / 60)  # seconds a bar sums: at most about 60 bars
+    end = max(end, start + bucket) + bucket
     left, right, top, bottom = 48, width - 48, 12, height - 24
 
     def x(t: float) -> float:
@@ -148,14 +149,18 @@ def chart(history: list[CommitPoint], width: int = 720, height: int = 170) -> st
 
     buckets: dict[int, int] = {}
     for t, p in zip(times, history, strict=True):
-        buckets[int((t - start) // 60)] = buckets.get(int((t - start) // 60), 0) + p.rows
-    top_rate = max(max(buckets.values()) / 60, 1e-9)
+        buckets[int((t - start) // bucket)] = buckets.get(int((t - start) // bucket), 0) + p.rows
+    top_rate = max(max(buckets.values()) / bucket, 1e-9)
     lags = [(t, p.lag_seconds) for t, p in zip(times, history, strict=True) if p.lag_seconds is not None]
     top_lag = max([lag for _, lag in lags] + [1.0])
-    bar = max(2.0, 60 / (end - start) * (right - left) - 1)
+    bar = max(2.0, bucket / (end - start) * (right - left) - 1)
+
+    def height_of(rows: int) -> float:
+        return rows / bucket / top_rate * (bottom - top)
+
     bars = "".join(
-        f'<rect x="{x(start + b * 60):.1f}" y="{bottom - rows / 60 / top_rate * (bottom - top):.1f}" width="{bar:.1f}" '
-        f'height="{rows / 60 / top_rate * (bottom - top):.1f}" fill="#90caf9"><title>{rows / 60:,.1f} rows/s</title></rect>'
+        f'<rect x="{x(start + b * bucket):.1f}" y="{bottom - height_of(rows):.1f}" width="{bar:.1f}" '
+        f'height="{height_of(rows):.1f}" fill="#90caf9"><title>{rows / bucket:,.1f} rows/s</title></rect>'
         for b, rows in sorted(buckets.items()))
     line = " ".join(f"{x(t):.1f},{bottom - lag / top_lag * (bottom - top):.1f}" for t, lag in lags)
     label = dt.datetime.fromtimestamp
@@ -170,7 +175,7 @@ def chart(history: list[CommitPoint], width: int = 720, height: int = 170) -> st
         f'<text x="{left}" y="{height - 6}" font-size="11">{label(start, dt.UTC):%H:%M:%S}</text>'
         f'<text x="{right - 56}" y="{height - 6}" font-size="11">{label(end, dt.UTC):%H:%M:%S} UTC</text>'
         f"</svg><div class=\"muted\"><span style=\"color:#e65100\">lag (s)</span> at each commit, "
-        f"<span style=\"color:#1565c0\">rows/s</span> per minute</div>")
+        f"<span style=\"color:#1565c0\">rows/s</span> per {bucket:,.0f} s</div>")
 
 
 def _stream(stream: StreamView | None, task: TaskState | None) -> str:

@@ -15,7 +15,9 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -27,6 +29,7 @@ from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from dev import airflow_deployment
 from dev.airflow_deployment import AirflowDeployment
 from tests.arrow_rows import canonical_rows
+from tests.deployment.browser import chromium
 from tests.integration.test_stream_dag import table_rows
 
 DAG_ID = "mysql_cdc_example"
@@ -128,6 +131,9 @@ class SharedRun:
     first_task_instances: list[dict[str, Any]] = field(default_factory=list)
     # snapshot batches (map indexes) whose first try Airflow failed after it committed (ASSET_RACE)
     raced: set[int] = field(default_factory=set)
+    # the MySQL CDC page's JSON, and its screenshot, at the first moment it showed a snapshot batch running
+    page_during_snapshot: dict[str, Any] | None = None
+    screenshot_during_snapshot: Path | None = None
 
     @property
     def tables(self) -> list[str]:
@@ -139,6 +145,22 @@ class SharedRun:
 
     def stream(self) -> dict[str, Any]:
         return dict(self.deployment.api("GET", f"dags/{DAG_ID}/dagRuns/{self.run_id}/taskInstances/stream"))
+
+    def page_url(self, api: bool = False) -> str:
+        """The MySQL CDC page of the run (its JSON with ``api``)."""
+        return f"{self.deployment.url}/mysql-cdc/{'api/' if api else ''}dags/{DAG_ID}?run_id={quote(self.run_id)}"
+
+    def look_at_page_during_snapshot(self, artifacts: Path) -> None:
+        """Once the page shows a snapshot batch running: keep its JSON and a screenshot."""
+        if self.page_during_snapshot is not None:
+            return
+        page = self.deployment.api("GET", self.page_url(api=True).removeprefix(self.deployment.url))
+        chunks = [c for lake in page["lakes"] for t in (lake["status"] or {}).get("tables", []) for c in t["chunks"]]
+        if any(c["state"] == "running" for c in chunks):
+            self.page_during_snapshot = page
+            self.screenshot_during_snapshot = artifacts / "mysql-cdc-page-during-snapshot.png"
+            chromium(self.page_url(), f"--screenshot={self.screenshot_during_snapshot}", "--window-size=1400,900",
+                     dump_dom=False)
 
     def checkpoint_seq(self) -> int:
         checkpoint = StreamStore(Lake.at(self.base_uri)).read_checkpoint()
@@ -215,7 +237,8 @@ class SharedRun:
 
 
 @pytest.fixture(scope="session")
-def shared_run(deployment: AirflowDeployment, mariadb_server: Any) -> Iterator[SharedRun]:
+def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
     """The example DAG run through the real scheduler: 3 tables x 2 snapshot batches with a writer
     committing from before the trigger until the stream has committed a few batches; returned once
     the stream has deferred and the replica equals the source."""
@@ -240,9 +263,11 @@ def shared_run(deployment: AirflowDeployment, mariadb_server: Any) -> Iterator[S
     try:
         run_id = deployment.trigger(DAG_ID, conf)
         run = SharedRun(deployment, mariadb_server, run_id, base_uri, schemas, 0)
+        artifacts = tmp_path_factory.mktemp("cdc-page")
 
         def stream_committed() -> bool:
             run.clear_asset_race()
+            run.look_at_page_during_snapshot(artifacts)
             state = deployment.dag_run(DAG_ID, run_id)["state"]
             if state not in ("queued", "running"):
                 raise AssertionError(f"run {run_id} ended {state} during the snapshot: {run.summary()}")
