@@ -215,7 +215,10 @@ def latest_verification(lake: Lake, table: TableId) -> VerificationView | None:
     if not reports:
         return None
     newest = max(reports, key=lambda f: (f.mtime_ns or 0, f.base_name))
-    report = VerifyReport.from_dict(lake.read_json(newest.path), newest.path)
+    document = lake.read_json(newest.path)
+    if document is None:  # deleted since it was listed
+        return None
+    report = VerifyReport.from_dict(document, newest.path)
     totals = report.totals()
     return VerificationView(report.run, _iso((newest.mtime_ns or 0) / 1e6), report.equal, len(report.verdicts),
                             report.rows, [v.chunk.index for v in report.differing], totals["missing"],

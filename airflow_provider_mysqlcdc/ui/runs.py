@@ -62,7 +62,7 @@ class RunFacts:
     streams: dict[LakeRef, TaskState] = field(default_factory=dict)
 
 
-def _batches(value: Any) -> list[dict[str, Any]]:
+def _batches(value: Any) -> list[Mapping[str, Any]]:
     """A rendered ``batch`` field: one batch's dict or a list of them (other forms: none)."""
     try:
         value = rendered.literal("batch", value)

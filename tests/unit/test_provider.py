@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ def _class_paths(info: dict) -> list[str]:
         paths += [module for entry in info.get(kind, []) for module in entry["python-modules"]]
     for entry in info.get("asset-uris", []):
         paths += [entry[key] for key in ("handler", "factory", "to_openlineage_converter")]
+    paths += [entry["plugin-class"] for entry in info.get("plugins", [])]
     return paths + info.get("extra-links", [])
 
 
@@ -81,6 +83,29 @@ def test_airflow_lists_the_provider_and_its_connection_type(tmp_path: Path) -> N
                            text=True, timeout=180, check=True)
     assert {"airflow_provider_mysqlcdc.operators.links.LakeTableLink",
             "airflow_provider_mysqlcdc.operators.links.SparkApplicationLink"} <= set(links.stdout.split()), links.stdout
+
+
+def test_airflow_loads_the_ui_plugin_from_the_provider_and_its_entry_point(tmp_path: Path) -> None:
+    """Airflow loads provider-info plugins only when it discovers providers eagerly; the ``airflow.plugins``
+    entry point (the official providers' second registration) loads the same class in every setting."""
+    from airflow_provider_mysqlcdc.ui.app import URL_PREFIX
+    from airflow_provider_mysqlcdc.ui.plugin import MySqlCdcPlugin
+
+    (plugin,) = get_provider_info()["plugins"]
+    assert plugin == {"name": MySqlCdcPlugin.name,
+                      "plugin-class": f"{MySqlCdcPlugin.__module__}.{MySqlCdcPlugin.__qualname__}"}
+    module, _, name = plugin["plugin-class"].rpartition(".")
+    assert PYPROJECT["entry-points"]["airflow.plugins"] == {MySqlCdcPlugin.name: f"{module}:{name}"}
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False"}
+    listed = subprocess.run([str(Path(sys.executable).with_name("airflow")), "plugins", "-o", "json"], env=env,
+                            capture_output=True, text=True, timeout=180, check=True)
+    (loaded,) = [p for p in json.loads(listed.stdout) if p["name"] == MySqlCdcPlugin.name]
+    assert loaded["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI", "url_prefix": URL_PREFIX,
+                                       "name": "MySQL CDC"}]
+    assert {(v["destination"], v["href"].split("?")[0]) for v in loaded["external_views"]} == {
+        ("nav", f"{URL_PREFIX}/"), ("dag_run", f"{URL_PREFIX}/dags/{{DAG_ID}}"),
+        ("task_instance", f"{URL_PREFIX}/dags/{{DAG_ID}}")}
 
 
 def test_connection_form_shows_the_extras_without_hook_methods() -> None:

@@ -1,0 +1,167 @@
+"""The MySQL CDC page's data and HTML on the fixture lake (``tests/fixtures/lakes/current``: two tables
+snapshotted, three stream batches, ``shop.tags`` stopped), read with the page's code and checked against
+the lake read with deltalake and the documents; and what the run's rendered fields give."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable
+
+from airflow_provider_mysqlcdc.cdc.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
+from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
+from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
+from airflow_provider_mysqlcdc.operators.verify import (
+    MySqlVerifyOperator,
+    MySqlVerifyPlanOperator,
+    MySqlVerifySummaryOperator,
+)
+from airflow_provider_mysqlcdc.ui.lake_status import lake_status
+from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, render_dag
+from airflow_provider_mysqlcdc.ui.runs import OPERATORS, STREAM_OPERATOR, LakeRef, TaskState, _batches, _lake, _tables
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lakes" / "current"
+ORDERS, TAGS = TableId("shop", "orders"), TableId("shop", "tags")
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    shutil.copytree(FIXTURE, tmp_path / "lake")
+    return Lake.at(str(tmp_path / "lake"))
+
+
+def delta(uri: str) -> tuple[int, int, int, int]:
+    table = DeltaTable(uri)
+    files = pa.table(table.get_add_actions(flatten=True))
+    return (table.version(), files.num_rows, pc.sum(files.column("size_bytes")).as_py(),
+            pc.sum(files.column("num_records")).as_py())
+
+
+def test_the_tables_chunks_and_delta_figures_are_the_lakes(lake: Lake) -> None:
+    status = lake_status(lake, now=0)
+    assert [(t.table, t.state) for t in status.tables] == [("shop.orders", "streaming"), ("shop.tags", "stopped")]
+    for view in status.tables:
+        table = lake.table(view.table)
+        plan = SnapshotStore(lake).read_plan(table.id)
+        assert plan is not None
+        manifests = SnapshotStore(lake).manifests(plan)
+        assert [(c.index, c.batch, c.state) for c in view.chunks] == [
+            (c.index, plan.batch_of(c), "done") for c in plan.chunks]
+        results = {r.chunk.index: r for m in manifests if m is not None for r in m.chunks}
+        assert [(c.rows, c.high_watermark) for c in view.chunks] == [
+            (results[c.index].rows, str(results[c.index].high_watermark)) for c in plan.chunks]
+        assert view.current is not None and view.changelog is not None
+        assert (view.current.version, view.current.files, view.current.bytes, view.current.rows) == delta(
+            table.current.uri)
+        assert (view.changelog.version, view.changelog.files, view.changelog.bytes, view.changelog.rows) == delta(
+            table.changelog.uri)
+    (tags,) = [t for t in status.tables if t.table == "shop.tags"]
+    assert [e.kind for e in tags.events] == ["stopped"] and tags.stopped_by == "taken out of the captured tables"
+    # key ranges as the hover shows them: unbounded ends None, keys as JSON
+    orders = status.tables[0]
+    assert (orders.chunks[0].start, orders.chunks[0].end, orders.chunks[-1].end) == (None, "31", None)
+
+
+def test_the_stream_its_lag_and_lease_are_the_lakes(lake: Lake) -> None:
+    checkpoint = StreamStore(lake).read_checkpoint()
+    assert checkpoint is not None
+    stream = lake_status(lake, now=0).stream
+    assert stream is not None
+    seq, offset = checkpoint.visible
+    assert (stream.seq, stream.offset, stream.gtid) == (seq, f"{offset.file}:{offset.position}", offset.gtid)
+    assert stream.last_commit == checkpoint.updated_at and [p.seq for p in stream.history] == [1, 2, 3]
+    # each batch's lag: its latest changelog commit minus the newest source commit time of its rows
+    for point in stream.history:
+        commits, newest = [], []
+        for table in (ORDERS, TAGS):
+            changelog = DeltaTable(lake.table(table).changelog.uri)
+            commits += [c["timestamp"] for c in changelog.history() if c.get("stream_seq") == str(point.seq)]
+            rows = changelog.to_pyarrow_table(columns=["_stream_seq", "_op_ts"])
+            newest += [ts for s, ts in zip(*rows.to_pydict().values(), strict=True) if s == point.seq]
+        assert point.lag_seconds == round(max(0, max(commits) - max(newest)) / 1000, 1)
+        assert point.rows == sum(
+            DeltaTable(lake.table(t).changelog.uri).to_pyarrow_table(
+                filters=[("_stream_seq", "=", point.seq)]).num_rows for t in (ORDERS, TAGS))
+    assert stream.lag_seconds == stream.history[-1].lag_seconds
+    assert stream.lease_holder == "tests.replica" and not stream.lease_held  # released when the writer stopped
+    # the rows/s window: all three batches within 5 minutes of "now" just after the last, none long after
+    last = max(DeltaTable(lake.table(t).changelog.uri).history()[0]["timestamp"] for t in (ORDERS, TAGS)) / 1000
+    after = lake_status(lake, now=last + 1).stream
+    assert after is not None and after.rows_per_second == round(sum(p.rows for p in stream.history) / 300, 1)
+
+
+def test_a_batch_without_manifest_is_pending_or_what_airflow_says(lake: Lake) -> None:
+    lake.fs.delete_file(lake.table(ORDERS).manifest(1))
+    pending = lake_status(lake, ["shop.orders"], now=0)
+    (orders,) = pending.tables
+    assert orders.state == "snapshot" and orders.batches_done == 1
+    assert [c.state for c in orders.chunks] == ["done", "done", "pending", "pending"]
+    assert orders.chunks[2].rows is None
+    running = lake_status(lake, ["shop.orders"], {(ORDERS, 1): "running"}, now=0).tables[0]
+    assert [c.state for c in running.chunks] == ["done", "done", "running", "running"]
+    html = render_dag(DagStatus("d", "r", "running", ["shop.orders"], None, [
+        LakeReport(LakeRef(lake.base_uri, None), pending, TaskState("stream", -1, None, 0))]), "", "/j")
+    assert re.search(r'<tr data-table="shop.orders" data-chunks="4" data-chunks-done="2">', html)
+    assert html.count('data-state="pending"') == 2
+
+
+def test_the_latest_verification_shows_its_verdict_and_the_chunks_that_differ(lake: Lake) -> None:
+    store = VerifyStore(lake)
+    checkpoint = StreamStore(lake).read_checkpoint()
+    assert checkpoint is not None
+    hw = checkpoint.offset
+    equal = VerifyReport(ORDERS, "manual__1", (ChunkVerdict(Chunk(ORDERS, 0, None, 31), hw, 30, 30),), 1.0, (0,))
+    store.write_report(equal)
+    assert lake_status(lake, now=0).tables[0].verification.equal  # type: ignore[union-attr]
+    differs = VerifyReport(ORDERS, "manual__2", (
+        ChunkVerdict(Chunk(ORDERS, 0, None, 31), hw, 30, 30),
+        ChunkVerdict(Chunk(ORDERS, 2, 61, 91), hw, 30, 29, missing=KeyList(1, ((70,),)),
+                     different=KeyList(2, ((62,), (63,))))), 2.0, (0, 1))
+    store.write_report(differs)
+    status = lake_status(lake, now=0)
+    verification = status.tables[0].verification
+    assert verification is not None and not verification.equal
+    assert (verification.run, verification.differing_chunks, verification.missing, verification.different) == (
+        "manual__2", [2], 1, 2)
+    html = render_dag(DagStatus("d", "r", "success", None, None, [LakeReport(LakeRef(lake.base_uri, None), status)]),
+                      "/root", "/j")
+    assert 'data-verdict="differs">1 chunks differ</span> (2)' in html and "repair" in html
+
+
+def test_the_page_escapes_what_it_shows(lake: Lake) -> None:
+    status = lake_status(lake, now=0)
+    html = render_dag(DagStatus("<b>dag</b>", "run<script>", "running", None, None, [
+        LakeReport(LakeRef("<i>lake</i>", None), None, None, "an <img> error")]), "", "/j?a=1&b=2")
+    assert "<script>" not in html and "<img>" not in html and "<b>dag" not in html and "<i>lake" not in html
+    assert "run&lt;script&gt;" in html and 'href="/j?a=1&amp;b=2"' in html
+    assert status.tables  # the fixture has tables: the escaping test is not about an empty page
+
+
+def test_the_rendered_fields_give_lakes_batches_and_tables() -> None:
+    assert _lake({"base_uri": "/lake", "lake_conn_id": "None"}) == LakeRef("/lake", None)
+    assert _lake({"base_uri": "s3://b/l", "lake_conn_id": "aws_lake"}) == LakeRef("s3://b/l", "aws_lake")
+    assert _lake({"base_uri": "{{ params.base_uri }}"}) is None and _lake({"tables": ["a.b"]}) is None
+    batch = {"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}
+    assert _batches(batch) == [batch] and _batches(str([batch, batch])) == [batch, batch]
+    assert _batches("not a batch") == [] and _batches(None) == []
+    assert _tables(["shop.a", "shop.b"]) == {"shop.a", "shop.b"} and _tables('["shop.a"]') == {"shop.a"}
+    assert _tables("None") is None and _tables([]) is None
+
+
+def test_the_operator_names_are_the_operators() -> None:
+    classes = (MySqlChunkSplitOperator, MySqlSnapshotSparkOperator, MySqlBinlogStreamOperator, MySqlVerifyPlanOperator,
+               MySqlVerifyOperator, MySqlVerifySummaryOperator, MySqlResnapshotOperator)
+    assert set(OPERATORS) == {c.__name__ for c in classes}
+    assert STREAM_OPERATOR == MySqlBinlogStreamOperator.__name__
