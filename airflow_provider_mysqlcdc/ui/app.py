@@ -16,6 +16,7 @@ import time
 from typing import Annotated
 
 from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
@@ -38,7 +39,7 @@ def _airflow_root(request: Request) -> str:
     return str(request.scope.get("root_path", "")).removesuffix(URL_PREFIX)
 
 
-def dag_status(session: SessionDep, dag_id: str, run_id: str | None, task_id: str | None,
+def dag_status(session: SessionDep, user: BaseUser, dag_id: str, run_id: str | None, task_id: str | None,
                map_index: int | None) -> DagStatus:
     """The DAG's status at ``run_id`` (default: its latest run): its lakes read as its tasks rendered them."""
     from airflow.models.dag import DagModel
@@ -46,7 +47,7 @@ def dag_status(session: SessionDep, dag_id: str, run_id: str | None, task_id: st
     from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.ui.lake_status import lake_status
-    from airflow_provider_mysqlcdc.ui.runs import latest_run_id, run_facts
+    from airflow_provider_mysqlcdc.ui.runs import latest_run_id, run_facts, runs_of
 
     if session.get(DagModel, dag_id) is None:
         raise HTTPException(404, f"no DAG {dag_id!r}")
@@ -65,8 +66,11 @@ def dag_status(session: SessionDep, dag_id: str, run_id: str | None, task_id: st
             reports.append(LakeReport(lake, None, task, f"{type(err).__name__}: {err}"))
             continue
         reports.append(LakeReport(lake, status, task))
+    verifications = {t.verification.run for r in reports if r.status is not None for t in r.status.tables
+                     if t.verification is not None}
+    readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET", session=session)
     return DagStatus(dag_id, run_id, facts.run_state, sorted(facts.tables) if facts.tables else None, task_id,
-                     reports)
+                     reports, runs_of(session, verifications, readable))
 
 
 RunQuery = Annotated[str | None, Query(description="a run id (default: the DAG's latest run)")]
@@ -94,18 +98,18 @@ def list_dags(session: SessionDep, user: GetUserDep) -> dict[str, list[str]]:
 
 
 @app.get("/dags/{dag_id}", response_class=HTMLResponse, dependencies=_READ_DAG)
-def dag_page(request: Request, session: SessionDep, dag_id: str, run_id: RunQuery = None, task_id: TaskQuery = None,
-             map_index: MapQuery = None) -> str:
+def dag_page(request: Request, session: SessionDep, user: GetUserDep, dag_id: str, run_id: RunQuery = None,
+             task_id: TaskQuery = None, map_index: MapQuery = None) -> str:
     """The page of one DAG: its lakes' tables and streams at a run."""
     from airflow_provider_mysqlcdc.ui.page import render_dag
 
-    status = dag_status(session, dag_id, run_id, task_id, map_index)
+    status = dag_status(session, user, dag_id, run_id, task_id, map_index)
     return render_dag(status, _airflow_root(request), str(request.url).replace(
         f"{URL_PREFIX}/dags/", f"{URL_PREFIX}/api/dags/", 1))
 
 
 @app.get("/api/dags/{dag_id}", dependencies=_READ_DAG)
-def dag_json(session: SessionDep, dag_id: str, run_id: RunQuery = None, task_id: TaskQuery = None,
+def dag_json(session: SessionDep, user: GetUserDep, dag_id: str, run_id: RunQuery = None, task_id: TaskQuery = None,
              map_index: MapQuery = None) -> dict[str, object]:
     """The page's data as JSON (``DagStatus``)."""
-    return dag_status(session, dag_id, run_id, task_id, map_index).to_dict()
+    return dag_status(session, user, dag_id, run_id, task_id, map_index).to_dict()

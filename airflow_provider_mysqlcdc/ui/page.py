@@ -43,6 +43,8 @@ class DagStatus:
     tables: list[str] | None
     task_id: str | None
     lakes: list[LakeReport] = field(default_factory=list)
+    verification_dags: dict[str, str] = field(default_factory=dict)
+    """The DAG (one the user may read) of each verification run the tables' latest reports name."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -84,18 +86,27 @@ def _chunk_picture(table: TableView) -> str:
             f'{len(table.chunks)}</span> chunks in {table.batches} batches: {words or "none planned"}</div>')
 
 
-def _verification(table: TableView, airflow_root: str) -> str:
+def _verification(table: TableView, airflow_root: str, dags: dict[str, str]) -> str:
+    """The verdict; with the DAG that ran the verification (``dags``: run id to DAG), links to its run and
+    to the DAG, where a run with ``repair`` on reads the differing chunks again."""
     v = table.verification
     if v is None:
         return '<span class="muted" data-verdict="none">not verified</span>'
+    dag = dags.get(v.run)
+    run = _e(v.run)
+    if dag is not None:
+        run = (f'<a href="{_e(airflow_root)}/dags/{quote(dag, safe="")}/runs/{quote(v.run, safe="")}" '
+               f'target="_top">{run}</a>')
     if v.equal:
         return (f'<span class="good" data-verdict="equal">equal</span> <span class="muted">({v.chunks} chunks, '
-                f'{v.rows:,} rows; run {_e(v.run)}, {_e(v.written_at)})</span>')
+                f"{v.rows:,} rows; run {run}, {_e(v.written_at)})</span>")
     chunks = ", ".join(str(i) for i in v.differing_chunks[:20]) + (", ..." if len(v.differing_chunks) > 20 else "")
+    repair = (f'<a href="{_e(airflow_root)}/dags/{quote(dag, safe="")}" target="_top" data-field="repair">repair</a>: '
+              f"trigger {_e(dag)} with <code>repair</code> on" if dag is not None else
+              "repair: run the verification DAG again with <code>repair</code> on")
     return (f'<span class="bad" data-verdict="differs">{len(v.differing_chunks)} chunks differ</span> ({chunks}): '
             f'{v.missing} keys missing, {v.extra} extra, {v.different} different <span class="muted">(run '
-            f'{_e(v.run)})</span><br><a href="{_e(airflow_root)}/dags?search=verify">repair</a>: run the '
-            f'verification DAG again with <code>repair</code> on (README, "Repairing ranges of a replica")')
+            f'{run})</span><br>{repair} (README, "Repairing ranges of a replica")')
 
 
 def _delta(facts: Any) -> str:
@@ -112,7 +123,7 @@ def _events(table: TableView) -> str:
                        f'<span class="muted">at {_e(e.at)}</span>' for e in table.events)
 
 
-def _tables(status: LakeStatus, airflow_root: str) -> str:
+def _tables(status: LakeStatus, airflow_root: str, dags: dict[str, str]) -> str:
     rows = []
     for t in status.tables:
         counts = t.chunk_counts()
@@ -121,7 +132,7 @@ def _tables(status: LakeStatus, airflow_root: str) -> str:
             f'<tr data-table="{_e(t.table)}" data-chunks="{len(t.chunks)}" data-chunks-done="{counts["done"]}">'
             f'<td><b>{_e(t.table)}</b><br><span class="muted" data-field="state">{_e(t.state)}</span></td>'
             f"<td>{_chunk_picture(t)}</td><td>{_delta(t.current)}{merged}</td><td>{_delta(t.changelog)}</td>"
-            f"<td>{_verification(t, airflow_root)}</td><td>{_events(t)}</td></tr>")
+            f"<td>{_verification(t, airflow_root, dags)}</td><td>{_events(t)}</td></tr>")
     if not rows:
         return '<p class="muted">No table of this selection in the lake yet.</p>'
     legend = "".join(f'<span><span class="chunk" style="background:{c}"></span> {s}</span>' for s, c in _COLORS.items())
@@ -222,7 +233,7 @@ def render_dag(status: DagStatus, airflow_root: str, json_href: str) -> str:
             parts.append(f'<p class="bad" data-field="error">The lake could not be read: {_e(report.error)}</p>')
         elif report.status is not None:
             parts.append(f"<h3>Stream</h3>{_stream(report.status.stream, report.stream_task)}")
-            parts.append(f"<h3>Tables</h3>{_tables(report.status, airflow_root)}")
+            parts.append(f"<h3>Tables</h3>{_tables(report.status, airflow_root, status.verification_dags)}")
         parts.append("</section>")
     parts.append(f'<p class="muted">The same data as <a href="{_e(json_href)}" data-field="json">JSON</a>; this page '
                  f"reloads every {REFRESH_SECONDS} s.</p>")

@@ -145,3 +145,17 @@ def cdc_dag_ids(session: Session, readable: Iterable[str]) -> list[str]:
     readable = set(readable)
     found = session.scalars(select(TaskInstance.dag_id).where(TaskInstance.operator.in_(OPERATORS)).distinct())
     return sorted(d for d in found if d in readable)
+
+
+def runs_of(session: Session, run_ids: Iterable[str], readable: Iterable[str]) -> dict[str, str]:
+    """The DAG of each of ``run_ids`` among the ``readable`` DAGs (a run id another DAG also has: left out)."""
+    from airflow.models.dagrun import DagRun
+
+    run_ids, readable = set(run_ids), set(readable)
+    if not run_ids:
+        return {}
+    found: dict[str, set[str]] = {}
+    for dag_id, run_id in session.execute(select(DagRun.dag_id, DagRun.run_id).where(DagRun.run_id.in_(run_ids))):
+        if dag_id in readable:
+            found.setdefault(run_id, set()).add(dag_id)
+    return {run: next(iter(dags)) for run, dags in found.items() if len(dags) == 1}

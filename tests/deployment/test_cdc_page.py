@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -170,3 +171,24 @@ def test_a_user_without_access_to_the_dag_gets_nothing_of_it(shared_run: SharedR
     assert status == 200 and DAG_ID not in body, body[:500]
     status, body = get(f"{base}/api/dags", denied)
     assert status == 200 and json.loads(body) == {"dag_ids": []}
+
+
+def test_airflow_shows_the_page_in_its_navigation_and_as_a_tab_of_the_run(shared_run: SharedRun,
+                                                                        tmp_path: Path) -> None:
+    """Airflow's own UI frames the page: the nav entry, and the run's "MySQL CDC" tab at that run."""
+    url = shared_run.deployment.url
+    run = quote(shared_run.run_id, safe="")
+    tab = f"{url}/dags/{DAG_ID}/runs/{run}/plugin/mysql-cdc-run"
+    frames = {
+        f"{url}/plugin/mysql-cdc": "/mysql-cdc/",
+        tab: f"/mysql-cdc/dags/{DAG_ID}?run_id={run}",
+    }
+    for page, src in frames.items():
+        dom = chromium(page)[1]
+        found = re.findall(r'<iframe[^>]* src="([^"]*)" title="MySQL CDC"', dom)
+        assert found == [src.replace("&", "&amp;")], (page, found, dom[:2000])
+    png = tmp_path / "airflow-run-tab.png"
+    chromium(tab, f"--screenshot={png}", "--window-size=1600,1000", dump_dom=False)
+    print(f"\nthe run's MySQL CDC tab in Airflow's UI: {png}")
+    width, height, colors, busy = png_facts(png.read_bytes())
+    assert (width, height) == (1600, 1000) and colors >= 16 and busy > 0.02, (colors, busy)
