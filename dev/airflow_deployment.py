@@ -138,12 +138,16 @@ class AirflowDeployment:
     def start_component(self, component: str) -> int:
         """Starts one component (again) in a new process group; records its pid."""
         log = self.log_file(component).open("ab")
-        args = [_airflow(), component]
+        args, env = [_airflow(), component], self.env
         if component == "api-server":
             args += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
+            # it serves the provider's "MySQL CDC" page, a plugin of the provider info, which Airflow loads only
+            # when it discovers providers eagerly (the plugin's entry point does it in every setting, but an
+            # editable install made before that entry point existed lacks it); the other components need not
+            env = {**env, "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False"}
         elif component in ("scheduler", "triggerer"):
             args += ["--skip-serve-logs"]  # task and trigger logs are read from the shared home folder
-        proc = subprocess.Popen(args, env=self.env, cwd=self.home, stdin=subprocess.DEVNULL, stdout=log,
+        proc = subprocess.Popen(args, env=env, cwd=self.home, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.pids[component] = proc.pid
@@ -219,9 +223,6 @@ def environment(home: Path, port: int, parallelism: int, dags_folder: Path,
         "AIRFLOW__CORE__PARALLELISM": str(parallelism),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",  # only the DAGs asked for run (unpause)
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        # the provider's "MySQL CDC" page is a plugin of its provider info, which Airflow loads only when it
-        # discovers providers eagerly (an install made before the plugin's entry point existed lacks that)
-        "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",

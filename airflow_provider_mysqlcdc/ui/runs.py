@@ -7,7 +7,8 @@ fields ``base_uri`` and ``lake_conn_id``, and Airflow keeps each task instance's
 dict, or a list of them) names the table and number of the batches it writes, so a batch without a
 manifest yet is ``running`` or ``failed`` as its task instance is. The stream's task instance gives
 the stream's state (running, deferred, failed...). The tables of a run are those its tasks rendered
-(``tables`` lists, batches); a task instance's, those of that task alone.
+(``tables`` lists, batches; all of its lakes' when a task chose its tables by patterns); a task
+instance's, those of that task alone.
 """
 
 from __future__ import annotations
@@ -95,46 +96,68 @@ def latest_run_id(session: Session, dag_id: str) -> str | None:
     return session.scalar(select(DagRun.run_id).where(DagRun.dag_id == dag_id).order_by(DagRun.id.desc()).limit(1))
 
 
+@dataclass(frozen=True)
+class RenderedTask:
+    """A task instance of the run with the fields it rendered (``state``/``operator`` None: no instance row)."""
+
+    task_id: str
+    map_index: int
+    fields: Mapping[str, Any]
+    state: str | None
+    operator: str | None
+    try_number: int = 0
+
+
 def run_facts(session: Session, dag_id: str, run_id: str, task_id: str | None = None,
               map_index: int | None = None) -> RunFacts:
-    """The run's lakes, tables, batch and stream states; with ``task_id`` (and ``map_index``), the tables of
-    that task instance only."""
+    """The run's lakes, tables, batch and stream states (``facts_of`` its rendered task instances)."""
     from airflow.models.dagrun import DagRun
     from airflow.models.renderedtifields import RenderedTaskInstanceFields as Rendered
     from airflow.models.taskinstance import TaskInstance
 
-    facts = RunFacts(dag_id, run_id, session.scalar(
-        select(DagRun.state).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)))
+    state = session.scalar(select(DagRun.state).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
     instances = {(ti.task_id, ti.map_index): ti for ti in session.scalars(
         select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id))}
-    fields = session.execute(select(Rendered.task_id, Rendered.map_index, Rendered.rendered_fields).where(
-        Rendered.dag_id == dag_id, Rendered.run_id == run_id)).all()
+    rendered_tasks = []
+    for ti_task, ti_map, values in session.execute(select(
+            Rendered.task_id, Rendered.map_index, Rendered.rendered_fields).where(
+            Rendered.dag_id == dag_id, Rendered.run_id == run_id)):
+        ti = instances.get((ti_task, ti_map))
+        if isinstance(values, Mapping):
+            rendered_tasks.append(RenderedTask(
+                ti_task, ti_map, values, None if ti is None or ti.state is None else str(ti.state),
+                None if ti is None else ti.operator, 0 if ti is None else ti.try_number))
+    return facts_of(RunFacts(dag_id, run_id, None if state is None else str(state)), rendered_tasks, task_id,
+                    map_index)
+
+
+def facts_of(facts: RunFacts, rendered_tasks: Iterable[RenderedTask], task_id: str | None = None,
+             map_index: int | None = None) -> RunFacts:
+    """``facts`` filled from the run's rendered task instances; with ``task_id`` (and ``map_index``), the
+    tables are those of that task instance only."""
     run_tables: set[str] = set()
     task_tables: set[str] = set()
-    for ti_task, ti_map, values in fields:
-        if not isinstance(values, Mapping):
-            continue
-        lake = _lake(values)
+    by_pattern = False  # a task choosing its tables by patterns: the run's tables are not all named
+    for task in rendered_tasks:
+        lake = _lake(task.fields)
         if lake is None:
             continue
         if lake not in facts.lakes:
             facts.lakes.append(lake)
-        ti = instances.get((ti_task, ti_map))
-        batches = _batches(values.get("batch"))
-        tables = {str(b["table"]) for b in batches} | (_tables(values.get("tables")) or set())
+        batches = _batches(task.fields.get("batch"))
+        named = _tables(task.fields.get("tables"))
+        by_pattern |= "tables" in task.fields and named is None
+        tables = {str(b["table"]) for b in batches} | (named or set())
         run_tables |= tables
-        if ti_task == task_id and (map_index is None or map_index < 0 or ti_map == map_index):
+        if task.task_id == task_id and (map_index is None or map_index < 0 or task.map_index == map_index):
             task_tables |= tables
-        if ti is None:
-            continue
-        for batch in batches:
-            state = _BATCH_STATES.get(str(ti.state))
-            if state is not None:
-                facts.batch_states[(TableId.parse(str(batch["table"])), int(batch["number"]))] = state
-        if ti.operator == STREAM_OPERATOR:
-            facts.streams[lake] = TaskState(ti.task_id, ti.map_index, None if ti.state is None else str(ti.state),
-                                            ti.try_number)
-    facts.tables = (task_tables or None) if task_id else (run_tables or None)
+        batch_state = _BATCH_STATES.get(str(task.state))
+        if batch_state is not None:
+            for batch in batches:
+                facts.batch_states[(TableId.parse(str(batch["table"])), int(batch["number"]))] = batch_state
+        if task.operator == STREAM_OPERATOR:
+            facts.streams[lake] = TaskState(task.task_id, task.map_index, task.state, task.try_number)
+    facts.tables = (task_tables or None) if task_id else (None if by_pattern else run_tables or None)
     return facts
 
 

@@ -30,7 +30,18 @@ from airflow_provider_mysqlcdc.operators.verify import (
 )
 from airflow_provider_mysqlcdc.ui.lake_status import lake_status
 from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, render_dag
-from airflow_provider_mysqlcdc.ui.runs import OPERATORS, STREAM_OPERATOR, LakeRef, TaskState, _batches, _lake, _tables
+from airflow_provider_mysqlcdc.ui.runs import (
+    OPERATORS,
+    STREAM_OPERATOR,
+    LakeRef,
+    RenderedTask,
+    RunFacts,
+    TaskState,
+    _batches,
+    _lake,
+    _tables,
+    facts_of,
+)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lakes" / "current"
 ORDERS, TAGS = TableId("shop", "orders"), TableId("shop", "tags")
@@ -170,3 +181,28 @@ def test_the_operator_names_are_the_operators() -> None:
                MySqlVerifyOperator, MySqlVerifySummaryOperator, MySqlResnapshotOperator)
     assert set(OPERATORS) == {c.__name__ for c in classes}
     assert STREAM_OPERATOR == MySqlBinlogStreamOperator.__name__
+
+
+def test_a_runs_rendered_tasks_give_its_lakes_tables_batch_and_stream_states() -> None:
+    lake = {"base_uri": "/lake", "lake_conn_id": "None"}
+    batch = {"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}
+    tasks = [
+        RenderedTask("split", -1, {**lake, "tables": ["shop.orders", "shop.tags"]}, "success",
+                     "MySqlChunkSplitOperator"),
+        RenderedTask("snapshot", 0, {**lake, "batch": {**batch, "number": 0}}, "success", "MySqlSnapshotSparkOperator"),
+        RenderedTask("snapshot", 1, {**lake, "batch": batch}, "running", "MySqlSnapshotSparkOperator"),
+        RenderedTask("snapshot", 2, {**lake, "batch": [{**batch, "table": "shop.tags", "number": 0}]}, "failed",
+                     "MySqlSnapshotSparkOperator"),
+        RenderedTask("stream", -1, {**lake, "tables": '["shop.orders", "shop.tags"]'}, "deferred", STREAM_OPERATOR, 2),
+        RenderedTask("other", -1, {"sql": "SELECT 1"}, "success", "SQLExecuteQueryOperator"),
+    ]
+    facts = facts_of(RunFacts("d", "r", "running"), tasks)
+    assert facts.lakes == [LakeRef("/lake", None)] and facts.tables == {"shop.orders", "shop.tags"}
+    assert facts.batch_states == {(ORDERS, 1): "running", (TAGS, 0): "failed"}
+    assert facts.streams == {LakeRef("/lake", None): TaskState("stream", -1, "deferred", 2)}
+    # a task instance's tables: that batch's
+    assert facts_of(RunFacts("d", "r", None), tasks, "snapshot", 2).tables == {"shop.tags"}
+    # a split choosing its tables by patterns: the run's tables are those of its lakes, all of them
+    by_pattern = [RenderedTask("split", -1, {**lake, "tables": None, "include_tables": "shop\\..*"}, "success",
+                               "MySqlChunkSplitOperator"), *tasks[1:3]]
+    assert facts_of(RunFacts("d", "r", None), by_pattern).tables is None
