@@ -3,21 +3,25 @@ snapshot (the conftest looks at it while a batch runs) and once the stream has c
 figures checked against the lake read here with deltalake; and a user Airflow's auth manager denies
 the DAG gets no data of it.
 
-The deployment's simple auth manager runs with ``simple_auth_manager_all_admins`` (no login: a request
-without a token is made an admin by its middleware), and the simple auth manager grants every DAG to
-every role alike: it cannot deny one DAG to a user who may read others. So the user denied here is
-one without a role (the auth manager's own token for it: "no role, no permission"), and the control
-is a viewer with a token of the same auth manager, who sees the page.
+The deployment's api-server runs the simple auth manager with ``simple_auth_manager_all_admins`` (no
+login: its middleware makes a request without a token an admin), so the permission test starts a
+second api-server over the same metadata database with login on. The simple auth manager grants every
+DAG to every role alike (per-DAG access needs another auth manager, or its multi-team mode): it cannot
+deny one DAG to a user who may read others. So the user denied is one configured without a role ("no
+role, no permission"), logged in through ``/auth/token``; a viewer logged in the same way is the
+control and sees the page; a request without a token gets 401.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,10 +29,13 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
+import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from dev.airflow_deployment import free_port
+from dev.processes import stop_group
 from tests.deployment.browser import chromium, png_facts
 from tests.deployment.conftest import DAG_ID, DATABASE, SharedRun
 
@@ -133,18 +140,49 @@ def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_r
     assert (width, height) == (1400, 1000) and colors >= 8 and busy > 0.01, (colors, busy)
 
 
-def auth_token(shared_run: SharedRun, username: str, role: str | None) -> str:
-    """A token the deployment's auth manager signs for a user of ``role`` (None: a user without any role)."""
-    code = ("from airflow.api_fastapi.app import create_auth_manager\n"
-            "from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser\n"
-            f"print(create_auth_manager().generate_jwt(SimpleAuthManagerUser(username={username!r}, role={role!r})))")
-    done = subprocess.run([sys.executable, "-c", code], env=shared_run.deployment.env, capture_output=True, text=True,
-                          timeout=120, check=True)
-    return done.stdout.strip().splitlines()[-1]
+@pytest.fixture(scope="module")
+def login_server(shared_run: SharedRun) -> Iterator[str]:
+    """A second api-server over the deployment's metadata database, home and lake, with login on (the
+    simple auth manager's users ``viewer`` and ``nobody``, a user without a role): the deployment's own
+    api-server makes every request an admin."""
+    deployment = shared_run.deployment
+    port = free_port()
+    env = {**deployment.env, "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer,nobody:",
+           "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False", "AIRFLOW__API__PORT": str(port)}
+    log = Path(deployment.base) / "logs" / "api-server-login.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server", "--host",
+                                    "127.0.0.1", "--port", str(port), "--workers", "1"], env=env,
+                                   cwd=deployment.home, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def up() -> bool:
+            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+            try:
+                return get(f"{url}/api/v2/monitor/health", None)[0] == 200
+            except OSError:
+                return False
+
+        deployment.wait(up, 120, "the api-server with login to answer")
+        yield url
+    finally:
+        stop_group(process.pid, signal.SIGTERM, 30)
 
 
-def get(url: str, token: str) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+def login(server: str, home: str, username: str) -> str:
+    """The token ``POST /auth/token`` gives ``username`` with the password the auth manager generated."""
+    passwords = json.loads((Path(home) / "simple_auth_manager_passwords.json.generated").read_text())
+    request = urllib.request.Request(f"{server}/auth/token", method="POST", headers={
+        "Content-Type": "application/json"}, data=json.dumps({"username": username,
+                                                             "password": passwords[username]}).encode())
+    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (loopback only)
+        return str(json.loads(response.read())["access_token"])
+
+
+def get(url: str, token: str | None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (loopback only)
             return response.status, response.read().decode()
@@ -152,25 +190,24 @@ def get(url: str, token: str) -> tuple[int, str]:
         return err.code, err.read().decode(errors="replace")
 
 
-def test_a_user_without_access_to_the_dag_gets_nothing_of_it(shared_run: SharedRun) -> None:
-    base = f"{shared_run.deployment.url}/mysql-cdc"
+def test_a_user_without_access_to_the_dag_gets_nothing_of_it(shared_run: SharedRun, login_server: str) -> None:
     pages = [shared_run.page_url(), shared_run.page_url(api=True)]
-    viewer = auth_token(shared_run, "viewer", "VIEWER")
+    pages = [p.replace(shared_run.deployment.url, login_server) for p in pages]
+    viewer = login(login_server, shared_run.deployment.home, "viewer")
     for url in pages:
         status, body = get(url, viewer)
         assert status == 200 and all(t in body for t in shared_run.tables), (url, status, body[:500])
-    assert DAG_ID in get(f"{base}/", viewer)[1]
+    assert DAG_ID in get(f"{login_server}/mysql-cdc/", viewer)[1]
 
-    denied = auth_token(shared_run, "nobody", None)
-    for token in (denied, "not-a-token"):
+    nobody = login(login_server, shared_run.deployment.home, "nobody")
+    for token, expected in ((None, 401), (nobody, 403), ("not-a-token", 403)):
         for url in pages:
             status, body = get(url, token)
-            assert status in (401, 403), (url, status)
+            assert status == expected, (url, token, status, body[:300])
             assert DATABASE not in body and shared_run.base_uri not in body, body
-    status, body = get(f"{base}/", denied)
-    assert status == 200 and DAG_ID not in body, body[:500]
-    status, body = get(f"{base}/api/dags", denied)
-    assert status == 200 and json.loads(body) == {"dag_ids": []}
+    for path, empty in (("/mysql-cdc/", "No DAG you may read"), ("/mysql-cdc/api/dags", '{"dag_ids":[]}')):
+        status, body = get(f"{login_server}{path}", nobody)
+        assert status == 200 and empty in body and DAG_ID not in body, body[:500]
 
 
 def test_airflow_shows_the_page_in_its_navigation_and_as_a_tab_of_the_run(shared_run: SharedRun,
