@@ -273,7 +273,9 @@ def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
                 raise AssertionError(f"run {run_id} ended {state} during the snapshot: {run.summary()}")
             return run.checkpoint_seq() >= 3
 
-        deployment.wait(stream_committed, 420, "the snapshot and the stream's first batches", interval=2)
+        # two waves of Spark jobs (6 batches, 4 slots): ~30 s a job alone, up to ~270 s each measured on the
+        # 2-core machine while other suites ran (load average 20)
+        deployment.wait(stream_committed, 900, "the snapshot and the stream's first batches", interval=2)
     finally:
         writer.stop()
     run.writes = writer.count
