@@ -235,7 +235,7 @@ def table_events(changelog: DeltaTable | None, checkpoint: Checkpoint | None, ta
             columns=["_op", DDL_COLUMN, "_op_ts", "_binlog_file", "_binlog_pos"],
             filter=pc.field("_op").isin(kinds)).sort_by([("_binlog_file", "ascending"), ("_binlog_pos", "ascending")])
         for row in rows.to_pylist():
-            events.append(TableEvent(ChangeKind(row["_op"]).name.lower(), row[DDL_COLUMN] or "",
+            events.append(TableEvent(ChangeKind(row["_op"]).name.lower().replace("_", " "), row[DDL_COLUMN] or "",
                                      f"binlog file {row['_binlog_file']} position {row['_binlog_pos']}",
                                      _iso(row["_op_ts"]) if row["_op_ts"] else None))
     stopped = checkpoint.stopped.get(table) if checkpoint is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,9 +14,12 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
+from airflow_provider_mysqlcdc.lake.changelog import table_event_record
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -206,3 +210,23 @@ def test_a_runs_rendered_tasks_give_its_lakes_tables_batch_and_stream_states() -
     by_pattern = [RenderedTask("split", -1, {**lake, "tables": None, "include_tables": "shop\\..*"}, "success",
                                "MySqlChunkSplitOperator"), *tasks[1:3]]
     assert facts_of(RunFacts("d", "r", None), by_pattern).tables is None
+
+
+def test_the_table_events_of_the_changelog_are_listed_in_binlog_order(lake: Lake) -> None:
+    checkpoint = StreamStore(lake).read_checkpoint()
+    assert checkpoint is not None
+    schema, offset = checkpoint.schemas[ORDERS], checkpoint.offset
+    statements = [(ChangeKind.SCHEMA_CHANGE, "ALTER TABLE orders ADD COLUMN x INT", offset.position + 10),
+                  (ChangeKind.TRUNCATE, "TRUNCATE TABLE orders", offset.position)]
+    for kind, statement, position in statements:
+        record = table_event_record(schema, kind, statement, replace(offset, position=position), 1_795_000_000_000)
+        record = record.append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint.seq], pa.int64()))
+        lake.table(ORDERS).changelog.write(record, mode="append", schema_mode="merge")
+    (orders,) = lake_status(lake, ["shop.orders"], now=0).tables
+    assert [(e.kind, e.statement, e.source_time) for e in orders.events] == [
+        ("truncate", "TRUNCATE TABLE orders", "2026-11-18T11:06:40+00:00"),
+        ("schema change", "ALTER TABLE orders ADD COLUMN x INT", "2026-11-18T11:06:40+00:00")]
+    assert orders.events[0].at == f"binlog file 1 position {offset.position}"
+    html = render_dag(DagStatus("d", "r", None, None, None, [
+        LakeReport(LakeRef(lake.base_uri, None), lake_status(lake, now=0))]), "", "/j")
+    assert html.count('data-event="truncate"') == 1 and html.count('data-event="schema change"') == 1
