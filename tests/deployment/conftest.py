@@ -65,6 +65,16 @@ def connections(server: Any) -> dict[str, str]:
     }
 
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "deployment"
+"""Screenshots the tests take, kept after the run (gitignored; pytest's own temporary folders are pruned)."""
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
 @pytest.fixture(scope="session")
 def deployment(mariadb_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
     base = tmp_path_factory.mktemp("airflow-deployment")
@@ -237,8 +247,7 @@ class SharedRun:
 
 
 @pytest.fixture(scope="session")
-def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
-               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+def shared_run(deployment: AirflowDeployment, mariadb_server: Any, artifacts: Path) -> Iterator[SharedRun]:
     """The example DAG run through the real scheduler: 3 tables x 2 snapshot batches with a writer
     committing from before the trigger until the stream has committed a few batches; returned once
     the stream has deferred and the replica equals the source."""
@@ -263,7 +272,6 @@ def shared_run(deployment: AirflowDeployment, mariadb_server: Any,
     try:
         run_id = deployment.trigger(DAG_ID, conf)
         run = SharedRun(deployment, mariadb_server, run_id, base_uri, schemas, 0)
-        artifacts = tmp_path_factory.mktemp("cdc-page")
 
         def stream_committed() -> bool:
             run.clear_asset_race()

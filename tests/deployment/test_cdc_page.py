@@ -118,10 +118,10 @@ def test_the_page_showed_the_snapshot_while_it_ran(shared_run: SharedRun) -> Non
 
 
 def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_run: SharedRun,
-                                                                        tmp_path: Path) -> None:
+                                                                        artifacts: Path) -> None:
     stream = shared_run.wait_deferred(settle=3)
     before = lake_facts(shared_run)
-    png = tmp_path / "mysql-cdc-page.png"
+    png = artifacts / "mysql-cdc-page.png"
     chromium(shared_run.page_url(), f"--screenshot={png}", "--window-size=1400,1000", dump_dom=False)
     dom = chromium(shared_run.page_url())[1]
     after = lake_facts(shared_run)
@@ -211,7 +211,7 @@ def test_a_user_without_access_to_the_dag_gets_nothing_of_it(shared_run: SharedR
 
 
 def test_airflow_shows_the_page_in_its_navigation_and_as_a_tab_of_the_run(shared_run: SharedRun,
-                                                                        tmp_path: Path) -> None:
+                                                                        artifacts: Path) -> None:
     """Airflow's own UI frames the page: the nav entry, and the run's "MySQL CDC" tab at that run."""
     url = shared_run.deployment.url
     run = quote(shared_run.run_id, safe="")
@@ -224,7 +224,7 @@ def test_airflow_shows_the_page_in_its_navigation_and_as_a_tab_of_the_run(shared
         dom = chromium(page)[1]
         found = re.findall(r'<iframe[^>]* src="([^"]*)" title="MySQL CDC"', dom)
         assert found == [src.replace("&", "&amp;")], (page, found, dom[:2000])
-    png = tmp_path / "airflow-run-tab.png"
+    png = artifacts / "airflow-run-tab.png"
     chromium(tab, f"--screenshot={png}", "--window-size=1600,1000", dump_dom=False)
     print(f"\nthe run's MySQL CDC tab in Airflow's UI: {png}")
     width, height, colors, busy = png_facts(png.read_bytes())
