@@ -103,6 +103,7 @@ def page_facts(dom: str, tables: list[str]) -> dict[str, Any]:
 def test_the_page_showed_the_snapshot_while_it_ran(shared_run: SharedRun) -> None:
     page = shared_run.page_during_snapshot
     assert page is not None, "the page never showed a snapshot batch running while the snapshot ran"
+    assert "error" not in page, page
     (lake,) = page["lakes"]
     assert lake["lake"]["base_uri"] == shared_run.base_uri and page["run_id"] == shared_run.run_id
     tables = {t["table"]: t for t in lake["status"]["tables"]}
