@@ -137,6 +137,12 @@ def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_r
     # the run does not verify: no table shows a verdict, and the lake has no report
     assert dom.count('data-verdict="none"') == len(shared_run.tables)
     assert 'data-field="chart"' in dom and 'data-field="error"' not in dom
+    # a task instance's tab: the tables of that task alone (a snapshot batch's table)
+    batch = next(ti for ti in shared_run.task_instances("snapshot") if ti["map_index"] == 0)
+    table = batch["rendered_map_index"].split(" chunks ")[0]
+    page = shared_run.deployment.api("GET", shared_run.page_url(api=True).removeprefix(shared_run.deployment.url)
+                                     + "&task_id=snapshot&map_index=0")
+    assert page["tables"] == [table] and [t["table"] for t in page["lakes"][0]["status"]["tables"]] == [table]
     width, height, colors, busy = png_facts(png.read_bytes())
     assert (width, height) == (1400, 1000) and colors >= 8 and busy > 0.01, (colors, busy)
 
