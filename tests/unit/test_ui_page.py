@@ -33,7 +33,7 @@ from airflow_provider_mysqlcdc.operators.verify import (
     MySqlVerifySummaryOperator,
 )
 from airflow_provider_mysqlcdc.ui.lake_status import lake_status
-from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, render_dag
+from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, _size, render_dag
 from airflow_provider_mysqlcdc.ui.runs import (
     OPERATORS,
     STREAM_OPERATOR,
@@ -230,3 +230,8 @@ def test_the_table_events_of_the_changelog_are_listed_in_binlog_order(lake: Lake
     html = render_dag(DagStatus("d", "r", None, None, None, [
         LakeReport(LakeRef(lake.base_uri, None), lake_status(lake, now=0))]), "", "/j")
     assert html.count('data-event="truncate"') == 1 and html.count('data-event="schema change"') == 1
+
+
+def test_sizes_read_as_people_write_them() -> None:
+    assert [_size(n) for n in (5, 2048, 161_280, 5 * 1024**3, 3000 * 1024**3)] == [
+        "5 B", "2.0 KiB", "157.5 KiB", "5.0 GiB", "3,000.0 GiB"]
