@@ -1,5 +1,6 @@
 """The provider's "MySQL CDC" page on the real deployment, in headless Chromium: during the shared run's
-snapshot (the conftest looks at it while a batch runs) and once the stream has committed, with its
+snapshot (the conftest looks at it while a batch runs) and once the stream has committed (this module
+runs after test_example_dag_deployed, whose tests need the run still streaming), with its
 figures checked against the lake read here with deltalake; and a user Airflow's auth manager denies
 the DAG gets no data of it.
 
@@ -120,7 +121,10 @@ def test_the_page_showed_the_snapshot_while_it_ran(shared_run: SharedRun) -> Non
 
 def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_run: SharedRun,
                                                                         artifacts: Path) -> None:
-    stream = shared_run.wait_deferred(settle=3)
+    # idle: deferred, or (after test_example_dag_deployed, which runs first) stopped with the run
+    stream = shared_run.deployment.wait(
+        lambda: (st if (st := shared_run.stream())["state"] in ("deferred", "success") else None), 180,
+        "the stream to be idle")
     before = lake_facts(shared_run)
     png = artifacts / "mysql-cdc-page.png"
     chromium(shared_run.page_url(), f"--screenshot={png}", "--window-size=1400,1000", dump_dom=False)
