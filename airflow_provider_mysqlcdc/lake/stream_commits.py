@@ -63,7 +63,7 @@ def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: i
 
 @dataclass(frozen=True)
 class StreamAppend:
-    """One stream batch's append to a table's changelog, from the Delta log: when it was committed (ms since
+    """One stream batch's append to a table's changelog, from its commit history: when it was committed (ms since
     the epoch, the commit's timestamp) and how many rows it added."""
 
     seq: int
@@ -79,9 +79,9 @@ def stream_appends(lake: Lake, table: str | TableId, limit: int) -> list[StreamA
     appends: dict[int, StreamAppend] = {}
     for commit in changelog.history(limit) if changelog is not None else []:
         seq = _appended_seq(commit)
-        if seq is not None and commit["version"] > appends.get(seq, StreamAppend(seq, -1, 0, 0)).version:
-            appends[seq] = StreamAppend(seq, commit["version"], int(commit["timestamp"]),
-                                        int(commit["operationMetrics"]["num_added_rows"]))
+        if (seq is not None and commit.appended_rows is not None
+                and commit.version > appends.get(seq, StreamAppend(seq, -1, 0, 0)).version):
+            appends[seq] = StreamAppend(seq, commit.version, commit.timestamp_ms, commit.appended_rows)
     return sorted(appends.values(), key=lambda a: a.seq)
 
 

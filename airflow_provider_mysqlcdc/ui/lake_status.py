@@ -1,12 +1,13 @@
 """What one lake says about its replica, for the page and its JSON: per table its snapshot chunks, Delta
 tables, verification and table events; the stream's position, lease and commit history.
 
-Read only, and only through the lake's readers (``SnapshotStore``, ``StreamStore``, the Delta logs,
-``VerifyStore``'s reports): the page never writes. The snapshot's chunks are done when their batch has a
-manifest; a batch without one is pending unless Airflow says its task runs or failed (``batch_states``,
-given by ``ui.runs``: this module knows no Airflow). Figures of the Delta tables come from their logs
-(file sizes and row counts of the files, no data read); the stream's lag at each commit from its
-changelogs: the commit's time (Delta log) minus the newest source commit time (``_op_ts``) of its rows.
+Read only, and only through the lake's readers (``SnapshotStore``, ``StreamStore``, the table format
+seam ``lake.table_format``, ``VerifyStore``'s reports): the page never writes. The snapshot's chunks are
+done when their batch has a manifest; a batch without one is pending unless Airflow says its task runs
+or failed (``batch_states``, given by ``ui.runs``: this module knows no Airflow). Figures of the tables
+come from their logs (file sizes and row counts, no data read); the stream's lag at each commit from
+its changelogs: the commit's time (its history) minus the newest source commit time (``_op_ts``) of its
+rows.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
-from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
+from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.lease import Lease
 from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, Plan, SnapshotStore
@@ -36,7 +37,7 @@ from airflow_provider_mysqlcdc.lake.stream_commits import stream_appends
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
 
 HISTORY_COMMITS = 2_000
 """Changelog commits read per table for the history: about a day of a stream committing every minute."""
@@ -180,14 +181,13 @@ def lake_tables(lake: Lake, checkpoint: Checkpoint | None) -> list[TableId]:
     return sorted(found, key=str)
 
 
-def delta_facts(location: DeltaLocation) -> tuple[DeltaFacts | None, DeltaTable | None]:
-    """The Delta table's figures from its log (None before it exists), and the table."""
-    table = location.open()
+def delta_facts(place: ReplicaTable) -> tuple[DeltaFacts | None, TableVersion | None]:
+    """The table's figures from its log and files' statistics (None before it exists), and the table."""
+    table = place.open()
     if table is None:
         return None, None
-    files = pa.table(table.get_add_actions(flatten=True))
-    return DeltaFacts(table.version(), files.num_rows, int(pc.sum(files.column("size_bytes")).as_py() or 0),
-                      int(pc.sum(files.column("num_records")).as_py() or 0)), table
+    files = table.files()
+    return DeltaFacts(table.version(), len(files), sum(f.size for f in files), table.count()), table
 
 
 def chunk_views(plan: Plan, manifests: list[BatchManifest | None],
@@ -225,15 +225,15 @@ def latest_verification(lake: Lake, table: TableId) -> VerificationView | None:
                             totals["extra"], totals["different"])
 
 
-def table_events(changelog: DeltaTable | None, checkpoint: Checkpoint | None, table: TableId) -> list[TableEvent]:
+def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, table: TableId) -> list[TableEvent]:
     """The table events the stream wrote to the changelog (only the few columns that name them are read),
     then the DDL that stopped the table."""
     events = []
-    if changelog is not None and DDL_COLUMN in pa.schema(changelog.schema().to_arrow()).names:
+    if changelog is not None and DDL_COLUMN in changelog.schema().names:
         kinds = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
-        rows = changelog.to_pyarrow_dataset().to_table(
-            columns=["_op", DDL_COLUMN, "_op_ts", "_binlog_file", "_binlog_pos"],
-            filter=pc.field("_op").isin(kinds)).sort_by([("_binlog_file", "ascending"), ("_binlog_pos", "ascending")])
+        rows = changelog.read(["_op", DDL_COLUMN, "_op_ts", "_binlog_file", "_binlog_pos"],
+                              pc.field("_op").isin(kinds)).sort_by([("_binlog_file", "ascending"),
+                                                                    ("_binlog_pos", "ascending")])
         for row in rows.to_pylist():
             events.append(TableEvent(ChangeKind(row["_op"]).name.lower().replace("_", " "), row[DDL_COLUMN] or "",
                                      f"binlog file {row['_binlog_file']} position {row['_binlog_pos']}",
@@ -269,12 +269,11 @@ def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
                      (stopped.ddl or "taken out of the captured tables") if stopped is not None else None)
 
 
-def newest_changes(changelog: DeltaTable, first_seq: int, last_seq: int) -> dict[int, int]:
+def newest_changes(changelog: TableVersion, first_seq: int, last_seq: int) -> dict[int, int]:
     """Per stream batch in ``[first_seq, last_seq]``: the newest source commit time (``_op_ts``, ms) of its
     rows (two columns read, the batches' files only)."""
     seq = pc.field(STREAM_SEQ_COLUMN)
-    rows = changelog.to_pyarrow_dataset().to_table(columns=[STREAM_SEQ_COLUMN, "_op_ts"],
-                                                   filter=(seq >= first_seq) & (seq <= last_seq))
+    rows = changelog.read([STREAM_SEQ_COLUMN, "_op_ts"], (seq >= first_seq) & (seq <= last_seq))
     newest = rows.group_by(STREAM_SEQ_COLUMN).aggregate([("_op_ts", "max")])
     return dict(zip(newest.column(STREAM_SEQ_COLUMN).to_pylist(), newest.column("_op_ts_max").to_pylist(),
                     strict=True))

@@ -23,6 +23,7 @@ from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
@@ -221,7 +222,7 @@ def test_the_table_events_of_the_changelog_are_listed_in_binlog_order(lake: Lake
     for kind, statement, position in statements:
         record = table_event_record(schema, kind, statement, replace(offset, position=position), 1_795_000_000_000)
         record = record.append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint.seq], pa.int64()))
-        lake.table(ORDERS).changelog.write(record, mode="append", schema_mode="merge")
+        lake.table(ORDERS).changelog.append(record, CommitTag())
     (orders,) = lake_status(lake, ["shop.orders"], now=0).tables
     assert [(e.kind, e.statement, e.source_time) for e in orders.events] == [
         ("truncate", "TRUNCATE TABLE orders", "2026-11-18T11:06:40+00:00"),
