@@ -3,10 +3,10 @@ the states of its snapshot batches and streams, read from the metadata database 
 
 A lake is found where the run's tasks rendered it: every operator of this package has the template
 fields ``base_uri`` and ``lake_conn_id``, and Airflow keeps each task instance's rendered fields
-(``RenderedTaskInstanceFields``) once it started. A snapshot task's rendered ``batch`` (one batch's
-dict, or a list of them) names the table and number of the batches it writes, so a batch without a
-manifest yet is ``running`` or ``failed`` as its task instance is. The stream's task instance gives
-the stream's state (running, deferred, failed...). The tables of a run are those its tasks rendered
+(``RenderedTaskInstanceFields``) once it started. A snapshot task's rendered ``batch`` (a pack of
+batches, ``BatchPack``, of one or many tables) names the tables and numbers of the batches it writes,
+so a batch without a manifest yet is ``running`` or ``failed`` as its task instance is. The stream's
+task instance gives the stream's state (running, deferred, failed...). The tables of a run are those its tasks rendered
 (``tables`` lists, batches; all of its lakes' when a task chose its tables by patterns); a task
 instance's, those of that task alone.
 """
@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine import rendered
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 
 OPERATORS = (
     "MySqlChunkSplitOperator", "MySqlSnapshotSparkOperator", "MySqlBinlogStreamOperator", "MySqlVerifyPlanOperator",
@@ -63,14 +64,23 @@ class RunFacts:
     streams: dict[LakeRef, TaskState] = field(default_factory=dict)
 
 
-def _batches(value: Any) -> list[Mapping[str, Any]]:
-    """A rendered ``batch`` field: one batch's dict or a list of them (other forms: none)."""
+def _batches(value: Any) -> list[tuple[TableId, int]]:
+    """A rendered ``batch`` field, a pack of batches (``BatchPack``), as its batches' tables and numbers;
+    one batch's dict (a split of an earlier version) as that batch; other forms: none."""
     try:
         value = rendered.literal("batch", value)
     except InvalidOptionError:
         return []
-    items = value if isinstance(value, list) else [value]
-    return [b for b in items if isinstance(b, Mapping) and "table" in b and "number" in b]
+    if not isinstance(value, Mapping):
+        return []
+    if "tables" in value:
+        try:
+            return [(b.table, b.number) for b in BatchPack.from_dict(dict(value)).batches]
+        except (SnapshotStateError, AttributeError, KeyError, TypeError, ValueError):  # not a pack: none
+            return []
+    if "table" in value and "number" in value:
+        return [(TableId.parse(str(value["table"])), int(value["number"]))]
+    return []
 
 
 def _tables(value: Any) -> set[str] | None:
@@ -147,14 +157,14 @@ def facts_of(facts: RunFacts, rendered_tasks: Iterable[RenderedTask], task_id: s
         batches = _batches(task.fields.get("batch"))
         named = _tables(task.fields.get("tables"))
         by_pattern |= "tables" in task.fields and named is None
-        tables = {str(b["table"]) for b in batches} | (named or set())
+        tables = {str(table) for table, _ in batches} | (named or set())
         run_tables |= tables
         if task.task_id == task_id and (map_index is None or map_index < 0 or task.map_index == map_index):
             task_tables |= tables
         batch_state = _BATCH_STATES.get(str(task.state))
         if batch_state is not None:
             for batch in batches:
-                facts.batch_states[(TableId.parse(str(batch["table"])), int(batch["number"]))] = batch_state
+                facts.batch_states[batch] = batch_state
         if task.operator == STREAM_OPERATOR:
             facts.streams[lake] = TaskState(task.task_id, task.map_index, task.state, task.try_number)
     facts.tables = (task_tables or None) if task_id else (None if by_pattern else run_tables or None)

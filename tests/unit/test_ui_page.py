@@ -17,11 +17,12 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
@@ -174,9 +175,11 @@ def test_the_rendered_fields_give_lakes_batches_and_tables() -> None:
     assert _lake({"base_uri": "/lake", "lake_conn_id": "None"}) == LakeRef("/lake", None)
     assert _lake({"base_uri": "s3://b/l", "lake_conn_id": "aws_lake"}) == LakeRef("s3://b/l", "aws_lake")
     assert _lake({"base_uri": "{{ params.base_uri }}"}) is None and _lake({"tables": ["a.b"]}) is None
-    batch = {"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}
-    assert _batches(batch) == [batch] and _batches(str([batch, batch])) == [batch, batch]
-    assert _batches("not a batch") == [] and _batches(None) == []
+    pack = BatchPack((Batch(ORDERS, 1, 2, 3), Batch(TAGS, 0, 0, 1)), (100, 50), 0, 2).to_dict()
+    assert _batches(pack) == [(ORDERS, 1), (TAGS, 0)] and _batches(str(pack)) == [(ORDERS, 1), (TAGS, 0)]
+    # one batch's dict, as a split of an earlier version rendered it
+    assert _batches({"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}) == [(ORDERS, 1)]
+    assert _batches("not a batch") == [] and _batches(None) == [] and _batches({"tables": "x"}) == []
     assert _tables(["shop.a", "shop.b"]) == {"shop.a", "shop.b"} and _tables('["shop.a"]') == {"shop.a"}
     assert _tables("None") is None and _tables([]) is None
 
@@ -190,13 +193,17 @@ def test_the_operator_names_are_the_operators() -> None:
 
 def test_a_runs_rendered_tasks_give_its_lakes_tables_batch_and_stream_states() -> None:
     lake = {"base_uri": "/lake", "lake_conn_id": "None"}
-    batch = {"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}
+    def pack(*batches: Batch) -> dict[str, object]:
+        return BatchPack(batches, tuple(100 for _ in batches), 0, 1).to_dict()
+
     tasks = [
         RenderedTask("split", -1, {**lake, "tables": ["shop.orders", "shop.tags"]}, "success",
                      "MySqlChunkSplitOperator"),
-        RenderedTask("snapshot", 0, {**lake, "batch": {**batch, "number": 0}}, "success", "MySqlSnapshotSparkOperator"),
-        RenderedTask("snapshot", 1, {**lake, "batch": batch}, "running", "MySqlSnapshotSparkOperator"),
-        RenderedTask("snapshot", 2, {**lake, "batch": [{**batch, "table": "shop.tags", "number": 0}]}, "failed",
+        RenderedTask("snapshot", 0, {**lake, "batch": pack(Batch(ORDERS, 0, 0, 1))}, "success",
+                     "MySqlSnapshotSparkOperator"),
+        RenderedTask("snapshot", 1, {**lake, "batch": pack(Batch(ORDERS, 1, 2, 3))}, "running",
+                     "MySqlSnapshotSparkOperator"),
+        RenderedTask("snapshot", 2, {**lake, "batch": str(pack(Batch(TAGS, 0, 0, 1)))}, "failed",
                      "MySqlSnapshotSparkOperator"),
         RenderedTask("stream", -1, {**lake, "tables": '["shop.orders", "shop.tags"]'}, "deferred", STREAM_OPERATOR, 2),
         RenderedTask("other", -1, {"sql": "SELECT 1"}, "success", "SQLExecuteQueryOperator"),
