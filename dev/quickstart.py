@@ -18,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from dev import mariadb, sample_shop
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=300_000)
     parser.add_argument("--lake", type=Path, default=Path(".local/lake"))
     parser.add_argument("--reload", action="store_true", help="recreate the shop database (and the lake)")
+    parser.add_argument("--ui", action="store_true",
+                        help="after the run, serve Airflow's UI; print the URLs of the run and its MySQL CDC page")
+    parser.add_argument("--ui-port", type=int, default=8080)
     args = parser.parse_args(argv)
 
     server = start_server(args.dir, args.port, args.orders, args.reload)
@@ -117,12 +122,41 @@ def main(argv: list[str] | None = None) -> int:
 Read it yourself:
     .venv/bin/python -c "from airflow_provider_mysqlcdc.lake import read_table
 print(read_table('{lake}', 'shop.orders'))"
-See the run in the Airflow UI (http://localhost:8080, ready in ~40 s):
-    set -a; . .local/quickstart.env; set +a
-    AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT=8080 AIRFLOW__API__BASE_URL=http://localhost:8080 \\
-      AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=True .venv/bin/airflow standalone
 Run it again (snapshot skipped, the stream continues): ./dev/quickstart.sh
 MariaDB keeps running on port {server.port}: .venv/bin/python -m dev.mariadb stop --dir {args.dir}""")
+    if args.ui:
+        return serve_ui(run.run_id, args.ui_port)
+    print("See this run and the MySQL CDC page in Airflow's UI: ./dev/quickstart.sh --ui (runs again, then serves it)")
+    return 0
+
+
+def serve_ui(run_id: str, port: int) -> int:
+    """Airflow's api-server on ``port`` in the background (its own process group, its log in AIRFLOW_HOME),
+    the UI without a login; prints the URLs of the run and of its MySQL CDC page once it answers."""
+    home = Path(os.environ["AIRFLOW_HOME"])
+    base = f"http://localhost:{port}"
+    env = {**os.environ, "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+    log = home / "api-server.log"
+    print(f"==> starting Airflow's api-server on {base} (log in {log})", flush=True)
+    with log.open("ab") as out:
+        server = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server"], env=env,
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=5):  # noqa: S310 (loopback)
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                print(f"the api-server did not start; its log: {log}", file=sys.stderr)
+                return 1
+            time.sleep(1)
+    run = urllib.parse.quote(run_id, safe="")
+    print(f"""==> Airflow's UI is up (no login):
+    the run:             {base}/dags/mysql_cdc_example/runs/{run}
+    its MySQL CDC page:  {base}/mysql-cdc/dags/mysql_cdc_example?run_id={run}
+Stop it: kill -TERM -- -{server.pid}""")
     return 0
 
 

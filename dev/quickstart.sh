@@ -14,4 +14,4 @@ export AIRFLOW__CORE__LOAD_EXAMPLES=False
 # mysql-cdc-replicas, and with no DAG here scheduled on those assets Airflow warns twice per event
 export AIRFLOW__LOGGING__NAMESPACE_LEVELS="airflow.api_fastapi=WARNING airflow.serialization=WARNING airflow.dag_processing=WARNING airflow.models=WARNING airflow.assets.manager=ERROR"
 mkdir -p "$AIRFLOW_HOME"
-exec .venv/bin/python -m dev.quickstart "$@"
+exec .venv/bin/python -m dev.quickstart "$@"   # --ui: serve the UI afterwards
