@@ -280,8 +280,8 @@ def _ratio_row(label: str, runs: list[dict[str, Any]], rate: str, ratio: str | N
 
 def report(sections: dict[str, Any]) -> str:
     """RESULTS.md from the stored results: each section with the date, machine and runs it had."""
-    lines = ["# Benchmark results", "", "Written by `.venv/bin/python -m bench.peers` (README: Benchmarks against "
-             "peers). Each section gives the date and machine of its last run; figures are medians over the "
+    lines = ["# Benchmark results", "", "Written by `.venv/bin/python -m bench.peers` (docs/benchmarks.md). "
+             "Each section gives the date and machine of its last run; figures are medians over the "
              "runs, ratios are computed per run, then their median taken.", ""]
 
     def heading(name: str, title: str) -> None:

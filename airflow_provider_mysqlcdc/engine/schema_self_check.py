@@ -73,6 +73,6 @@ def _message(differences: list[SchemaDifference], checkpoint: Checkpoint) -> str
         f"cannot follow; it stops rather than decode rows with the wrong columns. "
         + "; ".join(map(str, differences))
         + f". Undo the change on the server, or take {tables} anew: run the stream once without it in "
-        f"tables, delete its folder <db>/<table> in the lake, and add it back (it is snapshotted again; README, "
-        f"'Changing tables between runs'); then clear the stream task."
+        f"tables, delete its folder <db>/<table> in the lake, and add it back (it is snapshotted again; the docs' "
+        f"'The binlog stream', 'Changing tables between runs'); then clear the stream task."
     )

@@ -27,7 +27,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 
 class SchemaChangeBehavior(StrEnum):
     """What the stream does with a DDL of a captured table, as Flink CDC 3's ``schema.change.behavior``
-    names it (README, "Schema changes", has the table of every statement under each)."""
+    names it (the docs' "Schema changes" page has the table of every statement under each)."""
 
     EVOLVE = "evolve"
     """Apply every change to the lake at its offset, exactly; what cannot be is an error."""

@@ -69,7 +69,7 @@ def read_json(fs: pafs.FileSystem, path: str) -> Any | None:
     raise LakeFormatError(
         f"{path} is not one whole JSON document ({problem}"
         f"{f', {_READ_TRIES} reads' if object_store else ''}): it was damaged or written by another tool; "
-        f"restore it from a copy, or delete it and the state it describes (see README 'Output layout')"
+        f"restore it from a copy, or delete it and the state it describes (see the docs' page 'Output layout')"
     )
 
 

@@ -4,7 +4,7 @@ The Spark job reads and commits the batch; the snapshot task only learns what ha
 committed manifest (rows and chunks, and the seconds the job spent reading, without Spark's start).
 So the metrics are sent when the job has returned, from that manifest, with no per-row work. Names
 and tags follow the stream's (``stream_metrics``): ``dag_id`` and ``task_id`` of the task instance,
-and here ``table`` on every metric, since one batch belongs to one table. README "Metrics" lists them.
+and here ``table`` on every metric, since one batch belongs to one table. docs/metrics.md lists them.
 """
 
 from __future__ import annotations

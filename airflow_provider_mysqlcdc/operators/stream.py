@@ -92,7 +92,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         such a change as ``lenient`` does, with a warning; ``lenient`` adds columns and records the DDL
         without rewriting the lake; ``ignore`` keeps the lake's columns as they were and writes the changes
         as them; ``exception`` stops at the first DDL that changes a captured table
-        (README, "Schema changes"). Default: ``evolve`` (templated)
+        (docs/schema-changes.md). Default: ``evolve`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer

@@ -1,7 +1,7 @@
 """The stream's metrics through Airflow's ``Stats`` (StatsD, Datadog or OpenTelemetry, as configured).
 
 ``StatsStreamObserver`` implements the engine's ``StreamObserver`` with the metrics documented in
-README ("Metrics"). Every metric carries the task's ``dag_id`` and ``task_id`` as tags, and the
+docs/metrics.md. Every metric carries the task's ``dag_id`` and ``task_id`` as tags, and the
 per-table counters a ``table`` tag: Datadog and OpenTelemetry keep tags; plain StatsD drops them
 unless ``[metrics] statsd_influxdb_enabled`` appends them to the name, so the names themselves hold
 no table and a plain StatsD counter sums over the tables. Airflow's task runner initialises

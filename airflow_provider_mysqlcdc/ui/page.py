@@ -109,7 +109,7 @@ def _verification(table: TableView, airflow_root: str, dags: dict[str, str]) -> 
               "repair: run the verification DAG again with <code>repair</code> on")
     return (f'<span class="bad" data-verdict="differs">{len(v.differing_chunks)} chunks differ</span> ({chunks}): '
             f'{v.missing} keys missing, {v.extra} extra, {v.different} different <span class="muted">(run '
-            f'{run})</span><br>{repair} (README, "Repairing ranges of a replica")')
+            f'{run})</span><br>{repair} (docs: "Repairing ranges of a replica")')
 
 
 def _delta(facts: Any) -> str:

@@ -160,7 +160,8 @@ def test_every_layer_imports_only_the_layers_below_it_and_no_module_takes_part_i
 
 TABLE_FORMATS = {"deltalake": frozenset({f"{PACKAGE}.lake.delta_table"})}
 """Each table format's library and the modules that implement ``lake.table_format`` with it: the one place
-a format is reached (README, "A new table format"); every other module goes through the protocols."""
+a format is reached (README and docs/development.md, "A new table format"); every other module goes
+through the protocols."""
 
 
 def test_a_table_formats_library_is_imported_by_its_implementation_alone() -> None:

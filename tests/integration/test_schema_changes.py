@@ -225,7 +225,7 @@ def test_tables_renamed_away_and_back_and_columns_converted(admin: Any, config: 
         cur.execute("RENAME TABLE ra_moved TO ra, rb_moved TO rb")  # back: captured again, rows read again
         cur.execute("UPDATE ra SET v = v + 1000 WHERE id BETWEEN 40 AND 60")
     # (the stream reads the rename before the table changes again: a table captured again takes the
-    # server's columns of the moment it is read, README "Several DDLs in a row")
+    # server's columns of the moment it is read, docs/schema-changes.md, "Several DDLs in a row")
     stream(config, base_uri, [ra, rb])
     for table in (ra, rb):
         assert_replica_equal(admin, base_uri, table)
