@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -200,4 +201,22 @@ class StreamSummary:
         return self.seq - self.progress.batches
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.progress.to_dict(), "stopped": self.stopped, "offset": self.offset, "seq": self.seq}
+        """The task's XCom: counts, why it stopped, the checkpoint, and when it started and ended as ISO 8601
+        UTC times (the task log shows this value, so no epoch floats)."""
+        p = self.progress
+        return {"batches": p.batches, "rows": p.rows, "deferrals": p.deferrals, "stopped": self.stopped,
+                "offset": self.offset, "seq": self.seq, "started": _iso(p.started), "ended": _iso(time.time())}
+
+    def describe(self) -> str:
+        """The summary as the sentence the task log ends with."""
+        p = self.progress
+        took = max(0.0, time.time() - p.started)
+        batches = f"{p.batches:,} batch{'es' if p.batches != 1 else ''}"
+        rows = f"{p.rows:,} change row{'s' if p.rows != 1 else ''}"
+        deferrals = f", {p.deferrals} deferral{'s' if p.deferrals != 1 else ''}" if p.deferrals else ""
+        return (f"The stream stops ({self.stopped}) after {took:,.1f} s: {batches} committed, {rows} written"
+                f"{deferrals}; the checkpoint is batch {self.seq} at {self.offset}.")
+
+
+def _iso(epoch_seconds: float) -> str:
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat(timespec="seconds")

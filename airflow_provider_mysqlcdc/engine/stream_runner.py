@@ -168,7 +168,7 @@ class StreamRunner:
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
                     self._merge(merger, checkpoint)  # current state readers see all
-                    _log.info("stream stops (%s): %s", stopped, self.summary(progress, checkpoint, stopped).to_dict())
+                    _log.info("%s", self.summary(progress, checkpoint, stopped).describe())
                     self.lease.release()
                     return stopped
                 idle = time.time() - progress.idle_since

@@ -86,7 +86,8 @@ def _chunk_picture(table: TableView) -> str:
     counts = table.chunk_counts()
     words = ", ".join(f'<span data-count="{s}">{counts[s]}</span> {s}' for s in CHUNK_STATES if counts[s])
     return (f'<div class="chunks">{"".join(squares)}</div><div class="muted"><span data-field="chunks">'
-            f'{len(table.chunks)}</span> chunks in {table.batches} batches: {words or "none planned"}</div>')
+            f'{len(table.chunks)}</span> {_plural(len(table.chunks), "chunk")} in {_counted(table.batches, "batch")}: '
+            f'{words or "none planned"}</div>')
 
 
 def _verification(table: TableView, airflow_root: str, dags: dict[str, str]) -> str:
@@ -112,11 +113,20 @@ def _verification(table: TableView, airflow_root: str, dags: dict[str, str]) -> 
             f'{run})</span><br>{repair} (docs: "Repairing ranges of a replica")')
 
 
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + ("es" if word.endswith("ch") else "s")
+
+
+def _counted(n: int, word: str) -> str:
+    """``n`` and the word in the number it takes: "1 file", "3 batches"."""
+    return f"{n:,} {_plural(n, word)}"
+
+
 def _delta(facts: Any) -> str:
     if facts is None:
         return '<span class="muted">none yet</span>'
     return (f'<span data-rows="{facts.rows}">{facts.rows:,}</span> rows, version {facts.version}, '
-            f"{facts.files} files, {_size(facts.bytes)}")
+            f"{_counted(facts.files, 'file')}, {_size(facts.bytes)}")
 
 
 def _events(table: TableView) -> str:
@@ -130,7 +140,8 @@ def _tables(status: LakeStatus, airflow_root: str, dags: dict[str, str]) -> str:
     rows = []
     for t in status.tables:
         counts = t.chunk_counts()
-        merged = f" (merged through batch {t.merged_through})" if t.merged_through is not None else ""
+        merged = ("" if t.merged_through is None else " (no change merged yet)" if t.merged_through < 0
+                  else f" (merged through stream batch {t.merged_through})")
         rows.append(
             f'<tr data-table="{_e(t.table)}" data-chunks="{len(t.chunks)}" data-chunks-done="{counts["done"]}">'
             f'<td><b>{_e(t.table)}</b><br><span class="muted" data-field="state">{_e(t.state)}</span></td>'

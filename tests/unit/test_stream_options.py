@@ -8,7 +8,12 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream_options import (
+    CommitLimits,
+    StreamOptions,
+    StreamProgress,
+    StreamSummary,
+)
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 
@@ -60,6 +65,21 @@ def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None
 def test_progress_travels_through_an_event() -> None:
     progress = StreamProgress(started=1.0, idle_since=2.0, batches=3, rows=4, deferrals=5)
     assert StreamProgress.from_dict({**progress.to_dict(), "reason": "moved"}) == progress
+
+
+def test_the_summary_reads_as_a_sentence_and_its_xcom_has_no_epoch_floats() -> None:
+    # 2026-11-25 10:00:00 UTC
+    summary = StreamSummary(StreamProgress(started=1795600800.0, idle_since=1795600860.0, batches=1, rows=2_500,
+                                           deferrals=2), "idle for 5 s", "mysql-bin.000002:4", seq=7)
+    text = summary.describe()
+    assert text.startswith("The stream stops (idle for 5 s) after ") and text.endswith(
+        ": 1 batch committed, 2,500 change rows written, 2 deferrals; the checkpoint is batch 7 at mysql-bin.000002:4.")
+    xcom = summary.to_dict()
+    assert xcom["started"] == "2026-11-25T10:00:00+00:00" and xcom["ended"].endswith("+00:00")
+    assert not any(isinstance(v, float) for v in xcom.values())
+    assert {k: xcom[k] for k in ("batches", "rows", "deferrals", "stopped", "offset", "seq")} == {
+        "batches": 1, "rows": 2_500, "deferrals": 2, "stopped": "idle for 5 s", "offset": "mysql-bin.000002:4",
+        "seq": 7}
 
 
 def test_schema_change_behavior_is_one_of_flinks_names() -> None:
