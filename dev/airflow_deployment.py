@@ -142,8 +142,7 @@ class AirflowDeployment:
         if component == "api-server":
             args += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
             # it serves the provider's "MySQL CDC" page, a plugin of the provider info, which Airflow loads only
-            # when it discovers providers eagerly (the plugin's entry point does it in every setting, but an
-            # editable install made before that entry point existed lacks it); the other components need not
+            # when it discovers providers eagerly; the other components need not
             env = {**env, "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False"}
         elif component in ("scheduler", "triggerer"):
             args += ["--skip-serve-logs"]  # task and trigger logs are read from the shared home folder

@@ -136,7 +136,9 @@ def serve_ui(run_id: str, port: int) -> int:
     home = Path(os.environ["AIRFLOW_HOME"])
     base = f"http://localhost:{port}"
     env = {**os.environ, "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
-           "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+           "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+           # the MySQL CDC page is a provider-info plugin, which Airflow loads only with eager discovery
+           "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": "False"}
     log = home / "api-server.log"
     print(f"==> starting Airflow's api-server on {base} (log in {log})", flush=True)
     with log.open("ab") as out:
