@@ -42,7 +42,8 @@ def test_wheel_metadata_states_version_license_and_classifiers(built: BuiltDistr
     with zipfile.ZipFile(built.wheel) as whl:
         (entry_points,) = [n for n in whl.namelist() if n.endswith(".dist-info/entry_points.txt")]
         assert "[apache_airflow_provider]" in whl.read(entry_points).decode()
-        assert "[airflow.plugins]" in whl.read(entry_points).decode()
+        # the UI plugin is registered in the provider info only (see tests/unit/test_provider.py)
+        assert "[airflow.plugins]" not in whl.read(entry_points).decode()
     assert metadata["Version"] == project["version"]
     assert metadata["License-Expression"] == "Apache-2.0" and metadata["License-File"] == "LICENSE"
     classifiers = set(metadata.get_all("Classifier") or ())
