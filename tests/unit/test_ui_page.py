@@ -153,13 +153,14 @@ def test_the_latest_verification_shows_its_verdict_and_the_chunks_that_differ(la
     assert (verification.run, verification.differing_chunks, verification.missing, verification.different) == (
         "manual__2", [2], 1, 2)
     lakes = [LakeReport(LakeRef(lake.base_uri, None), status)]
-    html = render_dag(DagStatus("d", "r", "success", None, None, lakes, {"manual__2": "verify"}), "/root", "/j")
+    airflow = "/airflow-ui"  # the UI's URL prefix the links start with
+    html = render_dag(DagStatus("d", "r", "success", None, None, lakes, {"manual__2": "verify"}), airflow, "/j")
     assert 'data-verdict="differs">1 chunks differ</span> (2)' in html
-    assert '<a href="/root/dags/verify" target="_top" data-field="repair">repair</a>' in html
-    assert '<a href="/root/dags/verify/runs/manual__2" target="_top">manual__2</a>' in html
+    assert f'<a href="{airflow}/dags/verify" target="_top" data-field="repair">repair</a>' in html
+    assert f'<a href="{airflow}/dags/verify/runs/manual__2" target="_top">manual__2</a>' in html
     # a verification run of a DAG the user may not read (or none): no link
-    html = render_dag(DagStatus("d", "r", "success", None, None, lakes), "/root", "/j")
-    assert "/root/dags/verify" not in html and "run the verification DAG again" in html
+    html = render_dag(DagStatus("d", "r", "success", None, None, lakes), airflow, "/j")
+    assert f"{airflow}/dags/verify" not in html and "run the verification DAG again" in html
 
 
 def test_the_page_escapes_what_it_shows(lake: Lake) -> None:
