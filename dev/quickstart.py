@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -44,8 +43,8 @@ def start_server(data_dir: Path, port: int, orders: int, reload: bool) -> mariad
     return server
 
 
-def airflow_environment(server: mariadb.MariaDbServer, env_file: Path) -> dict[str, str]:
-    """The connections as Airflow environment variables, also written to ``env_file`` for the UI."""
+def airflow_environment(server: mariadb.MariaDbServer) -> dict[str, str]:
+    """The connections as Airflow environment variables (the api-server of ``--ui`` inherits them)."""
     env = {
         "AIRFLOW_CONN_MYSQL_CDC_DEFAULT": json.dumps({
             "conn_type": "mysql_cdc", "host": server.host, "port": server.port, "login": server.cdc_user,
@@ -53,11 +52,8 @@ def airflow_environment(server: mariadb.MariaDbServer, env_file: Path) -> dict[s
         }),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
     }
-    for name in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER", "AIRFLOW__CORE__LOAD_EXAMPLES"):
-        env[name] = os.environ[name]
-    # `airflow standalone` starts its parts as `airflow ...` from PATH: this environment's first
+    # spark-submit and the airflow commands from this environment first
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
     return env
 
 
@@ -77,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     lake = str(args.lake.resolve())
     if args.reload:
         shutil.rmtree(lake, ignore_errors=True)
-    os.environ.update(airflow_environment(server, Path(".local/quickstart.env")))
+    os.environ.update(airflow_environment(server))
     print(f"==> Airflow metadata database in {os.environ['AIRFLOW_HOME']} (SQLite)", flush=True)
     subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True,
                    stdout=subprocess.DEVNULL)
