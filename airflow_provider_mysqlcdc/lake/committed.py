@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
-_TABLE_EVENTS = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
+TABLE_EVENT_OPS = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
 METADATA = [f.name for f in METADATA_FIELDS]
 
 
@@ -97,7 +97,7 @@ def changes_between(committed: CommittedTable, after: int, through: int, dropped
         return rows.select([*current, *gone, *METADATA, DDL_COLUMN, STREAM_SEQ_COLUMN])
     # the records of table events (TRUNCATE, a schema change) are applied to the current table at their
     # batch (engine.schema_changes), never merged as rows
-    return rows.filter(pc.invert(pc.is_in(rows.column("_op"), _TABLE_EVENTS))).select([*current, *METADATA])
+    return rows.filter(pc.invert(pc.is_in(rows.column("_op"), TABLE_EVENT_OPS))).select([*current, *METADATA])
 
 
 def _holding(rows: pa.Table, field: pa.Field) -> pa.Field:

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
@@ -28,6 +27,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import encode_key
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.committed import TABLE_EVENT_OPS
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.lease import Lease
@@ -226,13 +226,16 @@ def latest_verification(lake: Lake, table: TableId) -> VerificationView | None:
 
 
 def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, table: TableId) -> list[TableEvent]:
-    """The table events the stream wrote to the changelog (only the few columns that name them are read),
-    then the DDL that stopped the table."""
+    """The table events the stream committed to the changelog up to its checkpoint (only the few columns
+    that name them are read; a killed run's batch past the checkpoint is not shown), then the DDL that
+    stopped the table."""
     events = []
     if changelog is not None and DDL_COLUMN in changelog.schema().names:
-        kinds = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
+        committed = pc.field("_op").isin(TABLE_EVENT_OPS)
+        if checkpoint is not None:
+            committed = committed & (pc.field(STREAM_SEQ_COLUMN) <= checkpoint.visible[0])
         rows = changelog.read(["_op", DDL_COLUMN, "_op_ts", "_binlog_file", "_binlog_pos"],
-                              pc.field("_op").isin(kinds)).sort_by([("_binlog_file", "ascending"),
+                              committed).sort_by([("_binlog_file", "ascending"),
                                                                     ("_binlog_pos", "ascending")])
         for row in rows.to_pylist():
             events.append(TableEvent(ChangeKind(row["_op"]).name.lower().replace("_", " "), row[DDL_COLUMN] or "",

@@ -225,11 +225,13 @@ def test_the_table_events_of_the_changelog_are_listed_in_binlog_order(lake: Lake
     checkpoint = StreamStore(lake).read_checkpoint()
     assert checkpoint is not None
     schema, offset = checkpoint.schemas[ORDERS], checkpoint.offset
-    statements = [(ChangeKind.SCHEMA_CHANGE, "ALTER TABLE orders ADD COLUMN x INT", offset.position + 10),
-                  (ChangeKind.TRUNCATE, "TRUNCATE TABLE orders", offset.position)]
-    for kind, statement, position in statements:
+    # the third is a killed run's batch past the checkpoint: not committed, not shown
+    statements = [(ChangeKind.SCHEMA_CHANGE, "ALTER TABLE orders ADD COLUMN x INT", offset.position + 10, 0),
+                  (ChangeKind.TRUNCATE, "TRUNCATE TABLE orders", offset.position, 0),
+                  (ChangeKind.SCHEMA_CHANGE, "ALTER TABLE orders DROP COLUMN x", offset.position + 20, 1)]
+    for kind, statement, position, past in statements:
         record = table_event_record(schema, kind, statement, replace(offset, position=position), 1_795_000_000_000)
-        record = record.append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint.seq], pa.int64()))
+        record = record.append_column(STREAM_SEQ_COLUMN, pa.array([checkpoint.seq + past], pa.int64()))
         lake.table(ORDERS).changelog.append(record, CommitTag())
     (orders,) = lake_status(lake, ["shop.orders"], now=0).tables
     assert [(e.kind, e.statement, e.source_time) for e in orders.events] == [
