@@ -65,9 +65,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def table_sizes(args: argparse.Namespace) -> dict[str, int]:
     rnd = random.Random(7)
-    sizes = {f"many.t_{i:04d}": args.big_rows if i < args.big_tables else rnd.randint(args.small_min, args.small_max)
-             for i in range(args.tables)}
-    return sizes
+    return {f"many.t_{i:04d}": args.big_rows if i < args.big_tables else rnd.randint(args.small_min, args.small_max)
+            for i in range(args.tables)}
 
 
 def load(server: Any, sizes: dict[str, int]) -> None:
