@@ -166,6 +166,7 @@ def stream_batches(
     committed, uncommitted = _Pending(), _Pending()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
+    boundary_events, committed_ts = 0, 0  # ``events`` and ``last_ts`` at ``boundary``
     committer = _Committer(store, checkpoint)
     try:
         for item in reader.rows():
@@ -177,12 +178,16 @@ def stream_batches(
                 if emitted is not None:
                     uncommitted.add(schemas[item.table], emitted, _size(item))
                     last_ts = item.ts_ms
-                # a transaction too big for one batch is cut after a whole rows event
+                # a transaction too big for one batch is cut after a whole rows event; the complete
+                # transactions before it are committed first, at their boundary: only a batch that ends at
+                # a boundary becomes visible to readers, so cutting them together with the open part would
+                # leave a writer whose large transactions come within max_events of each other invisible
                 if uncommitted.over(limits):
-                    committed.absorb(uncommitted)
-                    uncommitted = _Pending()
-                    yield from committer.submit(committed, item.offset, schemas, events, last_ts)
-                    committed, events, started = _Pending(), 0, time.monotonic()
+                    if committed.count and boundary is not None:
+                        yield from committer.submit(committed, boundary, schemas, boundary_events, committed_ts)
+                        events -= boundary_events
+                    yield from committer.submit(uncommitted, item.offset, schemas, events, last_ts)
+                    committed, uncommitted, events, started = _Pending(), _Pending(), 0, time.monotonic()
             elif isinstance(item, SchemaChanged):
                 _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id,
                              item.offset, ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
@@ -201,7 +206,7 @@ def stream_batches(
             elif isinstance(item, Committed):
                 committed.absorb(uncommitted)  # the transaction is complete
                 uncommitted = _Pending()
-                boundary = item.offset
+                boundary, boundary_events, committed_ts = item.offset, events, last_ts
                 elapsed = time.monotonic() - started
                 near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
                 latency_due = follow is not None and near_real_time and elapsed >= follow

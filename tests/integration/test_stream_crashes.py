@@ -13,6 +13,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.engine.stream_batches import StreamCommit, stream_batches
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table
@@ -56,3 +58,39 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
     for file, pos, seq in zip(*(changes.column(c).to_pylist() for c in columns), strict=True):
         batches_of_transaction.setdefault((file, pos), set()).add(seq)
     assert max(len(seqs) for seqs in batches_of_transaction.values()) > 1
+
+
+def test_transactions_larger_than_a_batch_leave_the_ones_before_visible(mariadb_server, admin, cdc_conn, database,
+                                                                        tmp_path) -> None:
+    """A writer whose large transactions (cut into parts) come within ``max_events`` of small ones: each
+    cut commits the complete transactions before it at their boundary first, so readers see them. (Cut
+    together with the open part, no batch of such a writer ever ended at a boundary, and nothing became
+    visible while it wrote: seen as a kill -9 test whose stream never became readable.)"""
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE bulk (id BIGINT PRIMARY KEY, amount INT)")
+        cur.execute("INSERT INTO bulk SELECT seq, 0 FROM seq_1_to_1000")
+    table = TableId(database, "bulk")
+    schema = load_table_schema(cdc_conn, table)
+    store = StreamStore(Lake.at(str(tmp_path / "lake")))
+    checkpoint = Checkpoint(0, read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False),
+                            {table: schema})
+    store.commit(checkpoint, {})
+    cycles = 4
+    with admin.cursor() as cur:
+        for cycle in range(cycles):
+            for small in range(5):  # 5 transactions of 10 rows: 50 changes, fewer than a batch
+                cur.execute("UPDATE bulk SET amount = amount + 1 WHERE id BETWEEN %s AND %s",
+                            (small * 10 + 1, small * 10 + 10))
+            cur.execute("UPDATE bulk SET amount = amount + %s", (cycle + 1,))  # 1,000 rows: cut into parts
+    config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                              mariadb_server.port)
+    visible_batches = []
+    for report in stream_batches(config, 5431, store, checkpoint, cdc_conn,
+                                 lambda t: load_table_schema(cdc_conn, t), limits=CommitLimits(max_events=400)):
+        assert isinstance(report, StreamCommit)
+        if report.offset == report.offset.at_transaction_start():
+            visible_batches.append(report.seq)
+    # before each large transaction's first part, its small ones (the last: at the end of the binlog)
+    assert len(visible_batches) >= cycles + 1
+    assert store.read_checkpoint().visible[0] == checkpoint.seq  # type: ignore[union-attr]
+    assert canonical_rows(read_table(store.lake.base_uri, str(table))) == table_rows(cdc_conn, schema)
