@@ -28,6 +28,7 @@ def test_verify_modes_and_their_aliases(verify: object, mode: str) -> None:
 def test_no_extra_means_no_tls_on_every_driver() -> None:
     config = _config()
     assert config.ssl is None and config.pymysql_kwargs()["ssl_disabled"] is True
+    assert config.replication_settings()["ssl_disabled"] is True  # the binlog connection too
     assert connectorx_url(config, "shop") == "mysql://cdc:p%40ss@db.example:3306/shop"
 
 
