@@ -23,7 +23,6 @@ Both documents are typed dataclasses, versioned by ``lake.documents`` (``PLAN_FO
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
@@ -35,6 +34,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.parallel import READ_THREADS, each
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -238,10 +238,6 @@ def part_file(batch: Batch, attempt: str, part: int) -> str:
     return f"{BATCH_COLUMN}={batch.number}/attempt-{attempt}-part-{part:05d}.parquet"
 
 
-READ_THREADS = 16
-"""Documents read at once from an object store, where each read is a round trip (a whole database's plans)."""
-
-
 class SnapshotStore:
     """Plans and batch manifests of the tables of one lake, and where batches write their files."""
 
@@ -250,10 +246,7 @@ class SnapshotStore:
 
     def _each(self, read: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``read`` of each item in order: on an object store several at once, on a filesystem one by one."""
-        if not self.lake.object_store or len(items) < 2:
-            return [read(item) for item in items]
-        with ThreadPoolExecutor(min(READ_THREADS, len(items))) as pool:
-            return list(pool.map(read, items))
+        return each(read, items, READ_THREADS if self.lake.object_store else 1, "snapshot-read")
 
     def read_plans(self, tables: Sequence[TableId]) -> dict[TableId, Plan | None]:
         """Each table's plan (None where it has none)."""

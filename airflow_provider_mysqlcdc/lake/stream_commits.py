@@ -19,7 +19,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-from airflow_provider_mysqlcdc.lake.table_format import Commit
+from airflow_provider_mysqlcdc.lake.table_format import Commit, TableVersion
 
 
 def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
@@ -75,7 +75,11 @@ class StreamAppend:
 def stream_appends(lake: Lake, table: str | TableId, limit: int) -> list[StreamAppend]:
     """The stream batches among the table's last ``limit`` changelog commits, oldest first (a batch appended
     twice, by a killed run and again: its last append). Only batches up to the checkpoint's are final."""
-    changelog = lake.table(table).changelog.open()
+    return appends_of(lake.table(table).changelog.open(), limit)
+
+
+def appends_of(changelog: TableVersion | None, limit: int) -> list[StreamAppend]:
+    """``stream_appends`` of a changelog already opened (None: it has none yet)."""
     appends: dict[int, StreamAppend] = {}
     for commit in changelog.history(limit) if changelog is not None else []:
         seq = _appended_seq(commit)

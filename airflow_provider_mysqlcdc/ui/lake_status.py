@@ -32,12 +32,13 @@ from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.lease import Lease
 from airflow_provider_mysqlcdc.lake.merge import merged_through
+from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, Plan, SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_commits import stream_appends
+from airflow_provider_mysqlcdc.lake.stream_commits import StreamAppend, appends_of
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 HISTORY_COMMITS = 2_000
 """Changelog commits read per table for the history: about a day of a stream committing every minute."""
@@ -181,13 +182,12 @@ def lake_tables(lake: Lake, checkpoint: Checkpoint | None) -> list[TableId]:
     return sorted(found, key=str)
 
 
-def delta_facts(place: ReplicaTable) -> tuple[DeltaFacts | None, TableVersion | None]:
-    """The table's figures from its log and files' statistics (None before it exists), and the table."""
-    table = place.open()
+def delta_facts(table: TableVersion | None) -> DeltaFacts | None:
+    """The table's figures from its log and files' statistics (None before it exists)."""
     if table is None:
-        return None, None
+        return None
     files = table.files()
-    return DeltaFacts(table.version(), len(files), sum(f.size for f in files), table.count()), table
+    return DeltaFacts(table.version(), len(files), sum(f.size for f in files), table.count())
 
 
 def chunk_views(plan: Plan, manifests: list[BatchManifest | None],
@@ -248,13 +248,15 @@ def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, 
 
 
 def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
-               batch_states: Mapping[tuple[TableId, int], str]) -> TableView:
+               batch_states: Mapping[tuple[TableId, int], str],
+               opened: tuple[TableVersion | None, TableVersion | None] | None = None) -> TableView:
+    """The table's view; ``opened``: its current and changelog tables if already opened for this read."""
     store = SnapshotStore(lake)
     plan = store.read_plan(table)
     manifests = store.manifests(plan) if plan is not None else []
     chunks = chunk_views(plan, manifests, batch_states) if plan is not None else []
-    current, current_table = delta_facts(lake.table(table).current)
-    changelog, changelog_table = delta_facts(lake.table(table).changelog)
+    current_table, changelog_table = opened if opened is not None else _open(lake, table)
+    current, changelog = delta_facts(current_table), delta_facts(changelog_table)
     stopped = checkpoint.stopped.get(table) if checkpoint is not None else None
     done = sum(m is not None for m in manifests)
     if stopped is not None:
@@ -272,6 +274,11 @@ def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
                      (stopped.ddl or "taken out of the captured tables") if stopped is not None else None)
 
 
+def _open(lake: Lake, table: TableId) -> tuple[TableVersion | None, TableVersion | None]:
+    places = lake.table(table)
+    return places.current.open(), places.changelog.open()
+
+
 def newest_changes(changelog: TableVersion, first_seq: int, last_seq: int) -> dict[int, int]:
     """Per stream batch in ``[first_seq, last_seq]``: the newest source commit time (``_op_ts``, ms) of its
     rows (two columns read, the batches' files only)."""
@@ -282,32 +289,42 @@ def newest_changes(changelog: TableVersion, first_seq: int, last_seq: int) -> di
                     strict=True))
 
 
-def stream_history(lake: Lake, tables: Iterable[TableId], through_seq: int, since_ms: float) -> list[CommitPoint]:
-    """The stream's batches up to the checkpoint's, committed after ``since_ms``, over all ``tables``."""
+@dataclass(frozen=True)
+class _TableHistory:
+    """One table's part of the stream's history: its appends in the window, and per batch the newest source
+    commit time among its rows."""
+
+    appends: list[StreamAppend]
+    newest: dict[int, int]
+
+
+def table_history(changelog: TableVersion | None, through_seq: int, since_ms: float) -> _TableHistory:
+    """The table's stream batches up to ``through_seq`` committed after ``since_ms``."""
+    appends = [a for a in appends_of(changelog, HISTORY_COMMITS) if a.seq <= through_seq and a.committed_ms >= since_ms]
+    if not appends or changelog is None:
+        return _TableHistory([], {})
+    return _TableHistory(appends, newest_changes(changelog, appends[0].seq, appends[-1].seq))
+
+
+def stream_history(parts: Iterable[_TableHistory]) -> list[CommitPoint]:
+    """The stream's batches over all its tables' parts."""
     committed: dict[int, int] = {}
     rows: dict[int, int] = {}
     newest: dict[int, int] = {}
-    for table in tables:
-        appends = [a for a in stream_appends(lake, table, HISTORY_COMMITS)
-                   if a.seq <= through_seq and a.committed_ms >= since_ms]
-        if not appends:
-            continue
-        for append in appends:
+    for part in parts:
+        for append in part.appends:
             committed[append.seq] = max(committed.get(append.seq, 0), append.committed_ms)
             rows[append.seq] = rows.get(append.seq, 0) + append.rows
-        changelog = lake.table(table).changelog.open()
-        if changelog is not None:
-            for seq, ts in newest_changes(changelog, appends[0].seq, appends[-1].seq).items():
-                if ts:
-                    newest[seq] = max(newest.get(seq, 0), ts)
+        for seq, ts in part.newest.items():
+            if ts:
+                newest[seq] = max(newest.get(seq, 0), ts)
     return [CommitPoint(seq, _iso(committed[seq]), rows[seq],
                         round(max(0, committed[seq] - newest[seq]) / 1000, 1) if seq in newest else None)
             for seq in sorted(committed)]
 
 
-def stream_view(lake: Lake, checkpoint: Checkpoint, now: float) -> StreamView:
+def stream_view(lake: Lake, checkpoint: Checkpoint, history: list[CommitPoint], now: float) -> StreamView:
     seq, offset = checkpoint.visible
-    history = stream_history(lake, [*checkpoint.schemas, *checkpoint.stopped], seq, (now - HISTORY_HOURS * 3600) * 1000)
     lags = [p.lag_seconds for p in history if p.lag_seconds is not None]
     since = now - RATE_WINDOW_SECONDS
     recent = sum(p.rows for p in history if dt.datetime.fromisoformat(p.committed_at).timestamp() >= since)
@@ -322,9 +339,23 @@ def stream_view(lake: Lake, checkpoint: Checkpoint, now: float) -> StreamView:
 
 def lake_status(lake: Lake, tables: Iterable[str] | None = None,
                 batch_states: Mapping[tuple[TableId, int], str] | None = None, now: float | None = None) -> LakeStatus:
-    """The lake's tables (those of ``tables`` only, when given) and its stream."""
+    """The lake's tables (those of ``tables`` only, when given) and its stream. Each table's plan, manifests
+    and Delta logs are read once, many tables at once (``lake.parallel``): a whole database is hundreds."""
+    now = time.time() if now is None else now
     checkpoint = StreamStore(lake).read_checkpoint()
     wanted = {TableId.parse(t) for t in tables} if tables is not None else None
-    found = [t for t in lake_tables(lake, checkpoint) if wanted is None or t in wanted]
-    stream = stream_view(lake, checkpoint, time.time() if now is None else now) if checkpoint is not None else None
-    return LakeStatus(lake.base_uri, [table_view(lake, t, checkpoint, batch_states or {}) for t in found], stream)
+    shown = [t for t in lake_tables(lake, checkpoint) if wanted is None or t in wanted]
+    streamed = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
+    since_ms = (now - HISTORY_HOURS * 3600) * 1000
+    visible_seq = checkpoint.visible[0] if checkpoint is not None else -1
+
+    def read(table: TableId) -> tuple[TableView | None, _TableHistory | None]:
+        opened = _open(lake, table)
+        view = table_view(lake, table, checkpoint, batch_states or {}, opened) if table in shown else None
+        return view, table_history(opened[1], visible_seq, since_ms) if table in streamed else None
+
+    found = each(read, sorted({*shown, *streamed}, key=str), name="ui-read")
+    views = [view for view, _ in found if view is not None]
+    stream = (stream_view(lake, checkpoint, stream_history(h for _, h in found if h is not None), now)
+              if checkpoint is not None else None)
+    return LakeStatus(lake.base_uri, views, stream)
