@@ -28,8 +28,9 @@ The estimate, deliberately simple and on the safe side:
 - rate: rows per second of the batches already committed in the lake (their manifests' ``seconds``,
   the Spark job's reading and writing), once they hold at least ``MIN_MEASURED_ROWS`` rows (a few
   small batches are dominated by per-batch costs); otherwise ``DEFAULT_ROWS_PER_SECOND``;
-- plus ``BATCH_OVERHEAD_SECONDS`` per batch: Spark's start, which the manifests do not include;
-- batches one after another (``parallelism`` 1): the split task cannot know how many mapped snapshot
+- plus ``BATCH_OVERHEAD_SECONDS`` per Spark job (a mapped snapshot task, holding one or more batches):
+  Spark's start, which the manifests do not include;
+- jobs one after another (``parallelism`` 1): the split task cannot know how many mapped snapshot
   tasks the executor, pools and ``max_active_tis_per_dag`` will run at once;
 - plus, for tables whose snapshot started in an earlier run, how long ago their oldest batch committed:
   the stream needs the binlog from that batch's high watermarks on.
@@ -163,7 +164,7 @@ class SnapshotEstimate:
 
     seconds: float  # backlog_seconds + the snapshot still to run
     rows: int
-    batches: int  # Spark jobs still to run (one a batch unless batches are packed into jobs)
+    jobs: int  # Spark jobs (mapped snapshot tasks) still to run, each holding one or more batches
     rows_per_second: float
     measured_batches: int  # committed batches the rate comes from (0: the default rate)
     parallelism: int
@@ -173,9 +174,10 @@ class SnapshotEstimate:
         rate = (f"{self.rows_per_second:,.0f} rows/s measured over {self.measured_batches} committed batches"
                 if self.measured_batches else f"the default {self.rows_per_second:,.0f} rows/s (too little "
                 f"committed in this lake to measure)")
-        at_once = "one batch at a time" if self.parallelism == 1 else f"{self.parallelism} batches at a time"
-        text = (f"{self.batches} batches, about {self.rows:,} rows, at {rate} plus {BATCH_OVERHEAD_SECONDS:.0f} s "
-                f"of Spark start per batch, {at_once}: {duration(self.seconds - self.backlog_seconds)}")
+        at_once = "one job at a time" if self.parallelism == 1 else f"{self.parallelism} jobs at a time"
+        jobs = "1 Spark job" if self.jobs == 1 else f"{self.jobs} Spark jobs"
+        text = (f"{jobs}, about {self.rows:,} rows, at {rate} plus {BATCH_OVERHEAD_SECONDS:.0f} s "
+                f"of Spark start per job, {at_once}: {duration(self.seconds - self.backlog_seconds)}")
         if self.backlog_seconds:
             text += (f", plus {duration(self.backlog_seconds)} since the first batches of these tables committed "
                      f"(the stream starts at their high watermarks): {duration(self.seconds)} in all")
@@ -203,16 +205,16 @@ def estimate_snapshot(
         measured_batches = sum(w.committed_batches for w in work if w.committed_seconds > 0)
     pending = [w for w in work if w.pending_batches]
     rows = round(sum(w.pending_chunks * w.rows_per_chunk(chunk_size) for w in pending))
-    batches = sum(w.pending_batches for w in pending) if jobs is None else jobs
-    snapshot = (rows / rate + batches * BATCH_OVERHEAD_SECONDS) / parallelism
+    jobs = sum(w.pending_batches for w in pending) if jobs is None else jobs
+    snapshot = (rows / rate + jobs * BATCH_OVERHEAD_SECONDS) / parallelism
     backlog = max((w.oldest_commit_age_seconds for w in pending), default=0.0)
-    return SnapshotEstimate(snapshot + backlog, rows, batches, rate, measured_batches, parallelism, backlog)
+    return SnapshotEstimate(snapshot + backlog, rows, jobs, rate, measured_batches, parallelism, backlog)
 
 
 def check_retention(estimate: SnapshotEstimate, retention: BinlogRetention, mode: RetentionCheck) -> list[str]:
     """The warnings to log; raises ``BinlogRetentionError`` when ``mode`` is ERROR and the estimate
     exceeds the retention. Nothing when ``mode`` is OFF or nothing is left to snapshot."""
-    if mode is RetentionCheck.OFF or not estimate.batches:
+    if mode is RetentionCheck.OFF or not estimate.jobs:
         return []
     warnings = []
     if retention.size_limit:

@@ -50,7 +50,7 @@ class MySqlChunkSplitOperator(BaseOperator):
     Binlog retention: the stream starts from the binlog at the snapshot's lowest high watermark and
     reads it once the last batch is committed, so the server must keep its binlog that long. Before
     returning any batch the task estimates how long the batches still to run take (rows per second
-    of the batches already committed in the lake, else a conservative default; one batch at a time)
+    of the batches already committed in the lake, else a conservative default; one Spark job at a time)
     and compares it with the server's ``binlog_expire_logs_seconds`` / ``expire_logs_days``
     (``cdc.binlog_retention``): above half of the retention it warns, above all of it it fails with
     ``BinlogRetentionError`` naming the setting and the value to raise it to.

@@ -73,7 +73,7 @@ def test_default_rate_with_chunk_size_rows_per_chunk_and_spark_start_per_batch()
     assert estimate.rows == 800_000  # chunk_size beats 500,000 / 100 chunks: the estimate errs high
     assert estimate.seconds == pytest.approx(800_000 / DEFAULT_ROWS_PER_SECOND + 4 * BATCH_OVERHEAD_SECONDS)
     assert estimate.measured_batches == 0 and "the default 50,000 rows/s" in estimate.describe()
-    assert "one batch at a time" in estimate.describe()
+    assert "one job at a time" in estimate.describe()
     # the server's estimate wins when chunks hold more rows than chunk_size
     big = [TableWork(ORDERS, planned_chunks=10, pending_batches=1, pending_chunks=5, approximate_rows=1_000_000)]
     assert estimate_snapshot(big, chunk_size=8_000).rows == 500_000
