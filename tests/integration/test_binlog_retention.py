@@ -80,7 +80,7 @@ def test_a_snapshot_longer_than_the_retention_is_refused_before_planning(
         split(table, tmp_path / "lake")
     message = str(error.value)
     assert "binlog_expire_logs_seconds = 30 (30 s)" in message
-    assert "4 batches, about 20,000 rows, at the default 50,000 rows/s" in message
+    assert "4 Spark jobs, about 20,000 rows, at the default 50,000 rows/s" in message
     assert f"plus {BATCH_OVERHEAD_SECONDS:.0f} s of Spark start per job, one job at a time: 1 min)" in message
     assert "SET GLOBAL binlog_expire_logs_seconds = 121" in message and "fewer tables per run" in message
     assert "retention_check='warn'" in message
