@@ -20,6 +20,8 @@ from airflow_provider_mysqlcdc.ui.lake_status import CHUNK_STATES, CommitPoint, 
 from airflow_provider_mysqlcdc.ui.runs import LakeRef, TaskState
 
 REFRESH_SECONDS = 30
+_FAILED_TASK_STATES = ("failed", "up_for_retry", "upstream_failed")
+"""A stream task in these states stopped on an error: the page links to its log."""
 _COLORS = {"done": "#2e7d32", "running": "#1e88e5", "failed": "#c62828", "pending": "#bdbdbd"}
 
 
@@ -203,17 +205,26 @@ def chart(history: list[CommitPoint], width: int = 720, height: int = 170) -> st
         f"<span style=\"color:#1565c0\">rows/s</span> per {bucket:,.0f} s</div>")
 
 
-def _stream(stream: StreamView | None, task: TaskState | None) -> str:
+def _task_log_link(airflow_root: str, status: DagStatus, task: TaskState | None) -> str:
+    """A link to the task instance in Airflow, where its log says why, when the task failed; else nothing."""
+    if task is None or status.run_id is None or task.state not in _FAILED_TASK_STATES:
+        return ""
+    href = (f"{airflow_root}/dags/{quote(status.dag_id, safe='')}/runs/{quote(status.run_id, safe='')}"
+            f"/tasks/{quote(task.task_id, safe='')}{f'/mapped/{task.map_index}' if task.map_index >= 0 else ''}")
+    return f' (<a href="{_e(href)}" target="_top" data-field="stream-log">its log says why</a>)'
+
+
+def _stream(stream: StreamView | None, task: TaskState | None, log_link: str = "") -> str:
     state = task.state if task is not None else None
     if stream is None:
         return (f'<p class="muted">The stream has not committed yet'
-                f'{f" (its task is {_e(state)})" if state else ""}.</p>')
+                f'{f" (its task is {_e(state)})" if state else ""}{log_link}.</p>')
     lease = (f"{_e(stream.lease_holder)} (until {_e(stream.lease_valid_until)})" if stream.lease_held
              else f'<span class="muted">released (last: {_e(stream.lease_holder)})</span>')
     lag = f"{stream.lag_seconds:,.1f} s" if stream.lag_seconds is not None else "n/a"
     facts = [
         ("State", f'<span data-field="stream-state">{_e(state or "unknown")}</span>'
-                  f'{f" (try {task.try_number})" if task is not None else ""}'),
+                  f'{f" (try {task.try_number})" if task is not None else ""}{log_link}'),
         ("Offset", f'<code data-field="offset">{_e(stream.offset)}</code>'),
         ("GTID", f'<code data-field="gtid">{_e(stream.gtid or "none")}</code>'),
         ("Lag at the last commit", f'<span data-field="lag-seconds" data-value="{stream.lag_seconds}">{lag}</span>'),
@@ -246,7 +257,8 @@ def render_dag(status: DagStatus, airflow_root: str, json_href: str) -> str:
         if report.error is not None:
             parts.append(f'<p class="bad" data-field="error">The lake could not be read: {_e(report.error)}</p>')
         elif report.status is not None:
-            parts.append(f"<h3>Stream</h3>{_stream(report.status.stream, report.stream_task)}")
+            log_link = _task_log_link(airflow_root, status, report.stream_task)
+            parts.append(f"<h3>Stream</h3>{_stream(report.status.stream, report.stream_task, log_link)}")
             parts.append(f"<h3>Tables</h3>{_tables(report.status, airflow_root, status.verification_dags)}")
         parts.append("</section>")
     parts.append(f'<p class="muted">The same data as <a href="{_e(json_href)}" data-field="json">JSON</a>; this page '

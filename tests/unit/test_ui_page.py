@@ -163,6 +163,19 @@ def test_the_latest_verification_shows_its_verdict_and_the_chunks_that_differ(la
     assert f"{airflow}/dags/verify" not in html and "run the verification DAG again" in html
 
 
+def test_a_failed_stream_links_to_its_log_and_a_running_one_does_not(lake: Lake) -> None:
+    status = lake_status(lake, now=0)
+
+    def page(task: TaskState) -> str:
+        return render_dag(DagStatus("d", "manual 1", "failed", None, None, [
+            LakeReport(LakeRef(lake.base_uri, None), status, task)]), "/ui", "/j")
+
+    assert ('<a href="/ui/dags/d/runs/manual%201/tasks/stream" target="_top" data-field="stream-log">'
+            in page(TaskState("stream", -1, "failed", 2)))
+    assert "/ui/dags/d/runs/manual%201/tasks/stream/mapped/3" in page(TaskState("stream", 3, "up_for_retry", 1))
+    assert 'data-field="stream-log"' not in page(TaskState("stream", -1, "running", 1))
+
+
 def test_the_page_escapes_what_it_shows(lake: Lake) -> None:
     status = lake_status(lake, now=0)
     html = render_dag(DagStatus("<b>dag</b>", "run<script>", "running", None, None, [
