@@ -7,7 +7,8 @@ Copy this file next to the replication DAG (``mysql_cdc_example``) and run it wh
   ``server_id`` range apart from the replication's (its snapshot tasks and stream use theirs)
 - ``spark_conn_id``: Spark
 - ``tables``, ``base_uri``: what to verify, and the replication's lake
-- ``readers_per_batch``: Spark tasks per batch's job (each reads with its own binlog server id)
+- ``readers_per_batch``: Spark tasks per job (each reads with its own binlog server id)
+- ``rows_per_batch``: the rows a job verifies at most; batches of many tables share a job up to it
 - ``wait_seconds``: how long a chunk waits for the stream to commit past the point it was read at
 - ``fail_on_difference``: fail the run when a chunk differs (the report is in the lake either way)
 - ``repair``: read the differing chunks again and MERGE them into the replica instead of failing
@@ -44,6 +45,7 @@ with DAG(
         "tables": Param(["shop.customers", "shop.products", "shop.orders"], type="array"),
         "base_uri": Param(DEFAULT_LAKE, type="string"),
         "readers_per_batch": Param(2, type="integer", minimum=1),
+        "rows_per_batch": Param(10_000_000, type="integer", minimum=1),
         "wait_seconds": Param(600, type="number", minimum=0),
         "fail_on_difference": Param(True, type="boolean"),
         "repair": Param(False, type="boolean"),
@@ -56,6 +58,7 @@ with DAG(
         tables="{{ params.tables }}",
         base_uri="{{ params.base_uri }}",
         readers_per_batch="{{ params.readers_per_batch }}",
+        rows_per_batch="{{ params.rows_per_batch }}",
     )
     verify = MySqlVerifyOperator.partial(
         task_id="verify",

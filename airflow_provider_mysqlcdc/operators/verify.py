@@ -18,6 +18,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
@@ -28,12 +29,15 @@ WAIT_SECONDS = 600.0
 
 
 class MySqlVerifyPlanOperator(BaseOperator):
-    """Returns the batches to verify, one a mapped task (``BatchPack.to_dict`` of one batch, with binlog
-    server ids), for ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's
-    snapshot plan in the lake. A table whose snapshot is not finished is refused (``VerifyError``).
+    """Returns the verify jobs, one a mapped task (``BatchPack.to_dict``, with binlog server ids), for
+    ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
+    lake, packed as the split packs the snapshot (``engine.batch_packs``): batches of many tables in one
+    job up to ``rows_per_batch`` rows (their manifests' rows), a larger batch in a job of its own, so that
+    a whole database is verified in a handful of Spark applications. A table whose snapshot is not
+    finished is refused (``VerifyError``).
 
-    Server ids: each batch gets its own consecutive indexes of the connection's ``server_id`` range from
-    the first upward, one per Spark task (``readers_per_batch``, fewer for a batch with fewer chunks);
+    Server ids: each job gets its own consecutive indexes of the connection's ``server_id`` range from
+    the first upward, one per Spark task (``readers_per_batch``, fewer for a job with fewer chunks);
     the range's last id is left to a stream. Verification runs while the replication DAG's stream does,
     and perhaps its snapshot tasks, which take ids from the same start: give verification a connection of
     its own (the same server) with a ``server_id`` range apart from the replication's.
@@ -43,59 +47,75 @@ class MySqlVerifyPlanOperator(BaseOperator):
         id and secret; extra ``aws_session_token``, ``region_name``, ``endpoint_url``); ``None`` takes them
         from the environment (the standard AWS variables, the instance's role). Default: ``None`` (templated)
     :param tables: the tables to verify, ``database.table``; required (templated)
-    :param readers_per_batch: Spark tasks (chunk readers, one server id each) per batch's job; the range
-        must hold (batches x readers_per_batch) + 1 ids. Default: ``2`` (templated)
+    :param readers_per_batch: Spark tasks (chunk readers, one server id each) per job; the range must
+        hold (jobs x readers_per_batch) + 1 ids. Default: ``2`` (templated)
+    :param rows_per_batch: the rows a job verifies at most when it holds several batches (a batch of more
+        has a job of its own), as the split's option of the same name. Default: ``10000000`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     """
 
-    template_fields: Sequence[str] = ("base_uri", "tables", "readers_per_batch", "mysql_cdc_conn_id", "lake_conn_id")
+    template_fields: Sequence[str] = ("base_uri", "tables", "readers_per_batch", "rows_per_batch",
+                                      "mysql_cdc_conn_id", "lake_conn_id")
 
     def __init__(self, *, base_uri: str, tables: Any, readers_per_batch: Any = 2,
-                 mysql_cdc_conn_id: str = "mysql_cdc_default", lake_conn_id: str | None = None,
-                 **kwargs: Any) -> None:
+                 rows_per_batch: Any = SplitOptions.rows_per_batch, mysql_cdc_conn_id: str = "mysql_cdc_default",
+                 lake_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.base_uri = base_uri
         self.lake_conn_id = lake_conn_id
         self.tables = tables
         self.readers_per_batch = readers_per_batch
+        self.rows_per_batch = rows_per_batch
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.batch_packs import pack_batches
         from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
         from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
+        rows_per_batch = rendered.whole_number("rows_per_batch", self.rows_per_batch)
         tables = rendered.table_list(self.tables)
-        store, batches = SnapshotStore(open_lake(self.base_uri, self.lake_conn_id)), []
-        for table in tables:
-            plan = store.read_plan(table)
-            if plan is None or any(m is None for m in store.manifests(plan)):
-                raise VerifyError(f"the snapshot of {table} under {self.base_uri} is not "
-                                  f"{'planned' if plan is None else 'finished'}: run the replication DAG first")
-            batches += plan.batches
+        store = SnapshotStore(open_lake(self.base_uri, self.lake_conn_id))
+        plans = store.read_plans(tables)
+        missing = [t for t, p in plans.items() if p is None]
+        if missing:
+            raise VerifyError(f"the snapshot of {missing[0]} under {self.base_uri} is not planned: run the "
+                              f"replication DAG first")
+        planned = [p for p in plans.values() if p is not None]
+        batches, rows = [], []
+        for plan, manifests in zip(planned, store.manifests_of(planned), strict=True):
+            for batch, manifest in zip(plan.batches, manifests, strict=True):
+                if manifest is None:
+                    raise VerifyError(f"the snapshot of {batch.table} under {self.base_uri} is not finished "
+                                      f"({batch.label} is not committed): run the replication DAG first")
+                batches.append(batch)
+                rows.append(manifest.rows)
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        packs = [BatchPack((b,), (b.chunk_count,)) for b in batches]  # one batch a task: its report is the task's
+        packs = pack_batches(batches, rows, rows_per_batch, max_packs=max(1, len(batches)))
         assigned = assign_readers(packs, config.server_id, readers, self.mysql_cdc_conn_id)
-        self.log.info("verify %d batches of %s", len(batches), ", ".join(map(str, tables)))
+        self.log.info("verify %d batches of %d tables (%d rows) in %d Spark jobs of up to rows_per_batch=%d rows",
+                      len(batches), len(tables), sum(rows), len(assigned), rows_per_batch)
         return [b.to_dict() for b in assigned]
 
 
 class MySqlVerifyOperator(SparkApplicationOperator):
-    """Verifies one batch of ``MySqlVerifyPlanOperator`` on Spark (map it with ``.partial().expand(batch=...)``).
+    """Verifies one job of ``MySqlVerifyPlanOperator`` (one or more batches) on Spark (map it with
+    ``.partial().expand(batch=...)``).
 
     The job's executors read their chunks from the source as the snapshot does (no locks), wait until
     the stream has committed past each chunk's high watermark (``wait_seconds`` at most, then fail
     naming the stream), and compare the chunk with the replica as of that watermark, key by key and
-    column by column in the snapshot's types. The driver writes the batch's report into the lake; the
-    task returns it (without the equal chunks' verdicts) to XCom. Differences do not fail this task:
-    ``MySqlVerifySummaryOperator`` decides. The password reaches Spark as the snapshot operator's does
-    (the ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit``); on a local master the job runs
-    with this environment's Python, on a cluster master the package is shipped as ``--py-files``.
+    column by column in the snapshot's types. The driver writes each batch's report into the lake; the
+    task returns them (without the equal chunks' verdicts) to XCom as ``{"reports": [...]}``.
+    Differences do not fail this task: ``MySqlVerifySummaryOperator`` decides. The password reaches Spark
+    as the snapshot operator's does (the ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit``);
+    on a local master the job runs with this environment's Python, on a cluster master the package is
+    shipped as ``--py-files``.
 
-    :param batch: one item of the plan task's XCom (one batch); required, usually mapped (templated)
+    :param batch: one item of the plan task's XCom (one job); required, usually mapped (templated)
     :param base_uri: the lake; required (templated)
     :param lake_conn_id: the lake's credentials, as the snapshot operator's (the Spark driver gets them
         through ``spark-submit``'s environment only). Default: ``None`` (templated)
@@ -104,7 +124,7 @@ class MySqlVerifyOperator(SparkApplicationOperator):
         Default: ``600.0`` (templated)
     :param mysql_cdc_conn_id: the source, the plan task's connection. Default: ``mysql_cdc_default``
         (templated)
-    :param partitions: Spark tasks of the job; 0: the batch's readers (given by the plan task).
+    :param partitions: Spark tasks of the job; 0: the job's readers (given by the plan task).
         Default: ``0``
     :param spark_conn_id: the Spark connection (``SparkSubmitOperator``'s ``conn_id``, which is refused
         here). Default: ``spark_default`` (templated)
@@ -140,21 +160,23 @@ class MySqlVerifyOperator(SparkApplicationOperator):
         from airflow_provider_mysqlcdc.engine.verify import VerifyStore
 
         pack = BatchPack.from_dict(self.batch)
-        if len(pack.batches) != 1:
-            raise VerifyError(f"a verify task verifies one batch, and was given {pack.label}: map it over "
-                              f"MySqlVerifyPlanOperator's XCom")
-        (batch,) = pack.batches
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
         lake = self.open_lake()
         config = self.prepare(pack, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
         self.run_job(context, config, lake)
-        report = VerifyStore(lake).read_batch(batch.table, str(self.run), batch.number)
-        if report is None:
-            raise VerifyError(f"the Spark job verifying {batch.label} succeeded but wrote no report under "
-                              f"{self.base_uri}: the driver must reach the same lake as this task")
-        self.log.info("%s", report.summary())
-        return report.to_dict(differing_only=True)
+        store, reports = VerifyStore(lake), []
+        for batch in pack.batches:
+            report = store.read_batch(batch.table, str(self.run), batch.number)
+            if report is None:
+                raise VerifyError(f"the Spark job verifying {pack.label} succeeded but wrote no report of "
+                                  f"{batch.label} under {self.base_uri}: the driver must reach the same lake as "
+                                  f"this task")
+            reports.append(report)
+        differing = [r for r in reports if not r.equal]
+        self.log.info("%s: %d batches verified, %s", pack.label, len(reports),
+                      "all equal" if not differing else "; ".join(r.summary() for r in differing))
+        return {"reports": [r.to_dict(differing_only=True) for r in reports]}
 
 
 class MySqlVerifySummaryOperator(BaseOperator):

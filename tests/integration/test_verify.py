@@ -138,9 +138,9 @@ def test_verify_names_exactly_the_damaged_keys(mariadb_server, admin, database, 
 
 def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, mariadb_server, admin, database,
                                                                    tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The example verify DAG as a user runs it: plan, one spark-submit per batch (local[2], two tasks each),
-    summary. The replica is equal but for one changed row: the verify tasks succeed, the summary fails,
-    and the report in the lake and in XCom names that key."""
+    """The example verify DAG as a user runs it: plan, spark-submit (local[2], two tasks) of a job holding
+    both batches, summary. The replica is equal but for one changed row: the verify task succeeds, the
+    summary fails, and the report in the lake and in XCom names that key."""
     from dev.dag_file import load_dag
     from tests.airflow_connections import set_airflow_connections
 
@@ -164,8 +164,8 @@ def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, 
 
     assert len(plan.batches) == 2
     states = {(ti.task_id, ti.rendered_map_index): ti.state for ti in run.get_task_instances()}
-    assert states == {("plan", None): "success", ("verify", plan.batches[0].label): "success",
-                      ("verify", plan.batches[1].label): "success", ("summary", None): "failed",
+    job = f"{plan.schema.id}: 2 batches, {len(plan.chunks)} chunks"  # both batches in one job
+    assert states == {("plan", None): "success", ("verify", job): "success", ("summary", None): "failed",
                       ("repair", None): "upstream_failed"}
     assert run.state == "failed"
     store = VerifyStore(Lake.at(base_uri))
@@ -174,9 +174,9 @@ def test_the_verify_dag_on_spark_reports_and_fails_on_a_damaged_row(airflow_db, 
     assert (report["missing"], report["extra"], report["different"]) == (0, 0, 1)
     (differing,) = [v for v in report["verdicts"] if not v["equal"]]
     assert differing["different"]["keys"] == [[4321]]
-    verified = [ti for ti in run.get_task_instances() if ti.task_id == "verify"]
-    xcoms = [ti.xcom_pull(task_ids="verify", map_indexes=ti.map_index) for ti in verified]
-    assert sorted(x["different"] for x in xcoms) == [0, 1]
+    (verified,) = [ti for ti in run.get_task_instances() if ti.task_id == "verify"]
+    xcom = verified.xcom_pull(task_ids="verify", map_indexes=verified.map_index)
+    assert sorted(r["different"] for r in xcom["reports"]) == [0, 1]
 
     # the same DAG with repair: the summary reports instead of failing, the repair task reads the differing
     # chunk again and fixes the row in the lake, while the stream runs
