@@ -10,15 +10,15 @@ bench/RESULTS.md.
   (in the one-table case, ``--touch`` rows of it a second) until the stream committed four batches; the
   stream then stops once idle for 5 s, which is not counted. The replica is then compared with the source
   table by table (row count and sum of a column, read with ``read_table``).
-- stream throughput: ``--events`` row updates written while nothing streams, spread over ``--touch``
-  tables (in transactions of 1,000 rows), or all in the one table; then the stream operator's own loop
-  from the lake's checkpoint until it covers the server's offset: row events per second.
+- the stream (``bench.stream_spread``): its start (open to the first batch) and its steady row events/s
+  over ``--events`` row updates spread over ``--touch`` tables, or all in the one table.
 - peak memory of the Spark processes during the snapshot.
 
     .venv/bin/python -m bench.many_tables [--tables 1000] [--events 200000] [--port 33091]
 
-A quick look: ``--tables 100 --big-tables 2 --big-rows 50000 --events 20000``. Starts a throwaway
-MariaDB and Airflow home of its own.
+A quick look: ``--tables 100 --big-tables 2 --big-rows 50000 --events 20000``. With ``--stream-only``
+the stream alone, no DAG (tables of 2,000 rows), before (``--old``, main) against after (this checkout)
+in one run: the section "Stream over many tables". Starts a throwaway MariaDB and Airflow home of its own.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.measure import PeakRss, machine, scratch_dir, seconds_until_in_lake, write_sections
+from bench.measure import PeakRss, machine, scratch_dir, write_sections
 from bench.server import TABLE, throwaway_server
+from bench.stream_spread import measure as measure_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATE = TABLE.replace("bench.{table}", "{table}")  # the benchmark's table, in any database
@@ -60,6 +61,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-ids", default=None,
                         help="the connection's server_id range (default: the connection's default, 9 ids)")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
+    parser.add_argument("--stream-only", action="store_true", help="the stream alone, before against after")
+    parser.add_argument("--old", default="main", help="with --stream-only: the code before (a commit)")
     return parser.parse_args(argv)
 
 
@@ -69,12 +72,13 @@ def table_sizes(args: argparse.Namespace) -> dict[str, int]:
             for i in range(args.tables)}
 
 
-def load(server: Any, sizes: dict[str, int]) -> None:
+def load(server: Any, sizes: dict[str, int], one_rows: int | None = None) -> None:
+    """The tables of ``sizes`` in database ``many``, and ``one.t`` of their total rows (or ``one_rows``)."""
     with server.admin_connect().cursor() as cur:
         cur.execute("CREATE DATABASE many")
         cur.execute("CREATE DATABASE one")
         cur.execute("USE bench")  # the sequence engine's seq_1_to_N tables resolve in any database
-        for table, rows in {**sizes, "one.t": sum(sizes.values())}.items():
+        for table, rows in {**sizes, "one.t": one_rows or sum(sizes.values())}.items():
             cur.execute(CREATE.format(table=table))
             cur.execute(LOAD.format(table=table, rows=rows))
         cur.execute("FLUSH TABLES")
@@ -153,37 +157,6 @@ def check_equal(server: Any, base_uri: str, tables: list[str]) -> None:
                 raise SystemExit(f"{table}: the replica has {got} (rows, sum), the source {(rows, total)}")
 
 
-def stream_rate(server: Any, base_uri: str, tables: list[str], touch: int, events: int) -> float:
-    """Row events per second of the stream over ``events`` updates spread over ``touch`` tables."""
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-    from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-    from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
-
-    targets = tables[:touch] if len(tables) > 1 else tables
-    per_transaction = 1000
-    with server.admin_connect().cursor() as cur:
-        written = 0
-        while written < events:
-            cur.execute("BEGIN")
-            rows = per_transaction // len(targets) or 1
-            for table in targets:
-                low = 1 + written % 900
-                cur.execute(f"UPDATE {table} SET amount = amount + 1 WHERE id BETWEEN %s AND %s", (low, low + rows - 1))
-                written += rows
-            cur.execute("COMMIT")
-    control = server.admin_connect()
-    operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=tables, deferrable=False,
-                                         stop_after_idle_seconds=1)
-    started = time.perf_counter()
-    stream = threading.Thread(target=operator.execute, args=({},), daemon=True)
-    stream.start()
-    seconds = seconds_until_in_lake(StreamStore(Lake.at(base_uri)), control, ServerInfo.read(control), started,
-                                    timeout=3600)
-    stream.join()
-    return written / seconds
-
-
 def report(results: dict[str, Any], args: argparse.Namespace, sizes: dict[str, int], facts: dict[str, Any]) -> str:
     one, many = results["one"], results["many"]
     total = sum(sizes.values())
@@ -208,20 +181,98 @@ def report(results: dict[str, Any], args: argparse.Namespace, sizes: dict[str, i
         f"| mapped snapshot tasks (Spark applications) | {one['snapshot_tasks']} | {many['snapshot_tasks']} | |",
         f"| peak memory of the Spark processes (MiB) | {one['spark_peak_mib']:,.0f} | "
         f"{many['spark_peak_mib']:,.0f} | |",
-        f"| stream, {args.events:,} row updates (row events/s) | {one['events_per_second']:,.0f} | "
-        f"{many['events_per_second']:,.0f} (over {args.touch} tables) | "
-        f"{many['events_per_second'] / one['events_per_second']:.2f}x |",
+        "",
+        STREAM_HEADER,
+        *stream_rows(results["stream"], "this", args),
     ]
     return "\n".join(lines) + "\n"
 
 
+def stream_rows(stream: dict[str, dict[str, dict[str, Any]]], label: str, args: argparse.Namespace) -> list[str]:
+    """The rows of the stream's figures of one version (``bench.stream_spread``): one table, then the database
+    with each transaction over all touched tables, and with each transaction in one of them, with ratios."""
+    one, many, turns = stream["one"][label], stream["many"][label], stream["turns"][label]
+
+    def row(title: str, key: str, form: str) -> str:
+        a, b, c = one[key], many[key], turns[key]
+        return f"| {title} | {a:{form}} | {b:{form}} | {b / a:.2f}x | {c:{form}} | {c / a:.2f}x |"
+
+    return [
+        row("stream start: open a new lake to its first batch (s)", "start_seconds", ",.2f"),
+        row("open of that lake again (s)", "open_seconds", ",.2f"),
+        row(f"{args.events:,} row updates: steady row events/s", "steady_events_per_second", ",.0f"),
+        row("the same, overall (from the call to open)", "events_per_second", ",.0f"),
+    ]
+
+
+STREAM_HEADER = ("| | one table | whole database, every transaction over all touched tables | ratio "
+                 "| whole database, a transaction per table in turn | ratio |\n|---|---|---|---|---|---|")
+
+
+def stream_report(stream: dict[str, dict[str, dict[str, Any]]], args: argparse.Namespace, old: str,
+                  facts: dict[str, Any]) -> str:
+    """The section "Stream over many tables": before and after, each its table of one table against many."""
+    lines = [
+        "## Stream over many tables",
+        "",
+        f"{dt.date.today().isoformat()}, `.venv/bin/python -m bench.many_tables --stream-only --tables {args.tables} "
+        f"--touch {args.touch} --events {args.events}`; {facts['cores']} cores, {facts['server']}. Each version "
+        f"streams the same binlog in a process of its own (`bench.stream_spread`): before is {old}, after is this "
+        f"branch. {args.tables} tables captured, the writes spread over {args.touch} of them (transactions of 1,000 "
+        f"rows: 5 in each of them, or all 1,000 in one of them in turn), against one table with all of them. "
+        f"Steady: the updates over the time from the end of open to the last commit; overall: from the call to "
+        f"open.",
+        "",
+    ]
+    for label in stream["one"]:
+        lines += [f"{label}:", "", STREAM_HEADER, *stream_rows(stream, label, args), ""]
+    return "\n".join(lines)
+
+
+def layouts(sizes: dict[str, int], touch: int) -> dict[str, tuple[list[str], list[str], bool]]:
+    """The stream's layouts: captured tables, the tables written to, and whether a transaction spreads over
+    all of them (else each transaction updates one of them, in turn)."""
+    return {"one": (["one.t"], ["one.t"], True), "many": (list(sizes), list(sizes)[:touch], True),
+            "turns": (list(sizes), list(sizes)[:touch], False)}
+
+
+def connection(server: Any) -> dict[str, Any]:
+    """The stream's connection (``ConnectionConfig.to_dict``: the password travels apart)."""
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+
+    return ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port).to_dict()
+
+
+def stream_only(args: argparse.Namespace, sizes: dict[str, int]) -> int:
+    """The stream alone over tables of 2,000 rows, ``--old`` against this checkout, in one run."""
+    from bench.delta_overhead import worktrees
+
+    home = scratch_dir("bench-stream-")
+    small = dict.fromkeys(sizes, 2000)
+    with throwaway_server(args.port) as server, worktrees({"before": args.old}) as trees:
+        load(server, small, one_rows=2000)
+        with server.admin_connect().cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            (version,) = cur.fetchone()
+        old = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.old], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        stream = measure_stream(server, {**trees, "after": ROOT}, layouts(small, args.touch), args.events, home,
+                                connection(server), server.cdc_password)
+    text = stream_report(stream, args, f"`{args.old}` ({old})", machine(version))
+    print(text)
+    write_sections(args.results, text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args.stream_only:
+        return stream_only(args, table_sizes(args))
     home = scratch_dir("bench-airflow-")  # before anything imports Airflow
     os.environ.update({"AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
                        # no DAG here is scheduled on the replicas' assets: Airflow warns at every snapshot event
                        "AIRFLOW__LOGGING__NAMESPACE_LEVELS": "airflow.assets.manager=ERROR"})
-    args = arguments(argv)
     sizes = table_sizes(args)
     subprocess.run([str(Path(sys.executable).with_name("airflow")), "db", "migrate"], check=True, capture_output=True)
     results: dict[str, Any] = {}
@@ -239,10 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             base_uri = f"{home}/lake-{label}"
             measured = run_dag(base_uri, tables, Writer(server, tables, args.touch))
             check_equal(server, base_uri, tables)
-            measured["events_per_second"] = stream_rate(server, base_uri, tables, args.touch, args.events)
-            check_equal(server, base_uri, tables)
             results[label] = measured
             print(f"{label}: {json.dumps(measured, default=str)}", flush=True)
+        results["stream"] = measure_stream(server, {"this": ROOT}, layouts(sizes, args.touch), args.events, home,
+                                           connection(server), server.cdc_password)
     text = report(results, args, sizes, machine(version))
     print(text)
     write_sections(args.results, text)
