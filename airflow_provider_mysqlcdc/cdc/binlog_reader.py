@@ -283,6 +283,9 @@ class BinlogReader:
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
         from airflow_provider_mysqlcdc.cdc.compressed_events import EXTRA_EVENTS, UNDECODED_EVENTS, refuse_undecoded
+        from airflow_provider_mysqlcdc.cdc.table_maps import install
+
+        install()  # table maps parsed once per table definition
 
         start = resume.at_transaction_start()
         if self._stop is not None and not start < self._stop:
