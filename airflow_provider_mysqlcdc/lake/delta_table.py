@@ -94,7 +94,8 @@ def _needs_ntz(schema: pa.Schema) -> bool:
 def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
     """Enable the table features ``schema``'s types need on an existing ``table`` before they are written
     to it: a DATETIME column (timestamp without time zone) added by a DDL needs ``timestampNtz``, which
-    delta-rs turns on when it creates a table but not when a write or MERGE adds such a column."""
+    delta-rs turns on when it creates a table but not when a write or MERGE adds such a column (``table``
+    is then loaded again at its newest version: a write through it starts from there)."""
     from deltalake import TableFeatures
 
     if not _needs_ntz(schema):
@@ -103,6 +104,7 @@ def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
     if "timestampNtz" in (protocol.writer_features or []):
         return
     table.alter.add_feature(TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True)
+    table.update_incremental()
 
 
 @dataclass(frozen=True)
@@ -154,16 +156,19 @@ class DeltaLocation:
     def create_from(self, rows: pa.Table, partition_by: Sequence[str], tag: CommitTag) -> None:
         self._write(rows, True, mode="error", partition_by=list(partition_by), commit_properties=_properties(tag))
 
-    def append(self, rows: pa.Table, tag: CommitTag, *, features_allowed: bool = False) -> None:
-        self._write(rows, features_allowed, mode="append", schema_mode="merge",
+    def append(self, rows: pa.Table, tag: CommitTag, *, loaded: DeltaTable | None = None) -> None:
+        """Append ``rows``; ``loaded``: the table as already loaded (its features allowed for the rows), written
+        through without loading its log again."""
+        self._write(rows, loaded is not None, mode="append", schema_mode="merge", loaded=loaded,
                     writer_properties=_stream_writer_properties(), commit_properties=_properties(tag))
 
     def overwrite(self, rows: pa.Table, tag: CommitTag, partition_by: Sequence[str] = ()) -> None:
         self._write(rows, False, mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
                     commit_properties=_properties(tag))
 
-    def _write(self, rows: pa.Table, features_allowed: bool, **kwargs: Any) -> None:
-        """``write_deltalake`` here, the table's features allowed first unless the caller did (module docstring)."""
+    def _write(self, rows: pa.Table, features_allowed: bool, loaded: DeltaTable | None = None, **kwargs: Any) -> None:
+        """``write_deltalake`` here (through ``loaded``, the table as loaded, if given: a URI makes delta-rs load
+        its log again), the table's features allowed first unless the caller did (module docstring)."""
         from deltalake import write_deltalake
 
         if _needs_ntz(rows.schema) and not features_allowed:
@@ -171,7 +176,10 @@ class DeltaLocation:
             if existing is not None:
                 allow_types_of(existing.delta, rows.schema)
         with _conflicts():
-            write_deltalake(self.uri, rows, storage_options=self._options(), **kwargs)
+            if loaded is not None:
+                write_deltalake(loaded, rows, **kwargs)  # the storage options are the loaded table's
+            else:
+                write_deltalake(self.uri, rows, storage_options=self._options(), **kwargs)
 
     def files_at(self) -> tuple[pafs.FileSystem, str]:
         """The table's folder as a path of a pyarrow filesystem: the lake's, or one from the URI."""
@@ -218,7 +226,7 @@ class DeltaVersion:
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
         allow_types_of(self.delta, rows.schema)
-        self.location.append(rows, tag, features_allowed=True)
+        self.location.append(rows, tag, loaded=self.delta)
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         return self.delta.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns),

@@ -157,7 +157,8 @@ class TableVersion(Protocol):
         ...
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
-        """``ReplicaTable.append`` to this table (which exists)."""
+        """``ReplicaTable.append`` to this table (which exists), from this version as loaded (its log is not
+        read again: ``refresh`` first if it was changed through another handle since)."""
         ...
 
     def delete(self, predicate: str, tag: CommitTag) -> int:
