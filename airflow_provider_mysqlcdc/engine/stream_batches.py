@@ -1,8 +1,9 @@
 """The binlog stream as committed batches: read from the checkpoint, filter, write, checkpoint.
 
 One call reads the binlog from the checkpoint's offset until it has caught up with the server,
-committing a batch at a transaction boundary whenever ``max_events`` changes, ``max_bytes`` of
-values or ``max_seconds`` have gathered. A transaction larger than ``max_events`` or ``max_bytes``
+committing a batch at a transaction boundary whenever ``max_events`` changes (and ``events_per_table``
+for each table the batch touches: a table's commit costs the same for few rows as for many),
+``max_bytes`` of values or ``max_seconds`` have gathered. A transaction larger than ``max_events`` or ``max_bytes``
 by itself is committed in parts, each checkpointed at the last row of a rows event (the binlog
 offsets resume exactly there), so memory stays bounded whatever the transaction size; readers may
 then see the first parts of that transaction before the rest. Changes are emitted through the emit
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +47,7 @@ from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import as_kept_columns, rows_table
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, Parts, StreamStore
 
 _log = logging.getLogger(__name__)
 
@@ -119,7 +121,10 @@ class _Pending:
         self._schema = None
 
     def over(self, limits: CommitLimits) -> bool:
-        return self.count >= limits.max_events or self.bytes >= limits.max_bytes
+        """Past ``max_bytes``, or past ``max_events`` with ``events_per_table`` for each table it touches."""
+        if self.bytes >= limits.max_bytes:
+            return True
+        return self.count >= limits.max_events and self.count >= len(self.parts) * limits.events_per_table
 
 
 def stream_batches(
@@ -362,12 +367,15 @@ def emit_filter_for(checkpoint: Checkpoint, control: Any) -> tuple[EmitFilter, d
 
 def _write(store: StreamStore, target: Checkpoint, pending: _Pending) -> None:
     """The batch's lake rows (per table, a part per schema: a batch may pass an ALTER), committed with
-    ``target`` (the changelogs, then the checkpoint)."""
-    changes: dict[TableId, list[pa.Table]] = {
-        table: [_as_lake_rows(rows_table(events, schema), target.kept.get(table)) for schema, events in parts]
-        for table, parts in pending.parts.items()
+    ``target`` (the changelogs, then the checkpoint); each table's rows are made on the commit's pool."""
+    changes: dict[TableId, Parts] = {
+        table: partial(_lake_rows, parts, target.kept.get(table)) for table, parts in pending.parts.items()
     }
     store.commit(target, changes)
+
+
+def _lake_rows(parts: list[tuple[TableSchema, list[ChangeRows]]], kept: TableSchema | None) -> list[pa.Table]:
+    return [_as_lake_rows(rows_table(events, schema), kept) for schema, events in parts]
 
 
 def _as_lake_rows(rows: pa.Table, kept: TableSchema | None) -> pa.Table:

@@ -248,6 +248,10 @@ class Checkpoint:
         )
 
 
+Parts = list[pa.Table] | Callable[[], list[pa.Table]]
+"""A table's changes in one batch, one part per schema: made already, or by a function the commit runs on its
+pool (the rows of one table are then made while other tables' commits wait for their storage)."""
+
 COMMIT_THREADS = 8
 """The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16)."""
 
@@ -293,24 +297,29 @@ class StreamStore:
             return None
         return Checkpoint.from_dict(document, self.checkpoint_path, self.schemas.load)
 
-    def commit(self, checkpoint: Checkpoint, changes: Mapping[TableId, list[pa.Table]]) -> None:
-        """Append the batch's changes (per table, one part per schema) to the changelogs, all tables at
-        once, then write the documents of schemas new to the checkpoint, then the checkpoint: the commit
-        point. A table whose changelog holds the batch already is skipped."""
-        due = [(table, rows) for table, parts in changes.items() if (rows := [p for p in parts if p.num_rows])]
-        if due:
+    def commit(self, checkpoint: Checkpoint, changes: Mapping[TableId, Parts]) -> None:
+        """Append the batch's changes (per table, one part per schema, or a function making them) to the
+        changelogs, all tables at once, then write the documents of schemas new to the checkpoint, then
+        the checkpoint: the commit point. A table whose changelog holds the batch already is skipped."""
+        if changes:
             self._fence()
-            _each(self.threads, lambda item: self._append(checkpoint, *item), due)
-            checkpoint.touched = {**checkpoint.touched, **dict.fromkeys((t for t, _ in due), checkpoint.seq)}
+            items = list(changes.items())
+            wrote = _each(self.threads, lambda item: self._append(checkpoint, *item), items)
+            written = (table for (table, _), appended in zip(items, wrote, strict=True) if appended)
+            checkpoint.touched = {**checkpoint.touched, **dict.fromkeys(written, checkpoint.seq)}
         self.schemas.store(checkpoint.all_schemas())
         self._fence()
         checkpoint.updated_at = dt.datetime.now(dt.UTC).isoformat()
         self.lake.write_json(self.checkpoint_path, checkpoint.to_dict(schema_ref))
 
-    def _append(self, checkpoint: Checkpoint, table: TableId, rows: list[pa.Table]) -> None:
+    def _append(self, checkpoint: Checkpoint, table: TableId, parts: Parts) -> bool:
+        """The table's rows of the batch appended (made here, on the pool, when given as a function), unless
+        its changelog holds the batch already; whether the batch has rows of it."""
         changelog = self.changelog(table)
-        if changelog is None or _stream_version(changelog) < checkpoint.seq:
+        rows = [p for p in (parts() if callable(parts) else parts) if p.num_rows]
+        if rows and (changelog is None or _stream_version(changelog) < checkpoint.seq):
             _append(self.lake.table(table).changelog, changelog, rows, checkpoint)
+        return bool(rows)
 
     def remove_uncommitted(self, checkpoint: Checkpoint) -> int:
         """Delete from every changelog (captured and stopped tables) the rows of batches past
@@ -358,6 +367,7 @@ def _append(location: ReplicaTable, changelog: TableVersion | None, parts: list[
     target = _unified_schema(stored, [for_delta(p) for p in parts])
     if changelog is not None and stored is not None and _types_changed(stored, target):
         _rewrite_types(location, changelog, target, checkpoint)
+        changelog.refresh()  # the append below goes through it: from the rewritten version
     parts = [cast_to(for_delta(p), target, f"the changes for {location.uri}") for p in parts]
     rows = pa.concat_tables(parts, promote_options="default")
     rows = rows.append_column(pa.field(STREAM_SEQ_COLUMN, pa.int64()),
