@@ -92,4 +92,4 @@ def install() -> None:
     """Wrap ``TableMapEvent.__init__`` with the cache (idempotent)."""
     with _installed:
         if TableMapEvent.__init__ is not _init:
-            TableMapEvent.__init__ = _init  # type: ignore[method-assign]
+            TableMapEvent.__init__ = _init

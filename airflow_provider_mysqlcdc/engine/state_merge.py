@@ -17,6 +17,7 @@ Where ``merged_seq`` is not known (a checkpoint of format 3, a new one) the firs
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -30,9 +31,10 @@ from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoint, each_at_once
 
 _log = logging.getLogger(__name__)
+
 
 
 class StateMerger:
@@ -42,20 +44,22 @@ class StateMerger:
         self.lake = lake
         self.control = control
         self._ranges: dict[TableId, tuple[str, KeyRanges, list[int]] | None] = {}
+        self._control = threading.Lock()  # one query at a time on the control connection
 
     def merge(self, checkpoint: Checkpoint) -> dict[TableId, int]:
         """Merge every table's changelog rows up to ``checkpoint``'s last whole transaction (its ``visible``
         batch: a transaction committed in parts is merged once complete); returns the tables that had
-        some, with how many (those an interrupted earlier run left unmerged included)."""
-        merged = {}
+        some, with how many (those an interrupted earlier run left unmerged included).
+
+        The tables are merged on a bounded pool, several at once (delta-rs reads and merges without the
+        GIL), so a round over many tables takes about what its largest tables take; only the snapshot
+        batches of the changed keys are found one table at a time, because that may ask the server
+        (string keys' collation weights) on the one control connection."""
         through = checkpoint.visible[0]
-        for table in self.due(checkpoint):
-            schema = checkpoint.schema_of(table)
-            rows = self._merge_table(table, schema, through) if schema is not None else 0
-            if rows:
-                merged[table] = rows
+        due = [(t, schema) for t in self.due(checkpoint) if (schema := checkpoint.schema_of(t)) is not None]
+        rows = each_at_once(COMMIT_THREADS, lambda item: self._merge_table(*item, through), due)
         checkpoint.merged_seq = through  # written with the next checkpoint
-        return merged
+        return {table: n for (table, _), n in zip(due, rows, strict=True) if n}
 
     @staticmethod
     def due(checkpoint: Checkpoint) -> list[TableId]:
@@ -77,7 +81,9 @@ class StateMerger:
         if not changes.num_rows:
             return 0
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
-        changes = changes.append_column(BATCH_COLUMN, pa.array(self._batches(table, schema, changes), pa.int32()))
+        with self._control:
+            batches = self._batches(table, schema, changes)
+        changes = changes.append_column(BATCH_COLUMN, pa.array(batches, pa.int32()))
         if schema.keyless:  # a multiset: every change counts once (lake.multiset says why)
             report = merge_multiset(location, changes, schema.column_names, schema.chunk_key, through_seq)
         else:

@@ -275,7 +275,7 @@ class StreamRunner:
     def _first_checkpoint(self, control: Any) -> Checkpoint:
         options = self.options
         if options.startup_mode is StartupMode.INITIAL:
-            starts = {table: self._snapshot_start(table) for table in self._wanted(control, None)}
+            starts = self._snapshot_starts(self._wanted(control, None))
             offsets = [hw for s in starts.values() if s is not None and (hw := s.lowest_high_watermark) is not None]
             if not offsets:
                 raise InvalidOptionError(f"none of the tables {options.selection().describe()} has a snapshot in "
@@ -299,8 +299,8 @@ class StreamRunner:
         if self.options.startup_mode is not StartupMode.INITIAL:
             return found
         known = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
-        snapshots = SnapshotStore(self.options.lake)
-        later = [t for t in found if t not in known and snapshots.read_plan(t) is None]
+        plans = SnapshotStore(self.options.lake).read_plans([t for t in found if t not in known])
+        later = [t for t, plan in plans.items() if plan is None]
         if later:
             _log.warning("%s match %s but have no snapshot yet (made after this run's split): the next run's split "
                          "and snapshot take them, then the stream", sorted(map(str, later)), selection.describe())
@@ -308,17 +308,29 @@ class StreamRunner:
 
     def _snapshot_start(self, table: TableId) -> TableStart | None:
         """The table's finished snapshot as a capture start; required in ``initial`` mode, unused otherwise."""
+        return self._snapshot_starts([table])[table]
+
+    def _snapshot_starts(self, tables: list[TableId]) -> dict[TableId, TableStart | None]:
+        """``_snapshot_start`` of each table, their plans and manifests read at once (on an object store)."""
         if self.options.startup_mode is not StartupMode.INITIAL:
-            return None
+            return dict.fromkeys(tables)
         snapshots = SnapshotStore(self.options.lake)
-        plan = snapshots.read_plan(table)
-        manifests = snapshots.manifests(plan) if plan else []
-        if plan is None or any(m is None for m in manifests):
+        plans = snapshots.read_plans(tables)
+        unfinished = [t for t, plan in plans.items() if plan is None]
+        found = [plan for plan in plans.values() if plan is not None]
+        starts: dict[TableId, TableStart | None] = {}
+        for plan, manifests in zip(found, snapshots.manifests_of(found), strict=True):
+            table = plan.schema.id
+            committed = [m for m in manifests if m is not None]
+            if len(committed) < len(manifests):
+                unfinished.append(table)
+                continue
+            chunks = [FinishedChunkInfo.of(r.chunk, r.high_watermark) for m in committed for r in m.chunks]
+            # the columns in effect where the stream starts for the table; it follows later changes itself
+            starts[table] = TableStart(batch_read_with(committed, plan, latest=False), chunks)
+        if unfinished:
             raise InvalidOptionError(
-                f"startup_mode 'initial' needs the finished snapshot of {table} in {self.options.base_uri}; "
-                f"run the snapshot tasks first (or choose another startup_mode)"
+                f"startup_mode 'initial' needs the finished snapshot of {', '.join(sorted(map(str, unfinished)))} in "
+                f"{self.options.base_uri}; run the snapshot tasks first (or choose another startup_mode)"
             )
-        committed = [m for m in manifests if m is not None]
-        chunks = [FinishedChunkInfo.of(r.chunk, r.high_watermark) for m in committed for r in m.chunks]
-        # the columns in effect where the stream starts for the table; it follows later changes itself
-        return TableStart(batch_read_with(committed, plan, latest=False), chunks)
+        return {t: starts[t] for t in tables}

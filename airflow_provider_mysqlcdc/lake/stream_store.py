@@ -253,13 +253,14 @@ Parts = list[pa.Table] | Callable[[], list[pa.Table]]
 pool (the rows of one table are then made while other tables' commits wait for their storage)."""
 
 COMMIT_THREADS = 8
-"""The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16)."""
+"""The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16); also the
+MERGEs of one round (``engine.state_merge``)."""
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
-def _each(threads: int, work: Callable[[_T], _R], items: list[_T]) -> list[_R]:
+def each_at_once(threads: int, work: Callable[[_T], _R], items: list[_T]) -> list[_R]:
     """``work`` on each item, at most ``threads`` at once; returns when all are done, raising the first
     error (the others done or failed too: nothing is left running)."""
     if len(items) <= 1 or threads <= 1:
@@ -304,7 +305,7 @@ class StreamStore:
         if changes:
             self._fence()
             items = list(changes.items())
-            wrote = _each(self.threads, lambda item: self._append(checkpoint, *item), items)
+            wrote = each_at_once(self.threads, lambda item: self._append(checkpoint, *item), items)
             written = (table for (table, _), appended in zip(items, wrote, strict=True) if appended)
             checkpoint.touched = {**checkpoint.touched, **dict.fromkeys(written, checkpoint.seq)}
         self.schemas.store(checkpoint.all_schemas())
@@ -337,11 +338,12 @@ class StreamStore:
             return changelog.delete(f"{STREAM_SEQ_COLUMN} > {checkpoint.seq}",
                                     _commit_tag(checkpoint.seq, checkpoint.offset, "rows of a killed run removed"))
 
-        stale = [c for c in _each(self.threads, ahead, [*checkpoint.schemas, *checkpoint.stopped]) if c is not None]
+        tables = [*checkpoint.schemas, *checkpoint.stopped]
+        stale = [c for c in each_at_once(self.threads, ahead, tables) if c is not None]
         if not stale:
             return 0
         self._fence()
-        return sum(_each(self.threads, remove, stale))
+        return sum(each_at_once(self.threads, remove, stale))
 
     def _fence(self) -> None:
         if self.fence is not None:
