@@ -11,7 +11,8 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_batches import _Committer, _Pending
-from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
+from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeLeaseError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_changes
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
@@ -67,3 +68,33 @@ def test_a_failed_commit_is_raised_and_the_checkpoint_stays(tmp_path) -> None:
     committer.close()
     assert (checkpoint.seq, checkpoint.offset) == (0, offset(4))
     assert store.read_checkpoint().seq == 0  # type: ignore[union-attr]
+
+
+def images_of(table: TableId, count: int, size: int = 100) -> tuple[TableSchema, ChangeRows, int]:
+    """One insert event of ``count`` images of ``table`` (``size`` bytes on the wire), as ``_Pending.add`` takes it."""
+    schema = TableSchema(table, SCHEMA.columns, ("id",))
+    images = [(i, "x") for i in range(count)]
+    return schema, ChangeRows((ChangeKind.INSERT,), table, images, count, offset(4), offset(4, 0, count), 1_000), size
+
+
+def test_a_batch_over_many_tables_holds_events_per_table_before_max_events_closes_it() -> None:
+    limits = CommitLimits(max_events=4, events_per_table=3)
+    one = _Pending()
+    one.add(*images_of(ORDERS, 4))
+    assert one.over(limits)  # one table: max_events closes it as ever
+    many = _Pending()
+    for name in ("a", "b", "c"):
+        many.add(*images_of(TableId("shop", name), 2))
+    assert not many.over(limits)  # 6 events, past max_events, but not 3 for each of its 3 tables
+    for name in ("a", "b", "c"):
+        many.add(*images_of(TableId("shop", name), 1))
+    assert many.over(limits)
+    wide = _Pending()
+    for name in ("a", "b", "c"):
+        wide.add(*images_of(TableId("shop", name), 1, size=1_000))
+    assert wide.over(CommitLimits(max_events=4, events_per_table=3, max_bytes=2_000))  # bytes still close it
+
+
+def test_events_per_table_must_be_positive() -> None:
+    with pytest.raises(InvalidOptionError, match="events_per_table must be > 0, not 0"):
+        CommitLimits(events_per_table=0)
