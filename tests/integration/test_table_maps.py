@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import WriteRowsEvent
+from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
 from airflow_provider_mysqlcdc.cdc import table_maps
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows, SchemaChanged
@@ -29,15 +29,17 @@ def now(conn: Any) -> BinlogOffset:
     return read_current_offset(conn, ServerInfo.read(conn))
 
 
-def inserts(mariadb_server: Any, start: BinlogOffset, server_id: int, **filters: Any) -> list[Any]:
-    """mysql-replication's insert events from ``start`` to the binlog's end."""
+def events(mariadb_server: Any, start: BinlogOffset, server_id: int, kind: type = WriteRowsEvent,
+           **filters: Any) -> list[tuple[str, Any, list[Any]]]:
+    """mysql-replication's events of ``kind`` from ``start`` to the binlog's end: table, columns, row values."""
     stream = BinLogStreamReader(
         connection_settings={"host": mariadb_server.host, "port": mariadb_server.port,
                              "user": mariadb_server.cdc_user, "password": mariadb_server.cdc_password},
         server_id=server_id, log_file=start.file, log_pos=start.position, resume_stream=True, blocking=False,
-        only_events=[WriteRowsEvent], **filters)
+        only_events=[kind], **filters)
     try:
-        return [(event.table, event.columns, [row["values"] for row in event.rows]) for event in stream]
+        return [(event.table, event.columns, [row["values"] for row in getattr(event, "rows", [])])
+                for event in stream]
     finally:
         stream.close()
 
@@ -48,10 +50,10 @@ def test_a_table_map_is_parsed_once_until_a_ddl(mariadb_server, admin, cdc_conn,
     start = now(cdc_conn)
     run(admin, "INSERT INTO tm VALUES (1, 'a')", "INSERT INTO tm VALUES (2, 'b')",
         "ALTER TABLE tm ADD COLUMN w INT NOT NULL DEFAULT 7", "INSERT INTO tm VALUES (3, 'c', 8)")
-    events = inserts(mariadb_server, start, 5420)
-    assert [values for _, _, values in events] == [[{"id": 1, "v": "a"}], [{"id": 2, "v": "b"}],
+    inserts = events(mariadb_server, start, 5420)
+    assert [values for _, _, values in inserts] == [[{"id": 1, "v": "a"}], [{"id": 2, "v": "b"}],
                                                    [{"id": 3, "v": "c", "w": 8}]]
-    first, second, altered = (columns for _, columns, _ in events)
+    first, second, altered = (columns for _, columns, _ in inserts)
     assert second is first  # the second transaction's table map: the first one's parse
     assert altered is not first and [c.name for c in altered] == ["id", "v", "w"]
 
@@ -61,8 +63,11 @@ def test_a_reader_filtering_the_table_out_skips_it(mariadb_server, admin, cdc_co
     run(admin, "CREATE TABLE kept (id INT PRIMARY KEY)", "CREATE TABLE left_out (id INT PRIMARY KEY)")
     start = now(cdc_conn)
     run(admin, "INSERT INTO kept VALUES (1)", "INSERT INTO left_out VALUES (1)")
-    assert {table for table, _, _ in inserts(mariadb_server, start, 5421)} == {"kept", "left_out"}  # both parsed
-    assert [table for table, _, _ in inserts(mariadb_server, start, 5422, only_tables=["kept"])] == ["kept"]
+    everything = events(mariadb_server, start, 5421, TableMapEvent)  # both parsed, and kept
+    assert [table for table, _, _ in everything] == ["kept", "left_out"]
+    assert [table for table, _, _ in events(mariadb_server, start, 5422, TableMapEvent, only_tables=["kept"])] == [
+        "kept"]
+    assert [table for table, _, _ in events(mariadb_server, start, 5423, only_tables=["kept"])] == ["kept"]
 
 
 def test_the_stream_reader_reads_the_same_rows_over_many_transactions(mariadb_server, admin, cdc_conn,
@@ -76,7 +81,7 @@ def test_the_stream_reader_reads_the_same_rows_over_many_transactions(mariadb_se
     for i in range(1, 6):
         run(admin, "BEGIN", f"INSERT INTO m1 VALUES ({i}, {i * 10})", f"INSERT INTO m2 VALUES ({i}, 's{i}')", "COMMIT")
     run(admin, "ALTER TABLE m2 ADD COLUMN n INT", "INSERT INTO m2 VALUES (6, 'after', 1)")
-    reader = BinlogReader(config.replication_settings(), 5423, ServerIdRange(5423, 5423),
+    reader = BinlogReader(config.replication_settings(), 5424, ServerIdRange(5424, 5424),
                           schemas, start,
                           reload_schema=lambda t: load_table_schema(cdc_conn, t))
     items = list(reader.rows())
