@@ -29,9 +29,10 @@ from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
+from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoint, each_at_once
+from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoint
 
 _log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class StateMerger:
         (string keys' collation weights) on the one control connection."""
         through = checkpoint.visible[0]
         due = [(t, schema) for t in self.due(checkpoint) if (schema := checkpoint.schema_of(t)) is not None]
-        rows = each_at_once(COMMIT_THREADS, lambda item: self._merge_table(*item, through), due)
+        rows = each(lambda item: self._merge_table(*item, through), due, COMMIT_THREADS, "stream-merge")
         checkpoint.merged_seq = through  # written with the next checkpoint
         return {table: n for (table, _), n in zip(due, rows, strict=True) if n}
 

@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -50,6 +49,7 @@ from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, cast_to, for_delta, wider
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.schema_documents import SchemaDocuments, schema_ref
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 
@@ -255,22 +255,7 @@ pool (the rows of one table are then made while other tables' commits wait for t
 COMMIT_THREADS = 8
 """The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16); also the
 MERGEs of one round (``engine.state_merge``)."""
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
-
-
-def each_at_once(threads: int, work: Callable[[_T], _R], items: list[_T]) -> list[_R]:
-    """``work`` on each item, at most ``threads`` at once; returns when all are done, raising the first
-    error (the others done or failed too: nothing is left running)."""
-    if len(items) <= 1 or threads <= 1:
-        return [work(item) for item in items]
-    with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="stream-table") as pool:
-        futures = [pool.submit(work, item) for item in items]
-    errors = [e for f in futures if (e := f.exception()) is not None]
-    if errors:
-        raise errors[0]
-    return [f.result() for f in futures]
+_THREAD_NAME = "stream-table"
 
 
 class StreamStore:
@@ -305,7 +290,7 @@ class StreamStore:
         if changes:
             self._fence()
             items = list(changes.items())
-            wrote = each_at_once(self.threads, lambda item: self._append(checkpoint, *item), items)
+            wrote = each(lambda item: self._append(checkpoint, *item), items, self.threads, _THREAD_NAME)
             written = (table for (table, _), appended in zip(items, wrote, strict=True) if appended)
             checkpoint.touched = {**checkpoint.touched, **dict.fromkeys(written, checkpoint.seq)}
         self.schemas.store(checkpoint.all_schemas())
@@ -339,11 +324,11 @@ class StreamStore:
                                     _commit_tag(checkpoint.seq, checkpoint.offset, "rows of a killed run removed"))
 
         tables = [*checkpoint.schemas, *checkpoint.stopped]
-        stale = [c for c in each_at_once(self.threads, ahead, tables) if c is not None]
+        stale = [c for c in each(ahead, tables, self.threads, _THREAD_NAME) if c is not None]
         if not stale:
             return 0
         self._fence()
-        return sum(each_at_once(self.threads, remove, stale))
+        return sum(each(remove, stale, self.threads, _THREAD_NAME))
 
     def _fence(self) -> None:
         if self.fence is not None:
