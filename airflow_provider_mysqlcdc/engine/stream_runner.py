@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import find_tables, load_table_schema
+from airflow_provider_mysqlcdc.cdc.discovery import find_tables, load_table_schema, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
@@ -285,7 +285,10 @@ class StreamRunner:
         server = ServerInfo.read(control)
         offset = start_offset(options.startup_mode, control, server, self.config, self.server_id,
                               options.startup_offset, options.startup_timestamp)
-        return Checkpoint(0, offset, {t: load_table_schema(control, t) for t in self._wanted(control, None)})
+        tables = self._wanted(control, None)
+        schemas = load_table_schemas(control, tables)  # two queries for all of them
+        # a table the server lacks: load_table_schema names it in its error
+        return Checkpoint(0, offset, {t: schemas[t] if t in schemas else load_table_schema(control, t) for t in tables})
 
     def _wanted(self, control: Any, checkpoint: Checkpoint | None) -> list[TableId]:
         """The tables to capture from now on: those named, or those the patterns match on the server. In
