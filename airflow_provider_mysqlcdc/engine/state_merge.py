@@ -37,7 +37,6 @@ from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoi
 _log = logging.getLogger(__name__)
 
 
-
 class StateMerger:
     """Merges the stream's committed changes into the current-state tables of one lake."""
 

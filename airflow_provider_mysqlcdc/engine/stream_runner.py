@@ -320,10 +320,9 @@ class StreamRunner:
         snapshots = SnapshotStore(self.options.lake)
         plans = snapshots.read_plans(tables)
         unfinished = [t for t, plan in plans.items() if plan is None]
-        found = [plan for plan in plans.values() if plan is not None]
+        found = [(t, plan) for t, plan in plans.items() if plan is not None]
         starts: dict[TableId, TableStart | None] = {}
-        for plan, manifests in zip(found, snapshots.manifests_of(found), strict=True):
-            table = plan.schema.id
+        for (table, plan), manifests in zip(found, snapshots.manifests_of([p for _, p in found]), strict=True):
             committed = [m for m in manifests if m is not None]
             if len(committed) < len(manifests):
                 unfinished.append(table)
