@@ -1,8 +1,8 @@
 """The binlog stream as committed batches: read from the checkpoint, filter, write, checkpoint.
 
 One call reads the binlog from the checkpoint's offset until it has caught up with the server,
-committing a batch at a transaction boundary whenever ``max_events`` changes (and ``events_per_table``
-for each table the batch touches: a table's commit costs the same for few rows as for many),
+committing a batch at a transaction boundary whenever ``max_events`` changes (times the tables it
+touches, up to ``spread_factor``: a table's commit costs the same for few rows as for many),
 ``max_bytes`` of values or ``max_seconds`` have gathered. A transaction larger than ``max_events`` or ``max_bytes``
 by itself is committed in parts, each checkpointed at the last row of a rows event (the binlog
 offsets resume exactly there), so memory stays bounded whatever the transaction size; readers may
@@ -121,10 +121,9 @@ class _Pending:
         self._schema = None
 
     def over(self, limits: CommitLimits) -> bool:
-        """Past ``max_bytes``, or past ``max_events`` with ``events_per_table`` for each table it touches."""
-        if self.bytes >= limits.max_bytes:
-            return True
-        return self.count >= limits.max_events and self.count >= len(self.parts) * limits.events_per_table
+        """Past ``max_bytes``, or past ``max_events`` times its tables up to ``spread_factor``."""
+        return (self.bytes >= limits.max_bytes
+                or self.count >= limits.max_events * min(len(self.parts), limits.spread_factor))
 
 
 def stream_batches(

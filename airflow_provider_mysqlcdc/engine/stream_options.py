@@ -63,19 +63,20 @@ class CommitLimits:
     max_events: int = 100_000
     max_seconds: float = 10.0
     max_bytes: int = 64 * 1024 * 1024
-    events_per_table: int = 4_000
-    """A batch touching many tables is not closed on ``max_events`` before it holds this many events per table
-    it touches (``max_bytes`` and ``max_seconds`` still close it): each table's commit has a cost of its own
-    (opening its changelog, its Arrow columns, a Delta commit: about 20 ms, bench/RESULTS.md "Stream over many
-    tables"), which a batch of a few events per table pays for every few events. A batch of up to
-    ``max_events // events_per_table`` tables (25) is closed as before."""
+    spread_factor: int = 8
+    """A batch touching N tables closes on ``max_events`` times ``min(N, spread_factor)`` events, not on
+    ``max_events`` (``max_bytes`` and ``max_seconds`` still close it; a transaction is cut in parts on
+    ``max_events`` times the tables it touched so far): each table's commit has a cost of its own (opening
+    its changelog, its Arrow columns, a Delta commit: about 20 ms, bench/RESULTS.md "Stream over many tables"),
+    which a batch of a few events per table pays again every few events. A batch of one table closes on
+    ``max_events`` as ever."""
 
     def __post_init__(self) -> None:
         for name in ("max_events", "max_seconds", "max_bytes"):
             if not getattr(self, name) > 0:
                 raise InvalidOptionError(f"max_batch_{name[4:]} must be > 0, not {getattr(self, name)!r}")
-        if not self.events_per_table > 0:
-            raise InvalidOptionError(f"events_per_table must be > 0, not {self.events_per_table!r}")
+        if not self.spread_factor >= 1:
+            raise InvalidOptionError(f"spread_factor must be >= 1, not {self.spread_factor!r}")
 
 
 @dataclass(frozen=True)

@@ -77,24 +77,23 @@ def images_of(table: TableId, count: int, size: int = 100) -> tuple[TableSchema,
     return schema, ChangeRows((ChangeKind.INSERT,), table, images, count, offset(4), offset(4, 0, count), 1_000), size
 
 
-def test_a_batch_over_many_tables_holds_events_per_table_before_max_events_closes_it() -> None:
-    limits = CommitLimits(max_events=4, events_per_table=3)
+def test_a_batch_over_many_tables_closes_on_max_events_times_its_tables() -> None:
+    limits = CommitLimits(max_events=4, spread_factor=2)
     one = _Pending()
     one.add(*images_of(ORDERS, 4))
     assert one.over(limits)  # one table: max_events closes it as ever
     many = _Pending()
     for name in ("a", "b", "c"):
         many.add(*images_of(TableId("shop", name), 2))
-    assert not many.over(limits)  # 6 events, past max_events, but not 3 for each of its 3 tables
-    for name in ("a", "b", "c"):
-        many.add(*images_of(TableId("shop", name), 1))
+    assert not many.over(limits)  # 6 events of 3 tables: past max_events, not past 4 x min(3, 2)
+    many.add(*images_of(TableId("shop", "a"), 2))
     assert many.over(limits)
     wide = _Pending()
     for name in ("a", "b", "c"):
         wide.add(*images_of(TableId("shop", name), 1, size=1_000))
-    assert wide.over(CommitLimits(max_events=4, events_per_table=3, max_bytes=2_000))  # bytes still close it
+    assert wide.over(CommitLimits(max_events=4, max_bytes=2_000))  # bytes still close it
 
 
-def test_events_per_table_must_be_positive() -> None:
-    with pytest.raises(InvalidOptionError, match="events_per_table must be > 0, not 0"):
-        CommitLimits(events_per_table=0)
+def test_spread_factor_must_be_at_least_one() -> None:
+    with pytest.raises(InvalidOptionError, match="spread_factor must be >= 1, not 0"):
+        CommitLimits(spread_factor=0)
