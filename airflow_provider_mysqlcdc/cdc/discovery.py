@@ -7,6 +7,7 @@ schemas never match. Names are only ever passed as parameters or quoted, so any 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,6 +179,51 @@ def approximate_rows(conn: Any, tables: Iterable[TableId]) -> dict[TableId, int]
     tables = list(tables)
     found = {table: int(rows or 0) for table, (rows,) in _per_table(conn, "TABLE_ROWS", "TABLES", "", tables)}
     return {t: found.get(t, 0) for t in tables}
+
+
+ROW_BYTES_SAMPLE = 16
+"""Rows of a table with wide columns whose lengths are measured (``average_row_bytes``): few, since the server
+reads each of their values whole (a 6 MB LONGBLOB is 6 MB read), but enough to see the table's kind of rows."""
+# the column types InnoDB may store off-page, whose bytes the statistics can lag far behind
+_WIDE_TYPES = frozenset({"tinyblob", "blob", "mediumblob", "longblob", "tinytext", "text", "mediumtext", "longtext",
+                         "json", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+                         "multipolygon", "geometrycollection"})
+_WIDE_VARCHAR = 255
+
+
+def wide_columns(schema: TableSchema) -> list[Column]:
+    """The columns of ``schema`` whose values may be large and stored off-page (BLOB, TEXT, JSON, spatial,
+    VARCHAR/VARBINARY longer than 255)."""
+    return [c for c in schema.columns if c.data_type in _WIDE_TYPES
+            or (c.data_type in ("varchar", "varbinary") and (c.char_max_length or 0) > _WIDE_VARCHAR)]
+
+
+def average_row_bytes(conn: Any, schemas: Sequence[TableSchema]) -> dict[TableId, int]:
+    """About how many bytes a row of each of ``schemas``'s tables holds (0: unknown), in two queries whatever
+    the number of tables: InnoDB's ``AVG_ROW_LENGTH`` (``DATA_LENGTH / TABLE_ROWS``), and for a table with
+    wide columns (``wide_columns``) the larger of it and the mean length of those columns' values in its
+    first ``ROW_BYTES_SAMPLE`` rows. Why the sample: the statistics are only refreshed after about a tenth
+    of a table changed, asynchronously; measured on MariaDB 10.11 right after inserting 20 rows of 6 MB
+    LONGBLOB, ``AVG_ROW_LENGTH`` said 656,179 bytes (a tenth of the truth) until ``ANALYZE TABLE``. It does
+    count off-page BLOB pages once refreshed (6,370,918 then), so tables of narrow columns need no sample."""
+    stats = {table: int(length or 0) for table, (length,) in
+             _per_table(conn, "AVG_ROW_LENGTH", "TABLES", "", [s.id for s in schemas])}
+    found = {s.id: stats.get(s.id, 0) for s in schemas}
+    parts, params = [], []
+    for schema in schemas:
+        wide = wide_columns(schema)
+        if wide:
+            lengths = " + ".join(f"COALESCE(LENGTH({c.quoted}), 0)" for c in wide)
+            parts.append(f"SELECT %s, %s, AVG(w) FROM (SELECT {lengths} AS w FROM {schema.id.quoted} "  # noqa: S608
+                         f"LIMIT {ROW_BYTES_SAMPLE}) AS sample")  # (quoted names, a constant limit)
+            params += [schema.id.database, schema.id.table]
+    if parts:
+        with conn.cursor() as cur:
+            cur.execute(" UNION ALL ".join(parts), params)
+            for database, name, sampled in cur.fetchall():
+                table = TableId(database, name)
+                found[table] = max(found[table], math.ceil(sampled or 0))
+    return found
 
 
 def _per_table(

@@ -17,6 +17,11 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 DEFAULT_CHUNK_SIZE = 8096
+DEFAULT_CHUNK_MAX_BYTES = 64 * 1024 * 1024
+"""64 MiB: what bounds a chunk of wide rows (Flink CDC bounds chunks by rows only). A chunk reader holds
+its chunk about three times over (the driver's buffers, the Arrow table, the Parquet writer's), so with
+2 readers a Spark executor stays under ``docs/production.md``'s stated memory whatever the row width;
+rows of 160 B reach ``DEFAULT_CHUNK_SIZE`` long before it."""
 DEFAULT_DISTRIBUTION_FACTOR_LOWER = 0.05
 DEFAULT_DISTRIBUTION_FACTOR_UPPER = 1000.0
 # DECIMAL keys have up to 65 digits (30 after the point); the default 28-digit context would round
@@ -32,6 +37,15 @@ def validate_split_options(chunk_size: int, factor_lower: float, factor_upper: f
             "distribution_factor_lower and distribution_factor_upper must be positive numbers with "
             f"lower <= upper (defaults 0.05 and 1000.0), not {factor_lower!r} and {factor_upper!r}"
         )
+
+
+def chunk_rows(chunk_size: int, chunk_max_bytes: int, row_bytes: int) -> int:
+    """The rows a chunk of a table aims at: ``chunk_size``, or fewer when that many rows of ``row_bytes``
+    (the table's average, ``discovery.average_row_bytes``; 0 unknown) would exceed ``chunk_max_bytes``; at
+    least one."""
+    if row_bytes <= 0:
+        return chunk_size
+    return max(1, min(chunk_size, chunk_max_bytes // row_bytes))
 
 
 def split_table(

@@ -22,10 +22,10 @@ from airflow_provider_mysqlcdc.cdc import binlog_retention
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
 from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, discover_tables
+from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, average_row_bytes, discover_tables
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, split_table
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, pack_batches
 from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
@@ -70,7 +70,10 @@ def plan_snapshot(
         plans = store.read_plans([s.id for s in schemas])
         schemas = _not_streamed_only(schemas, plans, StreamStore(options.lake).read_checkpoint(), log)
         approximate = approximate_rows(conn, [s.id for s in schemas])
-        new = {s.id: split_table(conn, s, options.chunk_size, options.distribution_factor_lower,
+        row_bytes = average_row_bytes(conn, schemas)
+        # rows per chunk, table by table: fewer than chunk_size where rows are wide (chunk_max_bytes)
+        sizes = {s.id: chunk_rows(options.chunk_size, options.chunk_max_bytes, row_bytes[s.id]) for s in schemas}
+        new = {s.id: split_table(conn, s, sizes[s.id], options.distribution_factor_lower,
                                  options.distribution_factor_upper, approximate[s.id])
                for s in schemas if plans[s.id] is None}
         if options.retention_check is not RetentionCheck.OFF:
@@ -91,6 +94,9 @@ def plan_snapshot(
         plan = plans[schema.id]
         if plan is None:
             chunks = new[schema.id]
+            if sizes[schema.id] < options.chunk_size:
+                log.info("%s: rows of about %d bytes, so chunks of up to %d rows (chunk_max_bytes=%d)", schema.id,
+                         row_bytes[schema.id], sizes[schema.id], options.chunk_max_bytes)
             plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
             new_plans.append(plan)
             manifests: list[BatchManifest | None] = [None] * len(plan.batches)
@@ -105,7 +111,7 @@ def plan_snapshot(
             log.info("%s: %d chunks in %d batches, %d to snapshot", schema.id, len(plan.chunks), len(plan.batches),
                      len(todo))
         pending += todo
-        pending_rows += [batch_rows(b, len(plan.chunks), approximate.get(schema.id, 0), options.chunk_size)
+        pending_rows += [batch_rows(b, len(plan.chunks), approximate.get(schema.id, 0), sizes[schema.id])
                          for b in todo]
     packs = pack_batches(pending, pending_rows, options.rows_per_batch, options.max_batches)
     # distinct binlog server ids for every reader that can run at once; checked before any plan is written

@@ -17,6 +17,7 @@ from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
 from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import (
+    DEFAULT_CHUNK_MAX_BYTES,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_DISTRIBUTION_FACTOR_LOWER,
     DEFAULT_DISTRIBUTION_FACTOR_UPPER,
@@ -38,6 +39,9 @@ class SplitOptions:
     exclude_tables: tuple[str, ...] = ()
     chunk_key_columns: dict[str, str] = field(default_factory=dict)
     chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_max_bytes: int = DEFAULT_CHUNK_MAX_BYTES
+    """At most about this many bytes a chunk (fewer rows than ``chunk_size`` for wide rows): what bounds a
+    Spark executor's memory (``cdc.splitter.DEFAULT_CHUNK_MAX_BYTES``)."""
     distribution_factor_lower: float = DEFAULT_DISTRIBUTION_FACTOR_LOWER
     distribution_factor_upper: float = DEFAULT_DISTRIBUTION_FACTOR_UPPER
     rows_per_batch: int = 10_000_000
@@ -63,7 +67,7 @@ class SplitOptions:
             raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
         self.selection()  # the patterns are checked before the task touches the source or the lake
         validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
-        for name in ("rows_per_batch", "max_batches", "readers_per_batch"):
+        for name in ("chunk_max_bytes", "rows_per_batch", "max_batches", "readers_per_batch"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidOptionError(f"{name} must be a whole number >= 1, not {value!r}")
@@ -71,7 +75,7 @@ class SplitOptions:
     @classmethod
     def from_values(
         cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
-        chunk_key_columns: Any, chunk_size: Any, distribution_factor_lower: Any, distribution_factor_upper: Any,
+        chunk_key_columns: Any, chunk_size: Any, chunk_max_bytes: Any, distribution_factor_lower: Any, distribution_factor_upper: Any,
         rows_per_batch: Any, max_batches: Any, readers_per_batch: Any, retention_check: Any,
         unbounded_chunk_first: Any = True, storage_options: Mapping[str, str] | None = None,
     ) -> SplitOptions:
@@ -84,6 +88,7 @@ class SplitOptions:
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
             chunk_key_columns=rendered.text_mapping("chunk_key_columns", chunk_key_columns, "{'db.table': 'column'}"),
             chunk_size=chunk_size,
+            chunk_max_bytes=rendered.whole_number("chunk_max_bytes", chunk_max_bytes),
             distribution_factor_lower=distribution_factor_lower,
             distribution_factor_upper=distribution_factor_upper,
             rows_per_batch=rendered.whole_number("rows_per_batch", rows_per_batch),

@@ -74,6 +74,11 @@ class MySqlChunkSplitOperator(BaseOperator):
         needs a column here and is refused without one. Default: ``None`` (templated)
     :param chunk_size: rows per chunk, like Flink CDC's ``scan.incremental.snapshot.chunk.size``.
         Default: ``8096``
+    :param chunk_max_bytes: at most about this many bytes a chunk: a table whose rows average more than
+        ``chunk_max_bytes / chunk_size`` bytes (``information_schema``'s ``AVG_ROW_LENGTH``, or a sample of
+        its BLOB/TEXT/JSON values' lengths when larger) is cut into chunks of ``chunk_max_bytes / row bytes``
+        rows (at least one), so that a Spark executor's memory follows bytes, not rows (see the production
+        docs' memory sizing). Default: ``67108864`` (64 MiB) (templated)
     :param distribution_factor_lower: lower bound of ``(max - min + 1) / rows`` for the even split, like
         Flink CDC's ``chunk-key.even-distribution.factor.lower-bound``. Default: ``0.05``
     :param distribution_factor_upper: upper bound of it (``...factor.upper-bound``). Default: ``1000.0``
@@ -97,7 +102,7 @@ class MySqlChunkSplitOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check", "lake_conn_id",
+        "chunk_max_bytes", "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check", "lake_conn_id",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -111,6 +116,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         exclude_tables: Sequence[str] = (),
         chunk_key_columns: Mapping[str, str] | None = None,
         chunk_size: int = SplitOptions.chunk_size,
+        chunk_max_bytes: int = SplitOptions.chunk_max_bytes,
         distribution_factor_lower: float = SplitOptions.distribution_factor_lower,
         distribution_factor_upper: float = SplitOptions.distribution_factor_upper,
         rows_per_batch: int = SplitOptions.rows_per_batch,
@@ -131,6 +137,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.exclude_tables = exclude_tables
         self.chunk_key_columns = chunk_key_columns
         self.chunk_size = chunk_size
+        self.chunk_max_bytes = chunk_max_bytes
         self.distribution_factor_lower = distribution_factor_lower
         self.distribution_factor_upper = distribution_factor_upper
         self.rows_per_batch = rows_per_batch
@@ -149,6 +156,7 @@ class MySqlChunkSplitOperator(BaseOperator):
             base_uri=self.base_uri, tables=self.tables, include_databases=self.include_databases,
             include_tables=self.include_tables, exclude_tables=self.exclude_tables,
             chunk_key_columns=self.chunk_key_columns, chunk_size=self.chunk_size,
+            chunk_max_bytes=self.chunk_max_bytes,
             distribution_factor_lower=self.distribution_factor_lower,
             distribution_factor_upper=self.distribution_factor_upper, rows_per_batch=self.rows_per_batch,
             max_batches=self.max_batches, readers_per_batch=self.readers_per_batch,

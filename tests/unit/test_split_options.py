@@ -11,7 +11,8 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 RENDERED = {
     "base_uri": "/lake", "tables": None, "include_databases": None, "include_tables": None, "exclude_tables": (),
-    "chunk_key_columns": None, "chunk_size": 8096, "distribution_factor_lower": 0.05,
+    "chunk_key_columns": None, "chunk_size": 8096, "chunk_max_bytes": 67108864,
+    "distribution_factor_lower": 0.05,
     "distribution_factor_upper": 1000.0, "rows_per_batch": 10_000_000, "max_batches": 64, "readers_per_batch": 2,
     "retention_check": "error",
 }
@@ -24,12 +25,14 @@ def options(**changes: object) -> SplitOptions:
 def test_rendered_text_becomes_typed_values() -> None:
     got = options(tables="['shop.orders', 'shop.items']", rows_per_batch="6000", readers_per_batch="3",
                   chunk_key_columns="{'shop.items': 'sku'}", exclude_tables="['shop\\\\.tmp_.*']",
-                  retention_check="warn")
+                  retention_check="warn", chunk_max_bytes="1048576")
     assert got.tables == (TableId("shop", "orders"), TableId("shop", "items"))
     assert (got.rows_per_batch, got.readers_per_batch, got.max_batches) == (6000, 3, 64)
     assert got.chunk_key_columns == {"shop.items": "sku"}
     assert got.exclude_tables == ("shop\\.tmp_.*",)
     assert got.retention_check is RetentionCheck.WARN
+    assert got.chunk_max_bytes == 1_048_576
+    assert options(tables=["shop.orders"]).chunk_max_bytes == SplitOptions.chunk_max_bytes == 64 * 1024 * 1024
 
 
 def test_tables_select_exact_names_or_whole_name_patterns() -> None:
@@ -51,6 +54,8 @@ def test_tables_select_exact_names_or_whole_name_patterns() -> None:
         ({"tables": ["shop.orders"], "max_batches": 2.5}, "max_batches must be a whole number >= 1, not 2.5"),
         ({"tables": ["shop.orders"], "readers_per_batch": True}, "readers_per_batch must be a whole number >= 1"),
         ({"tables": ["shop.orders"], "chunk_size": 0}, "chunk_size must be a whole number of rows >= 1"),
+        ({"tables": ["shop.orders"], "chunk_max_bytes": "64MB"}, "chunk_max_bytes must be a whole number >= 1"),
+        ({"tables": ["shop.orders"], "chunk_max_bytes": 0}, "chunk_max_bytes must be a whole number >= 1, not 0"),
         ({"tables": ["shop.orders"], "retention_check": "sometimes"}, "retention_check"),
         ({"tables": ["shop.orders", "shop.orders"]}, "tables names a table twice"),
         ({"tables": ["shop.orders"], "chunk_key_columns": "['sku']"}, "chunk_key_columns must be a mapping"),

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import Column
-from airflow_provider_mysqlcdc.cdc.splitter import even_bounds, validate_split_options
+from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, even_bounds, validate_split_options
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 UNSIGNED = Column("id", "bigint", "bigint(20) unsigned", nullable=False, unsigned=True)
@@ -66,3 +66,11 @@ def test_bad_split_options_say_what_to_set(size: object, lower: float, upper: fl
 def test_good_split_options_pass() -> None:
     validate_split_options(1, 0.5, 0.5)
     validate_split_options(8096, *DEFAULTS)
+
+
+def test_wide_rows_make_chunks_of_fewer_rows() -> None:
+    mib = 1024 * 1024
+    assert chunk_rows(8096, 64 * mib, 160) == 8096  # narrow rows: chunk_size decides
+    assert chunk_rows(8096, 64 * mib, 6 * mib) == 10  # 6 MiB rows: 10 fit into 64 MiB
+    assert chunk_rows(8096, 64 * mib, 100 * mib) == 1  # a row wider than the budget: one a chunk
+    assert chunk_rows(8096, 64 * mib, 0) == 8096  # no estimate: rows only
