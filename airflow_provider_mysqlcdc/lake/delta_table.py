@@ -38,6 +38,8 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SnapshotJobError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.table_format import (
+    SCAN_BATCH_BYTES,
+    SCAN_BATCH_ROWS,
     Commit,
     CommitTag,
     Compaction,
@@ -162,11 +164,13 @@ class DeltaLocation:
         self._write(rows, loaded is not None, mode="append", schema_mode="merge", loaded=loaded,
                     writer_properties=_stream_writer_properties(), commit_properties=_properties(tag))
 
-    def overwrite(self, rows: pa.Table, tag: CommitTag, partition_by: Sequence[str] = ()) -> None:
+    def overwrite(self, rows: pa.Table | pa.RecordBatchReader, tag: CommitTag,
+                  partition_by: Sequence[str] = ()) -> None:
         self._write(rows, False, mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
                     commit_properties=_properties(tag))
 
-    def _write(self, rows: pa.Table, features_allowed: bool, loaded: DeltaTable | None = None, **kwargs: Any) -> None:
+    def _write(self, rows: pa.Table | pa.RecordBatchReader, features_allowed: bool, loaded: DeltaTable | None = None,
+               **kwargs: Any) -> None:
         """``write_deltalake`` here (through ``loaded``, the table as loaded, if given: a URI makes delta-rs load
         its log again), the table's features allowed first unless the caller did (module docstring)."""
         from deltalake import write_deltalake
@@ -231,6 +235,17 @@ class DeltaVersion:
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         return self.delta.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns),
                                                         filter=where)
+
+    def scan(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.RecordBatchReader:
+        # batches of about SCAN_BATCH_BYTES by the files' bytes per row; one file and one batch read ahead
+        # (pyarrow's defaults, 4 files and 16 batches, hold up to 16 batches: a GB or more for wide rows)
+        actions = pa.table(self.delta.get_add_actions(flatten=True))
+        rows, stored = (sum(actions.column(c).to_pylist()) if actions.num_rows else 0
+                        for c in ("num_records", "size_bytes"))
+        batch = max(1, min(SCAN_BATCH_ROWS, SCAN_BATCH_BYTES * max(1, rows) // max(1, stored)))
+        return self.delta.to_pyarrow_dataset().scanner(
+            columns=None if columns is None else list(columns), filter=where, batch_size=batch,
+            batch_readahead=1, fragment_readahead=1).to_reader()
 
     def applied(self, app_id: str) -> int:
         version: int | None = self.delta.transaction_version(app_id)

@@ -115,6 +115,12 @@ class Compaction:
     metrics: Mapping[str, Any]
 
 
+SCAN_BATCH_BYTES = 16 * 1024 * 1024
+"""About how many stored bytes one batch of ``TableVersion.scan`` holds (rows of megabytes: a few a batch)."""
+SCAN_BATCH_ROWS = 65_536
+"""Rows of one batch of ``TableVersion.scan`` at most (narrow rows: few batches, little cost per batch)."""
+
+
 def quote(name: str) -> str:
     """``name`` as an identifier of predicates and merge conditions: in double quotes (unquoted names are
     folded to lower case by delta-rs's SQL, DataFusion)."""
@@ -147,6 +153,11 @@ class TableVersion(Protocol):
     def files(self) -> list[StoredFile]: ...
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table: ...
+
+    def scan(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.RecordBatchReader:
+        """``read`` as a stream of record batches of about ``SCAN_BATCH_BYTES`` (at most ``SCAN_BATCH_ROWS``
+        rows), a few held at once: what reads a table larger than memory."""
+        ...
 
     def applied(self, app_id: str) -> int:
         """The last version the application ``app_id`` committed (``CommitTag``), -1 for none."""
@@ -228,6 +239,8 @@ class ReplicaTable(Protocol):
         added."""
         ...
 
-    def overwrite(self, rows: pa.Table, tag: CommitTag, partition_by: Sequence[str] = ()) -> None:
-        """Replace the whole table, its schema included, with ``rows`` in one commit (creating it if needed)."""
+    def overwrite(self, rows: pa.Table | pa.RecordBatchReader, tag: CommitTag,
+                  partition_by: Sequence[str] = ()) -> None:
+        """Replace the whole table, its schema included, with ``rows`` in one commit (creating it if needed);
+        a reader is written as it is read (a table rewritten from its own ``scan``, file by file)."""
         ...

@@ -102,7 +102,8 @@ class MySqlChunkSplitOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
-        "chunk_max_bytes", "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check", "lake_conn_id",
+        "chunk_max_bytes", "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check",
+        "lake_conn_id",
     )
     operator_extra_links = (LakeTableLink(),)
 
