@@ -76,8 +76,8 @@ class SplitOptions:
     def from_values(
         cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
         chunk_key_columns: Any, chunk_size: Any, chunk_max_bytes: Any, distribution_factor_lower: Any,
-        distribution_factor_upper: Any, rows_per_batch: Any, max_batches: Any, readers_per_batch: Any, retention_check: Any,
-        unbounded_chunk_first: Any = True, storage_options: Mapping[str, str] | None = None,
+        distribution_factor_upper: Any, rows_per_batch: Any, max_batches: Any, readers_per_batch: Any,
+        retention_check: Any, unbounded_chunk_first: Any = True, storage_options: Mapping[str, str] | None = None,
     ) -> SplitOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         return cls(
