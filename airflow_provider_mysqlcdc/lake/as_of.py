@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,7 @@ from airflow_provider_mysqlcdc.lake.committed import (
     committed_table,
     conform,
 )
+from airflow_provider_mysqlcdc.lake.current_scan import as_reader, current_past_keys
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
@@ -183,21 +185,27 @@ class History:
         where = _key_filter(committed.schema, key_range) if key_range is not None else None
         return cls(committed.schema, _history_rows(committed, batch, where), covered)
 
-    def at(self, as_of: Any, rows: pa.Table | None = None) -> pa.Table:
-        """The table as of ``as_of`` (an offset or a time; see ``AsOf.parse``): one row per key, sorted
-        by key, the table's columns. ``rows``: a subset of ``self.rows`` (e.g. one chunk's keys)."""
+    def check(self, as_of: Any) -> AsOf:
+        """``as_of`` parsed (see ``AsOf.parse``), or an ``AsOfError`` where the lake does not cover it."""
         point = AsOf.parse(as_of)
-        rows = self.rows if rows is None else rows
         if point.gtid is not None:
             raise AsOfError(f"as_of {point}: a GTID position names transactions, not a place in the lake's "
                             f"changelog; turn it into an offset with resolve_as_of(as_of, config, server_id) first")
         if point.offset is not None:
             self.coverage.check(point.offset)
+        else:
+            self._check_time(point.timestamp_ms or 0)
+        return point
+
+    def at(self, as_of: Any, rows: pa.Table | None = None) -> pa.Table:
+        """The table as of ``as_of`` (an offset or a time; see ``AsOf.parse``): one row per key, sorted
+        by key, the table's columns. ``rows``: a subset of ``self.rows`` (e.g. one chunk's keys)."""
+        point = self.check(as_of)
+        rows = self.rows if rows is None else rows
+        if point.offset is not None:
             before = at_or_before(rows, point.offset)
         else:
-            millis = point.timestamp_ms or 0
-            self._check_time(millis)
-            before = pc.less_equal(rows.column("_op_ts"), pa.scalar(millis, pa.int64()))
+            before = pc.less_equal(rows.column("_op_ts"), pa.scalar(point.timestamp_ms or 0, pa.int64()))
         # merged changes up to the point are in the current table's rows already: they are not consulted,
         # so the current table is what is read there (as read_table does), damaged or not
         keep = pc.invert(pc.and_(rows.column(MERGED), before))
@@ -250,15 +258,25 @@ def _history_rows(committed: CommittedTable, batch: int | None, where: pc.Expres
     """The current table's rows, then the changelog's merged and unmerged rows (``MERGED`` tells them
     apart), in changelog order; on a tie the current table's row first."""
     schema = committed.schema
-    sources = []
+    current = None
     if committed.current is not None:
         in_batch = None if batch is None else pc.field(BATCH_COLUMN) == batch
         either = [c for c in (where, in_batch) if c is not None]
-        current = committed.current.read(where=functools.reduce(operator.and_, either) if either else None)
-        sources.append((conform(current, lake_schema(schema), schema).select([*schema.column_names, *METADATA]),
-                        False))
-    sources.append((changes_between(committed, -1, committed.merged, dropped=False, where=where), True))
-    sources.append((changes_between(committed, committed.merged, committed.through, dropped=False, where=where), False))
+        rows = committed.current.read(where=functools.reduce(operator.and_, either) if either else None)
+        current = conform(rows, lake_schema(schema), schema).select([*schema.column_names, *METADATA])
+    return _history_of(current, *_changes(committed, where))
+
+
+def _changes(committed: CommittedTable, where: pc.Expression | None = None) -> tuple[pa.Table, pa.Table]:
+    """The changelog rows merged into the current table, and those not merged yet."""
+    return (changes_between(committed, -1, committed.merged, dropped=False, where=where),
+            changes_between(committed, committed.merged, committed.through, dropped=False, where=where))
+
+
+def _history_of(current: pa.Table | None, merged: pa.Table, unmerged: pa.Table) -> pa.Table:
+    """``_history_rows`` of the current rows ``current`` (None: none) and the changelog rows given."""
+    sources = [] if current is None else [(current, False)]
+    sources += [(merged, True), (unmerged, False)]
     first_change = len(sources) - 2  # the current table's rows come before, when there are any
     rows = pa.concat_tables([
         s.append_column(_SOURCE, pa.repeat(pa.scalar(i, pa.int32()), s.num_rows))
@@ -290,7 +308,32 @@ def state_at(schema: TableSchema, rows: pa.Table, before: pa.Array | pa.ChunkedA
     return kept.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
 
 
-def read_table_as_of(lake: Lake, table: str, as_of: Any) -> pa.Table:
-    """``read_table(lake, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``)."""
-    return History.load(lake, table).at(as_of)
+def scan_as_of(lake: Lake, table: str, as_of: Any) -> tuple[TableSchema, pa.RecordBatchReader]:
+    """``scan_table(lake, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``), as a
+    stream, and its schema. The changelog is read whole (it decides every key it holds); the current table
+    batch by batch: a key without a change in the changelog is as the current table has it at every covered
+    position (its row is from the snapshot, at or before the highest HW), so only the current rows of keys
+    with changes are held, for ``History.at`` (``lake.current_scan``). A keyless table is read into memory.
+    The position is checked before any row is returned."""
+    table_id = TableId.parse(table)
+    covered = coverage(lake, table_id)
+    committed = committed_table(lake, table_id)
+    schema = committed.schema
+    if schema.keyless or committed.current is None:
+        rows = History(schema, _history_rows(committed, None, None), covered).at(as_of)
+        return schema, as_reader(rows.schema, iter([rows]))
+    merged, unmerged = _changes(committed)
+    point = History(schema, _history_of(None, merged, unmerged), covered).check(as_of)
+    changes = pa.concat_tables([merged, unmerged])
+    columns = changes.select(list(schema.column_names)).schema
+    current = committed.current
+
+    def tables() -> Iterator[pa.Table]:
+        touched: list[pa.Table] = []
+        for rows in current_past_keys(current, schema, changes, touched):
+            yield rows.select(list(schema.column_names))
+        held = pa.concat_tables([changes.slice(0, 0), *touched])
+        yield History(schema, _history_of(held, merged, unmerged), covered).at(point)
+
+    return schema, as_reader(columns, tables())
 

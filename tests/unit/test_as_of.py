@@ -19,12 +19,12 @@ from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
-from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake import delta_table, table_uri
 from airflow_provider_mysqlcdc.lake.as_of import History
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.merge import merge_changes
-from airflow_provider_mysqlcdc.lake.read import read_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.read import read_table, scan_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
 from airflow_provider_mysqlcdc.lake.stream_store import StoppedTable
 from tests.unit.test_lake import (
@@ -189,3 +189,21 @@ def test_the_current_table_is_read_where_the_merge_has_passed(lake: Lakes) -> No
     # key 1 changed after 1:400 (its update at 1:500 holds the before image), key 11 did not
     assert rows_of(read_table(lake.base_uri, "shop.orders", as_of=off(1, 400))) == [
         (1, "b", 1), (2, "b", 2), (3, "c", 3), (10, "j", 10), (11, "x", 11)]
+
+
+@pytest.mark.parametrize("merged", [0, 2])
+def test_scan_table_streams_the_rows_read_table_gives(lake: Lakes, merged: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot(lake)
+    stream(lake)
+    if merged:
+        merge(lake, merged)
+    monkeypatch.setattr(delta_table, "SCAN_BATCH_ROWS", 1)  # one row a batch: the current table never whole
+    for point, expected in [*EXPECTED[3:], (None, EXPECTED[6][1])]:
+        reader = scan_table(lake.base_uri, "shop.orders", as_of=point)
+        batches = list(reader)
+        # key 11 (no change) comes as the current table has it, in a batch of its own; the changed keys after
+        assert len(batches) >= 2 and [11] in [b.column(0).to_pylist() for b in batches], point
+        if merged and point is None:  # nothing left to apply: every row passes in its own batch
+            assert [b.num_rows for b in batches] == [1] * len(expected)
+        assert rows_of(pa.Table.from_batches(batches, reader.schema).sort_by("id")) == expected, point
