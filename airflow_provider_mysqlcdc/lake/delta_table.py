@@ -237,13 +237,19 @@ class DeltaVersion:
                                                         filter=where)
 
     def scan(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.RecordBatchReader:
+        import pyarrow.fs as pafs  # only here: the rest of the module needs no filesystem classes
+
         # batches of about SCAN_BATCH_BYTES by the files' bytes per row; one file and one batch read ahead
         # (pyarrow's defaults, 4 files and 16 batches, hold up to 16 batches: a GB or more for wide rows)
         actions = pa.table(self.delta.get_add_actions(flatten=True))
         rows, stored = (sum(actions.column(c).to_pylist()) if actions.num_rows else 0
                         for c in ("num_records", "size_bytes"))
         batch = max(1, min(SCAN_BATCH_ROWS, SCAN_BATCH_BYTES * max(1, rows) // max(1, stored)))
-        return self.delta.to_pyarrow_dataset().scanner(
+        # the files through pyarrow's filesystem, not delta-rs's handler: a scan may feed a write of the same
+        # table (``overwrite`` from a reader), and the handler cannot run inside delta-rs's writing runtime
+        fs, path = self.location.files_at()
+        dataset = self.delta.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(path, fs))
+        return dataset.scanner(
             columns=None if columns is None else list(columns), filter=where, batch_size=batch,
             batch_readahead=1, fragment_readahead=1).to_reader()
 

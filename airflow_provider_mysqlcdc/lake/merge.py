@@ -32,7 +32,7 @@ never written into the current state.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, cast_to, wider
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag, MergeCounts, MergeSpec, quote
@@ -170,15 +170,33 @@ _ACCUMULATIONS = [kind.value for kind in ChangeKind.accumulations()]
 def _widened(table: TableVersion, source: pa.Table, location: ReplicaTable) -> tuple[TableVersion, pa.Table]:
     """The table and the changes with one type per column: a column whose type changed upstream (INT to
     BIGINT, a wider DECIMAL) is widened in the table by one overwrite that keeps the merged sequence
-    (rare; the table is read into memory once) and in the changes by a cast. Types that cannot hold
-    each other's values are a SchemaChangeError naming the columns (delta-rs would cast or fail halfway)."""
+    (rare; the table is read and written a batch at a time, never whole) and in the changes by a cast.
+    Types that cannot hold each other's values are a SchemaChangeError naming the columns (delta-rs would
+    cast or fail halfway)."""
     stored = table.schema()
     common = [f for f in source.schema if f.name in stored.names]
     target = {f.name: wider(stored.field(f.name).type, f.type) for f in common}
     if any(target[f.name] != stored.field(f.name).type for f in common):
         widened = pa.schema([f.with_type(target.get(f.name, f.type)) for f in stored])
-        rows = cast_to(table.read(), widened, f"the current state at {location.uri}")
-        location.overwrite(rows, merged_at(merged_through(table)), [BATCH_COLUMN])
+        refused: list[SchemaChangeError] = []
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in table.scan():
+                try:
+                    rows = cast_to(pa.Table.from_batches([batch]).select(widened.names), widened,
+                                   f"the current state at {location.uri}")
+                except SchemaChangeError as error:
+                    refused.append(error)
+                    raise
+                yield from rows.to_batches()
+
+        try:
+            location.overwrite(pa.RecordBatchReader.from_batches(widened, batches()),
+                               merged_at(merged_through(table)), [BATCH_COLUMN])
+        except Exception:
+            if refused:  # the writer wraps what the rows' reader raised: the error naming the columns instead
+                raise refused[0] from None
+            raise
         table = location.open() or table
     source = cast_to(source, pa.schema([pa.field(f.name, target.get(f.name, f.type)) for f in source.schema]),
                      f"the changes for {location.uri}")
