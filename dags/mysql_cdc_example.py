@@ -11,6 +11,8 @@ Copy this file and change the defaults of ``params`` (or pass them per run with 
   standard AWS variables, the instance's role)
 - ``rows_per_batch``: about how many rows one Spark job (one mapped task) reads
 - ``chunk_key_columns``: ``{"db.table": "column"}``, the column a table is split on (default: its key's first)
+- ``chunk_max_bytes``: at most about this many bytes a chunk (fewer rows a chunk for wide rows): what bounds
+  a Spark executor's memory
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
 - ``defer_after_idle_seconds``: how long the caught-up stream polls in the worker before it hands the
   wait to the triggerer (low latency while changes keep coming; no worker slot held while idle)
@@ -50,6 +52,7 @@ with DAG(
         "lake_conn_id": Param(None, type=["null", "string"]),
         "rows_per_batch": Param(10_000_000, type="integer", minimum=1),
         "chunk_key_columns": Param({}, type="object"),
+        "chunk_max_bytes": Param(64 * 1024 * 1024, type="integer", minimum=1),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
         "defer_after_idle_seconds": Param(60, type="number", minimum=0),
     },
@@ -63,6 +66,7 @@ with DAG(
         lake_conn_id="{{ params.lake_conn_id }}",
         rows_per_batch="{{ params.rows_per_batch }}",
         chunk_key_columns="{{ params.chunk_key_columns }}",
+        chunk_max_bytes="{{ params.chunk_max_bytes }}",
     )
     snapshot = MySqlSnapshotSparkOperator.partial(
         task_id="snapshot",

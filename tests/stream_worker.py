@@ -1,6 +1,6 @@
 """A stream worker for the crash tests: streams the checkpoint's tables into the lake until killed.
 
-    python -m tests.stream_worker <base_uri> <connection json>   (password in MYSQL_CDC_PASSWORD)
+    python -m tests.stream_worker <base_uri> <connection json> [once]   (password in MYSQL_CDC_PASSWORD)
 
 It runs the same stream runner as the stream operator, without Airflow, with small batches (400
 events), so that a test can kill -9 it at any moment, also in the middle of a transaction;
@@ -71,8 +71,9 @@ def kill_repeatedly(base_uri: str, config: ConnectionConfig, rnd: random.Random,
     return kills
 
 
-if __name__ == "__main__":
-    run(sys.argv[1], ConnectionConfig.from_dict(json.loads(sys.argv[2]), os.environ["MYSQL_CDC_PASSWORD"]))
+if __name__ == "__main__":  # a third argument "once": catch up with the server, then exit
+    run(sys.argv[1], ConnectionConfig.from_dict(json.loads(sys.argv[2]), os.environ["MYSQL_CDC_PASSWORD"]),
+        once=sys.argv[3:] == ["once"])
 
 
 def tear_and_catch_up(base_uri: str, config: ConnectionConfig, table: TableId, schema: TableSchema) -> pa.Table:
