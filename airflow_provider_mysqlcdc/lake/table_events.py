@@ -66,12 +66,27 @@ def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mappin
     rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks are
     NULL, and columns ``schema`` no longer has are dropped. A column the DDL retyped was widened (the
     caller replaces the table with its rows read again otherwise). False when there was nothing to do.
-    ``empty``: without rows (a table created anew under the name)."""
+    ``empty``: without rows (a table created anew under the name). A keyed table is rewritten a batch at a
+    time (``TableVersion.scan``), never whole in memory; a keyless one is read whole, since a dropped column
+    can make distinct rows equal and their copies are numbered anew over the whole table."""
     table = _pending(location, seq)
     if table is None:
         return False
-    rows = table.read()
-    rows = rows.slice(0, 0) if empty else rows
+    scan = table.scan()
+    if schema.keyless:
+        rows = scan.read_all()
+        reshaped = _reshaped(rows.slice(0, 0) if empty else rows, schema, renamed)
+        location.overwrite(with_dup(reshaped, [*schema.column_names, BATCH_COLUMN]), merged_at(seq), [BATCH_COLUMN])
+        return True
+    shape = _reshaped(scan.schema.empty_table(), schema, renamed).schema
+    batches = iter(()) if empty else (
+        b for batch in scan for b in _reshaped(pa.Table.from_batches([batch]), schema, renamed).to_batches())
+    location.overwrite(pa.RecordBatchReader.from_batches(shape, batches), merged_at(seq), [BATCH_COLUMN])
+    return True
+
+
+def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str]) -> pa.Table:
+    """``rows`` of the current table as ``reshape_current`` rewrites them (without numbering copies)."""
     for old, new in renamed.items():
         if old in rows.column_names and new in rows.column_names:
             # both: rows of snapshot chunks read after the DDL (the stream meets it in the table's snapshot
@@ -84,12 +99,8 @@ def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mappin
     # a kept column retyped by the DDL was widened (cdc.ddl.keeps_values): the cast is exact
     arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
               for f in fields]
-    reshaped = pa.Table.from_arrays([*arrays, rows.column(BATCH_COLUMN)],
-                                    schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
-    if schema.keyless:  # a dropped column can make distinct rows equal: their copies are numbered anew
-        reshaped = with_dup(reshaped, [*schema.column_names, BATCH_COLUMN])
-    location.overwrite(reshaped, merged_at(seq), [BATCH_COLUMN])
-    return True
+    return pa.Table.from_arrays([*arrays, rows.column(BATCH_COLUMN)],
+                                schema=pa.schema([*fields, rows.schema.field(BATCH_COLUMN)]))
 
 
 _HIGH_WATERMARK = "mysqlcdc.high_watermark"
