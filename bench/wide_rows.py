@@ -184,7 +184,7 @@ def report(args: argparse.Namespace, version: str, wide: dict[str, dict[str, flo
     base = reads["imports only"][0]
     ratio = (reads["read_table"][0] - base) / max(1.0, reads["scan_table"][0] - base)
     lines += ["", f"Above the imports, `scan_table` takes 1/{ratio:.0f} of `read_table`'s memory, and its peak does "
-              f"not grow with the table (a batch of about 16 MB at a time); `read_table`'s is several times the "
+              f"not grow with the table (one row group at a time); `read_table`'s is several times the "
               f"table's Parquet. Issue 27 asks for a 10 GB table: not measured here, since `read_table` of one would "
               f"need more than this shared machine's {facts['memory']}.", "",
               "Type widening of that table's current state (`n` INT to BIGINT, as after `MODIFY n BIGINT`), each on "

@@ -109,14 +109,28 @@ RETRACTIONS = tuple(kind for kind in ChangeKind if kind.is_retraction)
 _NOT_VALUES = frozenset({*(f.name for f in METADATA_FIELDS), BATCH_COLUMN})
 
 
-def merge_predicate(row_key: Sequence[str], batches: Sequence[int]) -> str:
+def merge_predicate(row_key: Sequence[str], batches: Sequence[int], key_bounds: tuple[int, int] | None = None) -> str:
     """The MERGE's join: same partition and same key. The literal list of the changes' batches lets
     delta-rs prune the untouched partitions before it scans (it would infer most of it, but the list
-    makes it certain and its scan metrics exact)."""
+    makes it certain and its scan metrics exact). ``key_bounds``: the lowest and highest value of the first
+    key column among the changes (an integer column), as literals too, so that delta-rs also skips the files
+    whose statistics lie outside: without them it reads every file of the partitions, and held 1.7 GB for
+    one changed row of a 1 GB partition (675 MB with them; bench.wide_rows has the whole table's figures)."""
     batch = quote(BATCH_COLUMN)
     listed = ", ".join(str(b) for b in sorted(batches))
     keys = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in row_key)
-    return f"t.{batch} IN ({listed}) AND t.{batch} = s.{batch} AND {keys}"
+    bounds = "" if key_bounds is None else (f" AND t.{quote(row_key[0])} >= {int(key_bounds[0])} "
+                                            f"AND t.{quote(row_key[0])} <= {int(key_bounds[1])}")
+    return f"t.{batch} IN ({listed}) AND t.{batch} = s.{batch} AND {keys}{bounds}"
+
+
+def _key_bounds(source: pa.Table, column: str) -> tuple[int, int] | None:
+    """The lowest and highest value of ``column`` in ``source`` when it is an integer column without NULLs."""
+    values = source.column(column)
+    if not pa.types.is_integer(values.type) or values.null_count or len(values) == 0:
+        return None
+    bounds = pc.min_max(values)
+    return int(bounds["min"].as_py()), int(bounds["max"].as_py())
 
 
 def _validate(changes: pa.Table, row_key: Sequence[str]) -> None:
@@ -223,7 +237,7 @@ def _merge(
                 for c in values]
         update += f" AND NOT ({' AND '.join(same)})"
     return table.merge(MergeSpec(
-        source, predicate or merge_predicate(row_key, batches),
+        source, predicate or merge_predicate(row_key, batches, _key_bounds(source, row_key[0])),
         delete_when=f"{newer} AND {op} IN ({_ops(RETRACTIONS)})",
         update_when=update,
         insert_when=f"{op} IN ({accumulations})",

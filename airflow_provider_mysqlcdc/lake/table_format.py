@@ -156,7 +156,7 @@ class TableVersion(Protocol):
 
     def scan(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.RecordBatchReader:
         """``read`` as a stream of record batches of about ``SCAN_BATCH_BYTES`` (at most ``SCAN_BATCH_ROWS``
-        rows), a few held at once: what reads a table larger than memory."""
+        rows), one row group of one file read at a time: what reads a table larger than memory."""
         ...
 
     def applied(self, app_id: str) -> int:

@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import read_table, scan_table
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from dev.dag_file import load_dag
+from tests.integration.test_snapshot_dag import connections  # noqa: F401 (the fixture: Spark, the source)
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW_BYTES = 6 * 1024 * 1024
@@ -42,18 +41,6 @@ READER_MEMORY = 640 * MIB
 """The stated bound of one Python chunk reader (a Spark task's worker) at chunk_max_bytes = 64 MiB."""
 STREAM_MEMORY = 1536 * MIB
 """The stated bound of the stream's process at max_batch_bytes = 64 MiB (measured 1.1-1.2 GiB with 6 MB rows)."""
-
-
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server: Any) -> ConnectionConfig:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5480-5495"},
-    }))
-    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
-                            mariadb_server.port, server_id=ServerIdRange.parse("5496-5499"))
 
 
 class SparkMemory(threading.Thread):
@@ -114,8 +101,8 @@ def lake_rows(base_uri: str, table: str) -> list[tuple[Any, ...]]:
 
 
 def test_a_table_of_6_mb_rows_snapshots_and_streams_within_the_stated_memory(
-        airflow_db: None, connections: ConnectionConfig, mariadb_server: Any, admin: Any, database: str,
-        tmp_path: Path) -> None:
+        airflow_db: None, connections: ConnectionConfig, mariadb_server: Any,  # noqa: F811 (the fixture)
+        admin: Any, database: str, tmp_path: Path) -> None:
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE blobs (id INT PRIMARY KEY, note VARCHAR(20), payload LONGBLOB)")
     write(mariadb_server, database, [("INSERT INTO blobs VALUES (%s, %s, %s)", (i, f"n{i}", payload(i)))
