@@ -11,7 +11,8 @@ out of the way, so chunk_size's 8,096 rows decide: the whole table in one chunk)
 table of ``--large-gb`` GB (rows of 1,000 random bytes, which Parquet cannot shrink) and reads it in a
 child process each way, measuring the child's peak resident memory (the kernel's high-water mark), then
 widens a column of its current state (INT to BIGINT) both ways: read whole and overwritten (the baseline,
-what the MERGE did before) and through ``merge_changes`` (a batch at a time).
+what the MERGE did before) and through ``merge_changes`` (a batch at a time), and MERGEs one changed row
+with and without the changes' key bounds in the predicate.
 Starts a throwaway MariaDB and Airflow home of its own.
 """
 
@@ -54,7 +55,7 @@ import pyarrow as pa, pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import merge_changes
+from airflow_provider_mysqlcdc.lake import merge
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 current = Lake.at(sys.argv[1]).table(TableId.parse(sys.argv[2])).current
 table = current.open()
@@ -65,12 +66,17 @@ if sys.argv[3] == "whole":
     current.overwrite(rows, CommitTag(), [BATCH_COLUMN])
 else:
     row = table.read(where=pc.field("id") == 1)
-    for name, value in (("n", pa.array([2**40], pa.int64())), ("_op", pa.array(["+U"])),
-                        ("_binlog_file", pc.add(row.column("_binlog_file"), 1))):
+    n = pa.array([2**40], pa.int64()) if sys.argv[3] == "merge_changes" else pa.array([7], pa.int32())
+    for name, value in (("n", n), ("_op", pa.array(["+U"])), ("_binlog_file", pc.add(row.column("_binlog_file"), 1))):
         row = row.set_column(row.schema.get_field_index(name), name, value)
-    merge_changes(current, row, ["id"], None)
-widened = current.open()
-assert widened.schema().field("n").type == pa.int64() and widened.count() == table.count()
+    if sys.argv[3] == "unbounded":  # the MERGE's predicate without the key bounds (before them)
+        source = merge.prepare_source(row, ["id"])
+        merge._merge(table, source, ["id"], None, predicate=merge.merge_predicate(["id"], [0]))
+    else:
+        merge.merge_changes(current, row, ["id"], None)
+after = current.open()
+assert after.count() == table.count()
+assert after.schema().field("n").type == (pa.int32() if sys.argv[3] in ("merge", "unbounded") else pa.int64())
 print(time.perf_counter() - started)
 """
 
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, seconds = out.split()
         reads[how] = (peak, int(rows), float(seconds))
     widenings = {}
-    for how in ("whole", "merge_changes"):  # each on a fresh copy of the lake
+    for how in ("whole", "merge_changes", "merge", "unbounded"):  # each on a fresh copy of the lake
         copy = f"{scratch_dir('bench-lake-')}/lake"
         shutil.copytree(lake, copy)
         peak, out = child_peak_rss_mib([sys.executable, "-c", WIDEN, copy, "bench.large", how], env, ROOT)
@@ -160,7 +166,9 @@ def report(args: argparse.Namespace, version: str, wide: dict[str, dict[str, flo
         "## Wide rows and large tables: memory (bench.wide_rows)", "",
         f"{dt.date.today().isoformat()}, {facts['cores']} cores, {facts['memory']}, MariaDB {version}, pyarrow "
         f"{facts['pyarrow']}, pyspark {facts['pyspark']}; `python -m bench.wide_rows --wide-rows {args.wide_rows} "
-        f"--large-gb {args.large_gb:g}`. Peaks sampled every 0.2 s.", "",
+        f"--large-gb {args.large_gb:g}`. Peaks sampled every 0.2 s (`together`: the sum of the Spark processes' "
+        f"resident memory, pages shared by the forked Python workers counted in each). Other work ran on the "
+        f"machine meanwhile: the seconds are indicative only.", "",
         f"Snapshot of {args.wide_rows} rows of 6 MiB LONGBLOB ({args.wide_rows * 6} MiB; statistics stale, "
         f"so the split samples the row bytes), `local[2]`, 2 readers:", "",
         "| chunks cut by | chunks | driver JVM peak | largest Python reader peak | together | seconds |",
@@ -182,18 +190,24 @@ def report(args: argparse.Namespace, version: str, wide: dict[str, dict[str, flo
         name = how if " " in how else f"`{how}`"
         lines.append(f"| {name} | {rows:,} | {peak:,.0f} MiB | {seconds:.1f} |")
     base = reads["imports only"][0]
-    ratio = (reads["read_table"][0] - base) / max(1.0, reads["scan_table"][0] - base)
-    lines += ["", f"Above the imports, `scan_table` takes 1/{ratio:.0f} of `read_table`'s memory, and its peak does "
-              f"not grow with the table (one row group at a time); `read_table`'s is several times the "
-              f"table's Parquet. Issue 27 asks for a 10 GB table: not measured here, since `read_table` of one would "
-              f"need more than this shared machine's {facts['memory']}.", "",
+    held = reads["read_table"][0] - base
+    lines += ["", f"Above the imports alone, `scan_table` peaks {reads['scan_table'][0] - base:,.0f} MiB higher and "
+              f"`read_table` {held:,.0f} MiB ({held * MIB / stored:.1f}x the table's Parquet); `scan_table`'s peak "
+              f"does not grow with the table (one row group at a time). Issue 27 asks for a 10 GB table: not measured "
+              f"here, since `read_table` of one would need more than this shared machine's {facts['memory']}.", "",
               "Type widening of that table's current state (`n` INT to BIGINT, as after `MODIFY n BIGINT`), each on "
               "a fresh copy, in a child process:", "",
               "| widening | peak RSS | seconds |", "|---|---|---|",
               f"| baseline: read whole, cast, overwrite (what `merge_changes` did before) | "
               f"{widenings['whole'][0]:,.0f} MiB | {widenings['whole'][1]:.1f} |",
               f"| `merge_changes` of one change with `n` BIGINT: the table rewritten a batch at a time, then the "
-              f"MERGE | {widenings['merge_changes'][0]:,.0f} MiB | {widenings['merge_changes'][1]:.1f} |"]
+              f"MERGE | {widenings['merge_changes'][0]:,.0f} MiB | {widenings['merge_changes'][1]:.1f} |",
+              f"| the MERGE alone: `merge_changes` of one change with `n` INT (the predicate with the changes' key "
+              f"bounds) | {widenings['merge'][0]:,.0f} MiB | {widenings['merge'][1]:.1f} |",
+              f"| the MERGE alone, its predicate without the key bounds (before) | {widenings['unbounded'][0]:,.0f} "
+              f"MiB | {widenings['unbounded'][1]:.1f} |",
+              "", "The whole table is one `_batch` partition (one snapshot batch): without key bounds the MERGE of one "
+              "changed row reads every file of it."]
     return "\n".join(lines) + "\n"
 
 

@@ -18,10 +18,10 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_CHUNK_MAX_BYTES = 64 * 1024 * 1024
-"""64 MiB: what bounds a chunk of wide rows (Flink CDC bounds chunks by rows only). A chunk reader holds
-its chunk about three times over (the driver's buffers, the Arrow table, the Parquet writer's), so with
-2 readers a Spark executor stays under ``docs/production.md``'s stated memory whatever the row width;
-rows of 160 B reach ``DEFAULT_CHUNK_SIZE`` long before it."""
+"""64 MiB: what bounds a chunk of wide rows (Flink CDC bounds chunks by rows only). A chunk reader peaks at
+about 350 MiB plus 3.5 times its chunk's bytes (bench.wide_rows: 566 MiB at this default with 6 MB rows), so
+an executor stays within ``docs/production.md``'s stated memory whatever the row width; rows of 160 B reach
+``DEFAULT_CHUNK_SIZE`` long before it."""
 DEFAULT_DISTRIBUTION_FACTOR_LOWER = 0.05
 DEFAULT_DISTRIBUTION_FACTOR_UPPER = 1000.0
 # DECIMAL keys have up to 65 digits (30 after the point); the default 28-digit context would round
