@@ -114,8 +114,8 @@ def merge_predicate(row_key: Sequence[str], batches: Sequence[int], key_bounds: 
     delta-rs prune the untouched partitions before it scans (it would infer most of it, but the list
     makes it certain and its scan metrics exact). ``key_bounds``: the lowest and highest value of the first
     key column among the changes (an integer column), as literals too, so that delta-rs also skips the files
-    whose statistics lie outside: without them it reads every file of the partitions, and held 1.7 GB for
-    one changed row of a 1 GB partition (675 MB with them; bench.wide_rows has the whole table's figures)."""
+    whose statistics lie outside: without them it reads every file of the partitions (bench.wide_rows: 2.2 GB
+    for one changed row of a 2 GB partition, 1.2 GB with them; a file it touches is rewritten whole)."""
     batch = quote(BATCH_COLUMN)
     listed = ", ".join(str(b) for b in sorted(batches))
     keys = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in row_key)
