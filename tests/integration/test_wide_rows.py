@@ -40,7 +40,7 @@ SPARK_MEMORY = 2048 * MIB
 READER_MEMORY = 640 * MIB
 """The stated bound of one Python chunk reader (a Spark task's worker) at chunk_max_bytes = 64 MiB."""
 STREAM_MEMORY = 1536 * MIB
-"""The stated bound of the stream's process at max_batch_bytes = 64 MiB (measured 1.1-1.2 GiB with 6 MB rows)."""
+"""The stated bound of the stream's process at max_batch_bytes = 64 MiB (measured 0.96-1.2 GiB with 6 MB rows)."""
 
 
 class SparkMemory(threading.Thread):
