@@ -121,9 +121,11 @@ class _Pending:
         self._schema = None
 
     def over(self, limits: CommitLimits) -> bool:
-        """Past ``max_bytes``, or past ``max_events`` times its tables up to ``spread_factor``."""
+        """Past ``max_bytes``, or past ``max_events`` times its tables up to ``spread_factor`` (nothing taken
+        yet, e.g. every row filtered as already in the snapshot, is never over: a transaction is cut only
+        for rows it holds)."""
         return (self.bytes >= limits.max_bytes
-                or self.count >= limits.max_events * min(len(self.parts), limits.spread_factor))
+                or self.count >= limits.max_events * min(max(1, len(self.parts)), limits.spread_factor))
 
 
 def stream_batches(

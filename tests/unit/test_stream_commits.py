@@ -92,6 +92,9 @@ def test_a_batch_over_many_tables_closes_on_max_events_times_its_tables() -> Non
     for name in ("a", "b", "c"):
         wide.add(*images_of(TableId("shop", name), 1, size=1_000))
     assert wide.over(CommitLimits(max_events=4, max_bytes=2_000))  # bytes still close it
+    # nothing taken (a transaction whose rows the emit filter dropped) is not a batch to close: it was,
+    # and a stream catching up below its chunks' high watermarks committed a batch for every such event
+    assert not _Pending().over(limits)
 
 
 def test_spread_factor_must_be_at_least_one() -> None:
