@@ -180,18 +180,26 @@ class StreamProgress:
     batches: int = 0
     rows: int = 0
     deferrals: int = 0
+    merged_at: float | None = None
+    """When the last MERGE round began (epoch seconds; None: none yet in this task, counted from ``started``):
+    the next is due ``merge_interval_seconds`` later, also across deferrals."""
 
     @classmethod
     def start(cls) -> StreamProgress:
         now = time.time()
         return cls(started=now, idle_since=now)
 
+    def merge_due_at(self, interval: float) -> float:
+        return (self.merged_at if self.merged_at is not None else self.started) + interval
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamProgress:
-        return cls(**{k: d[k] for k in ("started", "idle_since", "batches", "rows", "deferrals")})
+        # merged_at: not in the event of a trigger deferred by a version before it
+        return cls(**{k: d[k] for k in ("started", "idle_since", "batches", "rows", "deferrals")},
+                   merged_at=d.get("merged_at"))
 
 
 @dataclass(frozen=True)

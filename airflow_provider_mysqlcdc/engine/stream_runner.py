@@ -148,18 +148,20 @@ class StreamRunner:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
         the server meanwhile, with server heartbeats while it is idle. The current-state tables are
-        merged every ``merge_interval_seconds`` and before it returns."""
+        merged every ``merge_interval_seconds`` (counted across deferrals: a deferral does not merge before
+        it is due, and the wait elsewhere ends when it is, ``wait_until``) and before a stop: a MERGE round
+        costs each table written since the last, so merging at every deferral of a stream over hundreds
+        of tables took most of its time."""
         merger = StateMerger(self.options.lake, control)
         batches = self._batches(control, checkpoint, follow=True)
-        lease_checked = merged = time.monotonic()
+        lease_checked = time.monotonic()
         try:
             for item in batches:
+                if time.time() >= progress.merge_due_at(self.options.merge_interval_seconds):
+                    self._merge(merger, checkpoint, progress)
                 if isinstance(item, StreamCommit):
                     self._account(item, progress)  # its commit checked the lease
                     lease_checked = time.monotonic()
-                    if lease_checked - merged >= self.options.merge_interval_seconds:
-                        self._merge(merger, checkpoint)
-                        merged = time.monotonic()
                 else:
                     self._caught_up(control, checkpoint, progress)
                     if time.monotonic() - lease_checked >= self.options.poll_interval:
@@ -167,14 +169,13 @@ class StreamRunner:
                         lease_checked = time.monotonic()
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
-                    self._merge(merger, checkpoint)  # current state readers see all
+                    self._merge(merger, checkpoint, progress)  # current state readers see all
                     _log.info("%s", self.summary(progress, checkpoint, stopped).describe())
                     self.lease.release()
                     return stopped
                 idle = time.time() - progress.idle_since
                 if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
-                    self._merge(merger, checkpoint)
-                    return None
+                    return None  # merged when due: the wait elsewhere ends by then
         finally:
             batches.close()  # the binlog connection
         raise SourceConfigError("the binlog connection ended while following the server; the task's retry "
@@ -227,10 +228,12 @@ class StreamRunner:
         self._wrote_since_caught_up = False
         self.schema_check.at_idle(control, checkpoint, progress.idle_since)
 
-    def _merge(self, merger: StateMerger, checkpoint: Checkpoint) -> None:
+    def _merge(self, merger: StateMerger, checkpoint: Checkpoint, progress: StreamProgress | None = None) -> None:
         """Merge the tables with changes since the last MERGE; the checkpoint is written again when it
         merged through a later batch, so that the next run opens none of them again (the stream calls
-        this between its commits, when the checkpoint is what the lake holds)."""
+        this between its commits, when the checkpoint is what the lake holds). ``progress`` notes when."""
+        if progress is not None:
+            progress.merged_at = time.time()
         started, before = time.monotonic(), checkpoint.merged_seq
         merged = merger.merge(checkpoint)
         if checkpoint.merged_seq != before:
@@ -259,7 +262,7 @@ class StreamRunner:
     def wait_until(self, progress: StreamProgress) -> float:
         """When a wait elsewhere must end at the latest, so that the stop conditions are checked in
         time; the lease is held until then."""
-        deadlines = [time.time() + DEFAULT_WAKE_SECONDS]
+        deadlines = [time.time() + DEFAULT_WAKE_SECONDS, progress.merge_due_at(self.options.merge_interval_seconds)]
         if self.options.stop_after_idle_seconds is not None:
             deadlines.append(progress.idle_since + self.options.stop_after_idle_seconds)
         if self.options.max_duration_seconds is not None:

@@ -79,7 +79,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
     :param defer_after_idle_seconds: how long a caught-up stream waits in the worker before it hands
         the wait to the triggerer (only with ``deferrable``). Default: ``60.0`` (templated)
     :param merge_interval_seconds: how often the current-state Delta tables are brought up to date by
-        MERGE while streaming (also on every stop and deferral); the changelog is always current.
+        MERGE while streaming or deferred (the trigger wakes the stream when one is due), and on every
+        stop; the changelog is always current.
         Default: ``300.0`` (templated)
     :param schema_check_seconds: how often at most an idle stream compares each captured table's columns
         in information_schema with those it follows, and fails with ``SourceSchemaDivergedError`` on a

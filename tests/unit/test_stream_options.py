@@ -63,8 +63,12 @@ def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None
 
 
 def test_progress_travels_through_an_event() -> None:
-    progress = StreamProgress(started=1.0, idle_since=2.0, batches=3, rows=4, deferrals=5)
+    progress = StreamProgress(started=1.0, idle_since=2.0, batches=3, rows=4, deferrals=5, merged_at=6.0)
     assert StreamProgress.from_dict({**progress.to_dict(), "reason": "moved"}) == progress
+    # a trigger deferred before merged_at existed: the next MERGE is due an interval after the start
+    old = {k: v for k, v in progress.to_dict().items() if k != "merged_at"}
+    assert StreamProgress.from_dict(old).merge_due_at(300.0) == 301.0
+    assert progress.merge_due_at(300.0) == 306.0
 
 
 def test_the_summary_reads_as_a_sentence_and_its_xcom_has_no_epoch_floats() -> None:
