@@ -25,6 +25,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.engine.read_ahead import read_ahead
 from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,
     SnapshotJobError,
@@ -125,11 +126,13 @@ def write_chunks(
     store.lake.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     relative = part_file(batch, attempt, part)
     # each result is yielded as its chunk is written, so that the driver's progress moves per chunk;
-    # the file only counts once the driver has every result and commits the batch
+    # the file only counts once the driver has every result and commits the batch. The reader runs a
+    # group of chunks ahead in a thread of its own (engine.read_ahead): the server sends the next chunks
+    # while this one is written, so memory holds two groups of chunks, not one
     with ChunkReader(config, schema, server_id=server_id) as reader, pq.ParquetWriter(
         path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS
     ) as writer:
-        for snapshot in reader.read(chunks):
+        for snapshot in read_ahead(reader.read(chunks), reader.group_size):
             started = time.perf_counter()
             writer.write_table(file_rows(snapshot.table, schema, snapshot.high_watermark))
             yield ChunkResult(snapshot.chunk, snapshot.table.num_rows, snapshot.changed_keys, snapshot.low_watermark,
