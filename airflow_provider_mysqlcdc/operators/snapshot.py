@@ -113,8 +113,9 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         0-123`` for one batch, ``shop: 212 tables, 240 chunks`` for a pack of many. Default:
         ``{{ task.batch['label'] }}``
     :param conf: ``SparkSubmitOperator``'s Spark settings, over ours: Spark logs at WARN
-        (``spark.log.level`` and a log4j2 file in ``spark.driver.extraJavaOptions``); set them here to see
-        more. Default: ``None`` (templated)
+        (``spark.log.level`` and a log4j2 file in ``spark.driver.extraJavaOptions``, which also keeps the
+        driver JVM's compiler at C1: ``-XX:TieredStopAtLevel=1``); set them here to see more. Default:
+        ``None`` (templated)
     :param name: ``SparkSubmitOperator``'s application name. Default: ``mysql-cdc-snapshot`` (templated)
     :param env_vars: ``SparkSubmitOperator``'s environment of ``spark-submit``; on a local master ours
         (``PATH``, ``PYSPARK_PYTHON``, ``PYSPARK_DRIVER_PYTHON``) are added under it, so a value given

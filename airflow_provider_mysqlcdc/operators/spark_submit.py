@@ -41,12 +41,21 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
-def quiet_spark_conf() -> dict[str, str]:
-    """Spark at WARN for our jobs (its default profile logs ~90 INFO lines a job into the task log)."""
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"
+"""The driver JVM compiles with the quick compiler (C1) only. Our jobs' rows never pass through the JVM
+(executors read and write them in Python, the driver only schedules tasks and collects a result a chunk),
+so the optimizing compiler (C2) has nothing worth its work: measured here, it took ~5 s of CPU of a
+``spark-submit`` of ~13 s, on the same cores as the chunk readers and the source server
+(``bench/RESULTS.md``, "Snapshot: where the time goes now")."""
+
+
+def job_spark_conf() -> dict[str, str]:
+    """Our jobs' Spark settings: Spark at WARN (its default profile logs ~90 INFO lines a job into the task
+    log), and a driver JVM that spends its CPU on the job, not on compiling itself (``DRIVER_JIT``)."""
     properties = Path(__file__).resolve().parents[1] / "spark" / "log4j2.properties"
     return {
         "spark.log.level": "WARN",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{properties}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{properties} {DRIVER_JIT}",
         "spark.ui.showConsoleProgress": "false",
     }
 
@@ -153,8 +162,8 @@ class SparkApplicationOperator(SparkSubmitOperator):
 
     def prepare(self, pack: BatchPack, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
         """Set this task up to submit its Spark application (``spark.application``) for ``pack`` and return the
-        source's config: the job's arguments (the connection without password), Spark at WARN under the
-        user's ``conf``, the environment or the shipped package for the master. Refuses a pack without
+        source's config: the job's arguments (the connection without password), ``job_spark_conf`` under
+        the user's ``conf``, the environment or the shipped package for the master. Refuses a pack without
         server ids, too many tasks, a narrowed ``server_id`` range and a cluster deploy mode the password
         (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
         (the password and the storage options in ``spark-submit``'s environment)."""
@@ -176,7 +185,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
             "--batch", json.dumps(pack.to_dict(), separators=(",", ":")),  # compact: one argument, 128 KiB at most
             "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
         ]
-        self.conf = {**quiet_spark_conf(), **(self.conf or {})}  # the user's conf wins
+        self.conf = {**job_spark_conf(), **(self.conf or {})}  # the user's conf wins
         master, deploy_mode = spark_master(self.spark_conn_id, self._deploy_mode)
         if is_local_master(master):
             self.env_vars = local_master_env(self.env_vars)
