@@ -16,13 +16,15 @@ as hex literals, which need no escaping whatever the server's sql_mode.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
+from airflow_provider_mysqlcdc.cdc.chunks import INTEGER_TYPES, Chunk, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.cdc.tls import only_the_ca
@@ -65,6 +67,19 @@ def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:
     return type_of(column).from_connectorx(values, arrow_type(column))
 
 
+def _in_range(key: pa.ChunkedArray, chunk: Chunk, nullable: bool) -> pa.ChunkedArray:
+    """Which of the integer ``key`` values lie in the chunk, as ``chunk_where`` selects them (a NULL key in
+    the first chunk); a NULL in the mask drops the row."""
+    mask = pc.is_valid(key)
+    if chunk.start is not None:
+        mask = pc.and_kleene(mask, pc.greater_equal(key, pa.scalar(chunk.start, key.type)))
+    if chunk.end is not None:
+        mask = pc.and_kleene(mask, pc.less(key, pa.scalar(chunk.end, key.type)))
+    if chunk.start is None and nullable:
+        mask = pc.or_kleene(mask, pc.is_null(key))
+    return mask
+
+
 def connectorx_reaches(config: ConnectionConfig) -> bool:
     """Whether connectorx's URL can say how to connect: plain, or TLS without a client certificate."""
     return config.ssl is None or config.ssl.connectorx_params() is not None
@@ -95,11 +110,35 @@ class ArrowSelect:
         return self._select + where
 
     def read(self, chunk: Chunk) -> pa.Table:
+        return self._read(self.query(chunk))
+
+    @property
+    def reads_together(self) -> bool:
+        """Whether ``read_many`` can read this table's chunks: its chunk key is an integer column."""
+        return self._key.data_type in INTEGER_TYPES
+
+    def query_many(self, chunks: Sequence[Chunk]) -> str:
+        """One SELECT of the rows of all ``chunks``: their conditions joined by OR (ranges of the key's index)."""
+        return self._select + " OR ".join(f"({chunk_where(c, self._key, inline=literal)[0]})" for c in chunks)
+
+    def read_many(self, chunks: Sequence[Chunk]) -> list[pa.Table]:
+        """The rows of each of ``chunks`` (of an integer key), read by one SELECT and parted by their key in
+        Arrow, which compares integers as the server does. A SELECT costs the server and connectorx (which
+        connects twice for each) more than its rows when a chunk is small: measured here, reading 16
+        chunks of 8,096 rows at once took a fifth less CPU on both sides (``bench/RESULTS.md``)."""
+        if not self.reads_together:
+            raise ValueError(f"chunks of {self._schema.id} are read together only on an integer key, not on "
+                             f"{self._key.name} {self._key.column_type}")
+        table = self._read(self.query_many(chunks))
+        key = table.column(self._key.name)
+        return [table.filter(_in_range(key, chunk, self._key.nullable)) for chunk in chunks]
+
+    def _read(self, query: str) -> pa.Table:
         import connectorx
 
         try:
             with only_the_ca(self._config.ssl):
-                raw: pa.Table = connectorx.read_sql(self._url, self.query(chunk), return_type="arrow")
+                raw: pa.Table = connectorx.read_sql(self._url, query, return_type="arrow")
         except RuntimeError as exc:  # connectorx's connection errors are RuntimeErrors with the driver's words
             explained = self._config.explain(exc)
             if explained is exc:

@@ -126,6 +126,7 @@ class ChunkReader:
         native = connectorx_reaches(config) if use_connectorx is None else use_connectorx
         native = native and not schema.keyless  # a keyless chunk is selected in the control connection's snapshot
         self._arrow = ArrowSelect(config, schema) if native else None
+        self._together = self._arrow is not None and self._arrow.reads_together
         self._convert = RowConverter(schema, config.server_time_zone)
         self._arrow_schema = arrow_schema(schema)
         self._key_index = schema.column_names.index(schema.chunk_key)
@@ -160,6 +161,8 @@ class ChunkReader:
     def read(self, chunks: Sequence[Chunk]) -> Iterator[ChunkSnapshot]:
         """Chunks are selected ``group_size`` at a time, then fixed up from one binlog pass over the
         group's windows: opening a binlog connection costs ~25 ms here, more than selecting a chunk.
+        On an integer key read through connectorx, a group is one SELECT between one pair of watermarks
+        (``_select_together``); otherwise each chunk is selected between watermarks of its own.
         Memory holds one group of chunks."""
         for first in range(0, len(chunks), self.group_size):
             yield from self._read_group(chunks[first : first + self.group_size])
@@ -169,6 +172,18 @@ class ChunkReader:
             for chunk in chunks:
                 yield self._read_at_snapshot(chunk)
             return
+        selected = self._select_together(chunks) if self._together else self._select_each(chunks)
+        windows = [(low, high) for _, low, _, high in selected if low != high]
+        changes = self._changes_between(min(w[0] for w in windows), max(w[1] for w in windows)) if windows else []
+        offsets = [c.offset for c in changes]
+        for chunk, low, table, high in selected:
+            # changes are in offset order: the chunk's window (low, high] is one slice of them
+            window = changes[bisect_right(offsets, low) : bisect_right(offsets, high)]
+            normalized = normalize_chunk(table, window, self.schema, self._in_chunk(chunk, window))
+            yield ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys)
+
+    def _select_each(self, chunks: Sequence[Chunk]) -> list[tuple[Chunk, BinlogOffset, pa.Table, BinlogOffset]]:
+        """Each chunk between watermarks of its own."""
         selected = []
         for chunk in chunks:
             low = self._low_watermark()
@@ -178,14 +193,21 @@ class ChunkReader:
                 self._check_schema(f"while chunk {chunk.index} was selected")
                 raise
             selected.append((chunk, low, table, read_current_offset(self._control, self.server, with_gtid=False)))
-        windows = [(low, high) for _, low, _, high in selected if low != high]
-        changes = self._changes_between(min(w[0] for w in windows), max(w[1] for w in windows)) if windows else []
-        offsets = [c.offset for c in changes]
-        for chunk, low, table, high in selected:
-            # changes are in offset order: the chunk's window (low, high] is one slice of them
-            window = changes[bisect_right(offsets, low) : bisect_right(offsets, high)]
-            normalized = normalize_chunk(table, window, self.schema, self._in_chunk(chunk, window))
-            yield ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys)
+        return selected
+
+    def _select_together(self, chunks: Sequence[Chunk]) -> list[tuple[Chunk, BinlogOffset, pa.Table, BinlogOffset]]:
+        """The chunks by one SELECT between one pair of watermarks (``ArrowSelect.read_many``): the
+        algorithm's steps hold for every chunk of it, as for one larger chunk. The SELECT started after LW
+        and ended before HW, so each chunk's rows and its changes in (LW, HW] give it as of HW."""
+        assert self._arrow is not None
+        low = self._low_watermark()
+        try:
+            tables = self._arrow.read_many(chunks)
+        except Exception:  # e.g. a column dropped since: say so rather than the driver's error
+            self._check_schema(f"while chunks {chunks[0].index}-{chunks[-1].index} were selected")
+            raise
+        high = read_current_offset(self._control, self.server, with_gtid=False)
+        return [(chunk, low, table, high) for chunk, table in zip(chunks, tables, strict=True)]
 
     def _low_watermark(self) -> BinlogOffset:
         """Watermarks carry file and position only: they order chunks and changes on this server,

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE, ChunkReader
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
@@ -132,7 +132,7 @@ def write_chunks(
     with ChunkReader(config, schema, server_id=server_id) as reader, pq.ParquetWriter(
         path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS
     ) as writer:
-        for snapshot in read_ahead(reader.read(chunks), reader.group_size):
+        for snapshot in read_ahead(reader.read(chunks), DEFAULT_GROUP_SIZE):
             started = time.perf_counter()
             writer.write_table(file_rows(snapshot.table, schema, snapshot.high_watermark))
             yield ChunkResult(snapshot.chunk, snapshot.table.num_rows, snapshot.changed_keys, snapshot.low_watermark,
