@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
@@ -118,8 +119,15 @@ class ArrowSelect:
         return self._key.data_type in INTEGER_TYPES
 
     def query_many(self, chunks: Sequence[Chunk]) -> str:
-        """One SELECT of the rows of all ``chunks``: their conditions joined by OR (ranges of the key's index)."""
-        return self._select + " OR ".join(f"({chunk_where(c, self._key, inline=literal)[0]})" for c in chunks)
+        """One SELECT of the rows of all ``chunks``: neighbours (one's end the next one's start) as one key
+        range, the ranges joined by OR."""
+        ranges: list[Chunk] = []
+        for chunk in chunks:
+            if ranges and ranges[-1].end is not None and ranges[-1].end == chunk.start:
+                ranges[-1] = replace(ranges[-1], end=chunk.end)
+            else:
+                ranges.append(chunk)
+        return self._select + " OR ".join(f"({chunk_where(r, self._key, inline=literal)[0]})" for r in ranges)
 
     def read_many(self, chunks: Sequence[Chunk]) -> list[pa.Table]:
         """The rows of each of ``chunks`` (of an integer key), read by one SELECT and parted by their key in

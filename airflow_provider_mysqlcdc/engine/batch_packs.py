@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
@@ -154,13 +155,20 @@ def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int
     over ``tasks`` Spark tasks, as ``(batch index, chunk)`` pairs: each chunk weighs its batch's estimated
     rows per chunk, and goes to the task with the fewest rows so far, the heaviest first, so that a large
     table's chunks and many small tables' share the tasks evenly. A task reads its chunks batch by batch
-    (one chunk reader a table), each batch's in the order given (an unbounded last chunk first)."""
-    items = [(max(1.0, pack.rows[b] / max(1, len(cs))), b, position, chunk)
-             for b, cs in enumerate(chunks) for position, chunk in enumerate(cs)]
+    (one chunk reader a table), each batch's in the order given (an unbounded last chunk first).
+
+    A batch's chunks go to the tasks in runs of consecutive ones, up to the chunk reader's group (fewer
+    when the batch has fewer chunks than tasks x group), so that a reader selects a group of neighbouring
+    chunks as one key range (``cdc.arrow_select.ArrowSelect.read_many``) rather than every other chunk."""
+    items = []
+    for b, cs in enumerate(chunks):
+        weight, run = max(1.0, pack.rows[b] / max(1, len(cs))), max(1, min(DEFAULT_GROUP_SIZE, len(cs) // tasks))
+        items += [(weight * len(cs[p : p + run]), b, p, cs[p : p + run]) for p in range(0, len(cs), run)]
     loads = [(0.0, task) for task in range(tasks)]
-    shares: list[list[tuple[int, int, Chunk]]] = [[] for _ in range(tasks)]
-    for weight, b, position, chunk in sorted(items, key=lambda item: (-item[0], item[1], item[2])):
+    shares: list[list[tuple[int, int, Sequence[Chunk]]]] = [[] for _ in range(tasks)]
+    for weight, b, position, part in sorted(items, key=lambda item: (-item[0], item[1], item[2])):
         load, task = heapq.heappop(loads)
-        shares[task].append((b, position, chunk))
+        shares[task].append((b, position, part))
         heapq.heappush(loads, (load + weight, task))
-    return [[(b, chunk) for b, _, chunk in sorted(share, key=lambda item: (item[0], item[1]))] for share in shares]
+    return [[(b, chunk) for b, _, part in sorted(share, key=lambda item: (item[0], item[1])) for chunk in part]
+            for share in shares]

@@ -125,6 +125,18 @@ def test_a_jobs_chunks_are_spread_evenly_over_its_tasks() -> None:
         assert all(a.index < b.index for (n, a), (m, b) in zip(share, share[1:], strict=False) if n == m)
 
 
+def test_a_large_batch_goes_to_the_tasks_in_runs_of_neighbouring_chunks() -> None:
+    (batch,) = batches_of("shop.orders", 100, 100)
+    pack = BatchPack((batch,), (100 * CHUNK,))
+    chunks = [Chunk(batch.table, i, i * 10, i * 10 + 10) for i in range(100)]
+    shares = spread_chunks(pack, [chunks], 2)
+    # runs of 16 (the chunk reader's group), the heaviest first: 0-15, 32-47, 64-79 and 96-99 to one task
+    assert [[c.index for _, c in share] for share in shares] == [
+        [*range(0, 16), *range(32, 48), *range(64, 80), *range(96, 100)],
+        [*range(16, 32), *range(48, 64), *range(80, 96)],
+    ]
+
+
 def test_an_unbounded_chunk_stays_first_of_its_batch_in_its_task() -> None:
     (batch,) = batches_of("shop.orders", 4, 4)
     pack = BatchPack((batch,), (4 * CHUNK,))
