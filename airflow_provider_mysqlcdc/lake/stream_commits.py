@@ -111,7 +111,8 @@ def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int,
     rows = stream_rows(lake, table, after_seq, seq)
     if not rows:
         return seq, None
-    extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": after_seq + 1,
+    # batch 0 is the stream's first checkpoint, which writes no rows: a watcher started before it covers from 1
+    extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": max(1, after_seq + 1),
              **offset_extra(offset), "rows": rows}
     stopped = checkpoint.stopped.get(table if isinstance(table, TableId) else TableId.parse(table))
     if stopped is not None and stopped.ddl:

@@ -145,6 +145,8 @@ def test_stream_events_carry_the_checkpoint_and_the_tables_rows_of_the_new_batch
         "source": "stream", "table": "shop.orders", "seq": 3, "first_seq": 2, "offset": "mysql-bin.000002:90",
         "gtid": None, "rows": 2,
     })
+    # a watcher that started before the stream's first checkpoint: its batches from 1 (0 writes no rows)
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", -1)[1]["first_seq"] == 1  # type: ignore[index]
     assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 2) == (3, None)  # batch 3 wrote nothing of it
     assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 3) == (3, None)
     assert stream_extra(Lake.at(lake.base_uri), "shop.users", 0) == (3, None)  # a table the stream never wrote
