@@ -394,8 +394,12 @@ def file_stats(metadata: pq.FileMetaData) -> str:
     minimum: dict[str, Any] = {}
     maximum: dict[str, Any] = {}
     nulls: dict[str, int] = {}
+    # an empty row group (a chunk of no rows written) has no statistics and says nothing of the file's values:
+    # counted, it left the file without any, and delta-rs then skipped the file for every filter on the column
+    # (its rows were missing from filtered reads: verification's key ranges, as-of reads)
+    groups = [g for g in range(metadata.num_row_groups) if metadata.row_group(g).num_rows > 0]
     for index, column in enumerate(schema):
-        stats = [metadata.row_group(g).column(index).statistics for g in range(metadata.num_row_groups)]
+        stats = [metadata.row_group(g).column(index).statistics for g in groups]
         if any(s is None for s in stats):
             continue
         if all(s.has_null_count for s in stats):
