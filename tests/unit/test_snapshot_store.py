@@ -96,7 +96,8 @@ def _given_rows(schema: TableSchema, tag: str, position: int) -> type:
     """A ChunkReader stand-in: chunk [s, e) holds keys s+1, s+2 (1, 2 for the first), named by ``tag``."""
 
     class GivenRows:
-        def __init__(self, config: ConnectionConfig, table_schema: TableSchema, server_id: int) -> None:
+        def __init__(self, config: ConnectionConfig, table_schema: TableSchema, server_id: int,
+                     group_size: int) -> None:
             assert table_schema == schema
 
         def __enter__(self) -> GivenRows:
