@@ -19,13 +19,13 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.parallel import each
 
 SCHEMA_FORMAT = DocumentFormat("table schema", version=1, oldest=1)
 """1: a ``TableSchema.to_dict`` (format 4 of the checkpoint names these)."""
@@ -69,10 +69,10 @@ class SchemaDocuments:
         wanted = set(refs)
         missing = [r for r in wanted if (self.lake.base_uri, r) not in _LOADED]
         if missing:
-            with ThreadPoolExecutor(min(_IO_THREADS, len(missing)), thread_name_prefix="schema-read") as pool:
-                for ref, schema in zip(missing, pool.map(lambda r: self._read(r, where), missing), strict=True):
-                    with _LOCK:
-                        _LOADED[(self.lake.base_uri, ref)] = schema
+            read = each(lambda r: self._read(r, where), missing, _IO_THREADS, "schema-read")
+            for ref, schema in zip(missing, read, strict=True):
+                with _LOCK:
+                    _LOADED[(self.lake.base_uri, ref)] = schema
         self._stored |= wanted
         return {r: _LOADED[(self.lake.base_uri, r)] for r in wanted}
 
@@ -82,11 +82,7 @@ class SchemaDocuments:
         new = {r: s for r, s in new.items() if r not in self._stored}
         if not new:
             return
-        if len(new) == 1:
-            self._write(*next(iter(new.items())))
-        else:
-            with ThreadPoolExecutor(min(_IO_THREADS, len(new)), thread_name_prefix="schema-write") as pool:
-                list(pool.map(lambda item: self._write(*item), new.items()))
+        each(lambda item: self._write(*item), list(new.items()), _IO_THREADS, "schema-write")  # one: inline
         self._stored |= set(new)
 
     def _write(self, ref: str, schema: TableSchema) -> None:
