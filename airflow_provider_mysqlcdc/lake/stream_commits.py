@@ -72,14 +72,10 @@ class StreamAppend:
     rows: int
 
 
-def stream_appends(lake: Lake, table: str | TableId, limit: int) -> list[StreamAppend]:
-    """The stream batches among the table's last ``limit`` changelog commits, oldest first (a batch appended
-    twice, by a killed run and again: its last append). Only batches up to the checkpoint's are final."""
-    return appends_of(lake.table(table).changelog.open(), limit)
-
-
 def appends_of(changelog: TableVersion | None, limit: int) -> list[StreamAppend]:
-    """``stream_appends`` of a changelog already opened (None: it has none yet)."""
+    """The stream batches among the changelog's last ``limit`` commits (None: no changelog yet), oldest
+    first (a batch appended twice, by a killed run and again: its last append). Only batches up to the
+    checkpoint's are final."""
     appends: dict[int, StreamAppend] = {}
     for commit in changelog.history(limit) if changelog is not None else []:
         seq = _appended_seq(commit)

@@ -249,13 +249,13 @@ def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, 
 
 def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
                batch_states: Mapping[tuple[TableId, int], str],
-               opened: tuple[TableVersion | None, TableVersion | None] | None = None) -> TableView:
-    """The table's view; ``opened``: its current and changelog tables if already opened for this read."""
+               opened: tuple[TableVersion | None, TableVersion | None]) -> TableView:
+    """The table's view; ``opened``: its current and changelog tables, opened once for this read."""
     store = SnapshotStore(lake)
     plan = store.read_plan(table)
     manifests = store.manifests(plan) if plan is not None else []
     chunks = chunk_views(plan, manifests, batch_states) if plan is not None else []
-    current_table, changelog_table = opened if opened is not None else _open(lake, table)
+    current_table, changelog_table = opened
     current, changelog = delta_facts(current_table), delta_facts(changelog_table)
     stopped = checkpoint.stopped.get(table) if checkpoint is not None else None
     done = sum(m is not None for m in manifests)
