@@ -117,37 +117,52 @@ def batch_rows(batch: Batch, planned_chunks: int, table_rows: int, chunk_size: i
 
 
 def pack_batches(batches: Sequence[Batch], rows: Sequence[int], rows_per_pack: int, max_packs: int) -> list[BatchPack]:
-    """``batches`` (in the order their tasks should start) packed in that order into packs of at most
-    ``rows_per_pack`` estimated rows (``rows``, one per batch) and ``MAX_PACK_TABLES`` tables; a batch of
-    more rows than that has a pack of its own. When that makes more than ``max_packs`` packs, the batches
-    are cut into ``max_packs`` runs of about equal rows instead."""
+    """``batches`` packed into as few packs as ``rows_per_pack`` estimated rows (``rows``, one per batch) and
+    ``MAX_PACK_TABLES`` tables a pack allow, their rows spread evenly over the packs; a batch of more rows
+    than that has a pack of its own. When the rows ask for more than ``max_packs`` packs, they are spread
+    over ``max_packs`` packs of about equal rows instead (as the table limit allows).
+
+    Spreading evenly matters as much as the count: filling one pack after another left a last pack of a
+    few tables (1,000 tables of 15M rows made packs of 10M, 5M and 0.1M rows, a third Spark application
+    and its start for 1% of the rows). Each pack keeps its batches in the order given (the order their
+    chunks should be read: an unbounded chunk first), and the packs are in the order of their first batch."""
     if not batches:
         return []
     weights = [max(1, r) for r in rows]
-    packs = _fill(batches, weights, rows_per_pack)
-    if len(packs) > max_packs:  # fewer, larger packs: each a run of about total / max_packs rows
-        packs = _fill(batches, weights, math.ceil(sum(weights) / max_packs), even=True)
+    count = math.ceil(sum(weights) / rows_per_pack)
+    budget: int | None = rows_per_pack
+    if count > max_packs:  # fewer, larger packs: rows spread over max_packs, no row budget
+        count, budget = max_packs, None
+    tables = len({b.table for b in batches})
+    packs = _spread(batches, weights, max(count, math.ceil(tables / MAX_PACK_TABLES)), budget)
     return [BatchPack(tuple(batches[i] for i in pack), tuple(rows[i] for i in pack)) for pack in packs]
 
 
-def _fill(batches: Sequence[Batch], weights: Sequence[int], budget: int, even: bool = False) -> list[list[int]]:
-    """Indexes of ``batches`` in consecutive packs: a pack takes the next batch while its rows stay within
-    ``budget`` (``even``: while the rows before the batch are within the pack's share of the total, so
-    that the number of packs is ``total / budget`` rounded up) and its tables within ``MAX_PACK_TABLES``."""
-    packs: list[list[int]] = []
-    rows = before = 0
-    tables: set[TableId] = set()
-    for i, (batch, weight) in enumerate(zip(batches, weights, strict=True)):
-        fits = before < budget * len(packs) if even else rows + weight <= budget
-        if packs and fits and (batch.table in tables or len(tables) < MAX_PACK_TABLES):
-            packs[-1].append(i)
-            rows += weight
+def _spread(batches: Sequence[Batch], weights: Sequence[int], count: int, budget: int | None) -> list[list[int]]:
+    """Indexes of ``batches`` in packs: the heaviest batch first, each into the pack with the fewest rows that
+    takes it (its rows within ``budget``, its table among the pack's or the pack under ``MAX_PACK_TABLES``
+    tables); a batch no pack takes opens a pack of its own. ``count`` packs to start with."""
+    packs: list[list[int]] = [[] for _ in range(count)]
+    tables: list[set[TableId]] = [set() for _ in range(count)]
+    loads = [(0, p) for p in range(count)]
+    for i in sorted(range(len(batches)), key=lambda i: (-weights[i], i)):
+        weight, table = weights[i], batches[i].table
+        refused = []
+        while loads:
+            load, p = heapq.heappop(loads)
+            if not packs[p] or ((budget is None or load + weight <= budget)
+                                and (table in tables[p] or len(tables[p]) < MAX_PACK_TABLES)):
+                break
+            refused.append((load, p))
         else:
-            packs.append([i])
-            rows, tables = weight, set()
-        tables.add(batch.table)
-        before += weight
-    return packs
+            load, p = 0, len(packs)
+            packs.append([])
+            tables.append(set())
+        packs[p].append(i)
+        tables[p].add(table)
+        for item in (*refused, (load + weight, p)):
+            heapq.heappush(loads, item)
+    return sorted((sorted(pack) for pack in packs if pack), key=lambda pack: pack[0])
 
 
 def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int) -> list[list[tuple[int, Chunk]]]:

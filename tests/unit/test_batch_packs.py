@@ -1,5 +1,6 @@
 """Packing snapshot batches into mapped tasks (``engine.batch_packs``): small tables share a job up to the
-rows budget, a large table's batches each fill one, ``max_batches`` bounds the jobs, the labels name what a
+rows budget, a large table's batches each fill one, the rows are spread evenly over the fewest jobs,
+``max_batches`` bounds the jobs, the labels name what a
 job holds, its chunks are spread evenly over its Spark tasks, and a pack survives XCom and the command line."""
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ def test_small_tables_share_a_job_and_a_large_tables_batches_each_fill_one() -> 
     assert [len(p.batches) for p in packs] == [1, 1, 1, 1, 60]
     assert [p.label for p in packs[:4]] == [f"shop.orders chunks {c}-{c + 9}" for c in (0, 10, 20, 30)]
     assert packs[4].label == "shop: 60 tables, 60 chunks"
-    # every batch once, in the order given
-    assert [b for p in packs for b in p.batches] == batches
+    assert every_batch_once_in_order(packs, batches)
     assert packs[4].rows == (1_000,) * 60
 
 
@@ -64,15 +64,38 @@ def test_max_batches_bounds_the_jobs() -> None:
     batches = [b for i in range(100) for b in batches_of(f"shop.t{i}", 1, 1)]
     rows = [1_000 + 37 * i for i in range(100)]
     packs = pack_batches(batches, rows, rows_per_pack=1_000, max_packs=7)  # alone, each would be a job
-    assert len(packs) <= 7 and [b for p in packs for b in p.batches] == batches
-    # about equal shares: none holds more than twice the average
-    assert max(sum(p.rows) for p in packs) <= 2 * sum(rows) / 7
+    assert len(packs) == 7 and every_batch_once_in_order(packs, batches)
+    # about equal shares: none more than the average and one batch
+    assert max(sum(p.rows) for p in packs) <= sum(rows) / 7 + max(rows)
+
+
+def every_batch_once_in_order(packs: list[BatchPack], batches: list[Batch]) -> bool:
+    """Every batch in one pack, each pack's in the order given, the packs in the order of their first."""
+    position = {b: i for i, b in enumerate(batches)}
+    orders = [[position[b] for b in p.batches] for p in packs]
+    return (sorted(i for order in orders for i in order) == list(range(len(batches)))
+            and all(order == sorted(order) for order in orders)
+            and [o[0] for o in orders] == sorted(o[0] for o in orders))
+
+
+def test_a_database_of_many_tables_is_spread_evenly_over_the_fewest_jobs() -> None:
+    """1,000 tables of 15M rows (10 of 500,000): two jobs of about equal rows, not 10M, 5M and a last one of
+    a few tables (what filling one job after another made: a third Spark application for 1% of the rows)."""
+    big = [b for i in range(10) for b in batches_of(f"many.t{i:04d}", 62, 2_000)]
+    small = [b for i in range(10, 1_000) for b in batches_of(f"many.t{i:04d}", 2, 2_000)]
+    rows = [500_000] * 10 + [1_000 + (i * 7_919) % 19_000 for i in range(990)]
+    packs = pack_batches(big + small, rows, rows_per_pack=10_000_000, max_packs=64)
+    assert len(packs) == 2 and every_batch_once_in_order(packs, big + small)
+    assert [len(p.tables) for p in packs] == [MAX_PACK_TABLES, MAX_PACK_TABLES]
+    assert [sum(p.rows[:1]) for p in packs] == [500_000, 500_000]  # the large tables split between them
+    heavier, lighter = sorted(sum(p.rows) for p in packs)[::-1]
+    assert heavier <= 10_000_000 and heavier - lighter <= 500_000
 
 
 def test_a_job_holds_at_most_max_pack_tables_tables() -> None:
     batches = [b for i in range(MAX_PACK_TABLES + 10) for b in batches_of(f"shop.t{i}", 1, 1)]
     packs = pack_batches(batches, [1] * len(batches), rows_per_pack=10**9, max_packs=64)
-    assert [len(p.tables) for p in packs] == [MAX_PACK_TABLES, 10]
+    assert [len(p.tables) for p in packs] == [255, 255]  # as few jobs as the limit allows, evenly
 
 
 def test_a_job_of_the_largest_tables_fits_one_command_line_argument() -> None:
