@@ -127,10 +127,12 @@ class DeltaLocation:
 
     def open(self) -> DeltaVersion | None:
         from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
 
-        if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
+        try:  # not is_deltatable() first: that lists the log too, a second round trip per open
+            table = DeltaTable(self.uri, storage_options=self._options())
+        except TableNotFoundError:
             return None
-        table = DeltaTable(self.uri, storage_options=self._options())
         mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
         if mode != "none":
             raise LakeFormatError(
