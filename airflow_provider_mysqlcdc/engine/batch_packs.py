@@ -2,12 +2,13 @@
 
 A ``Batch`` is a run of chunks of one table and one partition of its current-state Delta table. Each
 mapped task is one Spark application, whose start costs seconds, so a database of many small tables
-must not cost a task per table: the split packs the batches still to snapshot into ``BatchPack``s of
-about ``rows_per_batch`` estimated rows (:func:`pack_batches`), small tables together and a large
-table's batches one by one (each already about that size). A pack's job spreads all its chunks over
-its Spark tasks (:func:`spread_chunks`), then commits each batch as a batch is committed: one Delta
-transaction replacing that batch's partition, then its manifest. So clearing one mapped task re-runs
-and replaces exactly its tables' partitions, and a batch of a table stays where it was planned.
+must not cost a task per table: the split packs the batches still to snapshot into as few
+``BatchPack``s as ``rows_per_batch`` estimated rows a pack allow, the rows spread evenly over them
+(:func:`pack_batches`): small tables together, a large table's batches (each already about that size)
+one a pack. A pack's job spreads all its chunks over its Spark tasks (:func:`spread_chunks`), then
+commits each batch as a batch is committed: one Delta transaction replacing that batch's partition,
+then its manifest. So clearing one mapped task re-runs and replaces exactly its batches' partitions,
+and a batch of a table stays where it was planned.
 
 The binlog server ids of a DAG run are the packs' (``engine.batch_readers``): each pack's job runs
 ``readers_per_batch`` tasks (fewer for fewer chunks), and the run needs one id per such task plus the
