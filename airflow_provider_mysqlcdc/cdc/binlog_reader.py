@@ -28,9 +28,14 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog_events import Format, Gtid, Query, Rotate, Rows, Undecoded, Xid
+from airflow_provider_mysqlcdc.cdc.binlog_events import Heartbeat as HeartbeatEvent
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
+from airflow_provider_mysqlcdc.cdc.compressed_events import refuse_undecoded
 from airflow_provider_mysqlcdc.cdc.ddl import DdlStatement, parse_ddl
 from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.legacy_rows import LegacyRows
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located, RowDecoders
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
@@ -44,10 +49,6 @@ _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
 _SIGNED_TYPES = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                            BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE})
-# the kinds of a rows event's images, row by row: an update row has its before and after image
-_UPDATE_KINDS = (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER)
-_INSERT_KINDS = (ChangeKind.INSERT,)
-_DELETE_KINDS = (ChangeKind.DELETE,)
 
 
 @dataclass(frozen=True)
@@ -165,15 +166,6 @@ def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
     return True
 
 
-def _kinds(event: Any) -> tuple[ChangeKind, ...]:
-    """The kinds of a rows event's images, row by row."""
-    from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
-
-    if isinstance(event, UpdateRowsEvent):
-        return _UPDATE_KINDS
-    return _INSERT_KINDS if isinstance(event, WriteRowsEvent) else _DELETE_KINDS
-
-
 def _describe(columns: Sequence[Any]) -> list[str]:
     return [f"{c.name} (binlog type {c.type})" for c in columns]
 
@@ -228,6 +220,7 @@ class BinlogReader:
         self._heartbeat = heartbeat_seconds
         self._reconnects = reconnects
         self._decoders = RowDecoders() if decode_rows else None
+        self._legacy = LegacyRows(self._settings)  # the rows events the row decoder does not read
         self._described: dict[TableId, Sequence[Any]] = {}  # the last table map checked per table
 
     def track(self, schema: TableSchema) -> None:
@@ -271,100 +264,71 @@ class BinlogReader:
                 raise self._explain(exc) from exc
 
     def _read_from(self, resume: BinlogOffset, columnar: bool) -> Iterator[Item | RowsItem]:
-        from pymysqlreplication import BinLogStreamReader
-        from pymysqlreplication.event import (
-            GtidEvent,
-            HeartbeatLogEvent,
-            MariadbGtidEvent,
-            QueryEvent,
-            RotateEvent,
-            XidEvent,
-        )
-        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-        from airflow_provider_mysqlcdc.cdc.compressed_events import EXTRA_EVENTS, UNDECODED_EVENTS, refuse_undecoded
-        from airflow_provider_mysqlcdc.cdc.table_maps import install
-
-        install()  # table maps parsed once per table definition
-
         start = resume.at_transaction_start()
         if self._stop is not None and not start < self._stop:
             return
-        stream = BinLogStreamReader(
-            connection_settings=self._settings,
-            server_id=self._server_id,
-            log_file=start.file,
-            log_pos=start.position,
-            resume_stream=True,
-            blocking=self._blocking,
-            slave_heartbeat=self._heartbeat,
-            only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, RotateEvent, HeartbeatLogEvent,
-                         WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, *EXTRA_EVENTS],
-            filter_non_implemented_events=False,  # NotImplementedEvent is in EXTRA_EVENTS: no event unseen
-            # a table created under a watched pattern is tracked while the connection is open: no filter then
-            only_schemas=None if self._watch_new else sorted({t.database for t in (*self._schemas, *self._watched)}),
-            only_tables=None if self._watch_new else sorted({t.table for t in (*self._schemas, *self._watched)}),
-            enable_logging=False,  # it logs every reader's settings at INFO: one per chunk group and poll
-        )
+        dump = BinlogDump(self._settings, self._server_id, start.file, start.position, self._blocking,
+                          self._heartbeat)
         position = _Position(start)
         skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
         try:
-            for event in stream:
-                ts_ms = int(event.timestamp) * 1000
-                if isinstance(event, RotateEvent):
+            for event in dump:
+                ts_ms = event.timestamp * 1000
+                if isinstance(event, Rows):
+                    table = event.table_map.table
+                    if table not in self._schemas:
+                        continue
+                    index = position.row_events
+                    position.row_events += 1
+                    if skip_events:
+                        skip_events -= 1
+                        continue
+                    record_base = _with_skips(position.boundary, index, 0)
+                    if columnar:
+                        yield from self._rows(event, table, record_base, ts_ms, skip_rows, dump.format)
+                    else:
+                        yield from self._records(event, table, record_base, ts_ms, skip_rows, dump.format)
+                    skip_rows = 0
+                    continue
+                if isinstance(event, Rotate):
                     if not position.in_transaction:
                         position.boundary = replace(position.boundary, file=event.next_binlog,
                                                     position=event.position)
                     continue
-                if isinstance(event, HeartbeatLogEvent):
+                if isinstance(event, HeartbeatEvent):
                     if not position.in_transaction:
                         yield Heartbeat(position.boundary)
                     continue
-                if isinstance(event, GtidEvent | MariadbGtidEvent):
+                if isinstance(event, Gtid):
                     if self._reached(position):  # the next transaction starts at or after the stop
                         return
                     position.in_transaction = True
                     position.pending_gtid = None if event.gtid.startswith(_NO_SOURCE) else event.gtid
                     continue
-                query = event.query.strip().upper() if isinstance(event, QueryEvent) else ""
+                query = event.query.strip().upper() if isinstance(event, Query) else ""
                 if query == "BEGIN":
                     if not position.in_transaction and self._reached(position):
                         return
                     position.in_transaction = True
                     continue
-                if isinstance(event, QueryEvent | XidEvent):
+                if isinstance(event, Query | Xid):
                     # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
-                    if isinstance(event, QueryEvent) and (statement := self._statement(event, position, ts_ms)):
+                    if isinstance(event, Query) and (statement := self._statement(event, position, ts_ms)):
                         yield statement
-                    end = BinlogOffset(stream.log_file, stream.log_pos, position.boundary.gtid, start.flavor,
+                    end = BinlogOffset(dump.log_file, dump.log_pos, position.boundary.gtid, start.flavor,
                                        server=start.server)
                     yield from self._commit(position, end, ts_ms)
                     if self._reached(position):
                         return
                     continue
-                if isinstance(event, UNDECODED_EVENTS):  # raises unless it carries no captured rows
-                    refuse_undecoded(event, self._schemas, stream.log_file, position.boundary)
-                    continue
-                table = TableId(event.schema, event.table)
-                if table not in self._schemas:
-                    continue
-                index = position.row_events
-                position.row_events += 1
-                if skip_events:
-                    skip_events -= 1
-                    continue
-                record_base = _with_skips(position.boundary, index, 0)
-                if columnar:
-                    yield from self._rows(event, table, record_base, ts_ms, skip_rows)
-                else:
-                    yield from self._records(event, table, record_base, ts_ms, skip_rows)
-                skip_rows = 0
+                if isinstance(event, Undecoded):  # raises unless it carries no captured rows
+                    refuse_undecoded(event, self._schemas, dump.log_file, position.boundary)
         finally:
-            stream.close()
+            dump.close()
 
-    def _statement(self, event: Any, position: _Position, ts_ms: int) -> SchemaStatement | None:
+    def _statement(self, event: Query, position: _Position, ts_ms: int) -> SchemaStatement | None:
         """The event's DDL if it names a captured or watched table."""
-        database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema or "")
+        database = event.schema.decode()
         ddl = parse_ddl(event.query, database)
         if ddl is None:
             return None
@@ -387,33 +351,35 @@ class BinlogReader:
         position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
         yield Committed(position.boundary, ts_ms, transaction_gtid)
 
-    def _follow_table_map(self, event: Any, table: TableId, base: BinlogOffset) -> Iterator[SchemaChanged]:
-        if self._described.get(table) is not event.columns:  # a new table map: once per transaction
-            if not describes(event.columns, self._schemas[table]):
-                yield self._follow_schema(table, event.columns, base)
-            self._described[table] = event.columns
+    def _follow_table_map(self, event: Rows, table: TableId, base: BinlogOffset) -> Iterator[SchemaChanged]:
+        columns = event.table_map.columns
+        if self._described.get(table) is not columns:  # a new table map definition
+            if not describes(columns, self._schemas[table]):
+                yield self._follow_schema(table, columns, base)
+            self._described[table] = columns
 
-    def _converted(self, event: Any, table: TableId, ops: tuple[ChangeKind, ...]) -> list[tuple[Any, ...]]:
+    def _converted(self, event: Rows, table: TableId, fmt: Format) -> list[tuple[Any, ...]]:
         """The images as mysql-replication decodes them, converted to canonical values."""
-        if ops is _UPDATE_KINDS:
+        if len(event.kinds) == 2:
             keys: tuple[tuple[str, str], ...] = (
                 ("before_values", "before_none_sources"), ("after_values", "after_none_sources")
             )
         else:
             keys = (("values", "none_sources"),)
         convert = self._converters[table]
-        return [convert.from_binlog(row[values], row[nones]) for row in event.rows for values, nones in keys]
+        rows = self._legacy.rows(event, fmt)
+        return [convert.from_binlog(row[values], row[nones]) for row in rows for values, nones in keys]
 
     def _rows(
-        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
+        self, event: Rows, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int, fmt: Format
     ) -> Iterator[ChangeRows | SchemaChanged]:
         yield from self._follow_table_map(event, table, base)
-        ops = _kinds(event)
+        ops = event.kinds
         images: Located | list[tuple[Any, ...]] | None = None
         if self._decoders is not None:
             images = self._decoders.locate(event, self._schemas[table])
         if images is None:
-            images = self._converted(event, table, ops)
+            images = self._converted(event, table, fmt)
         count = images.count if isinstance(images, Located) else len(images)
         width = len(ops)
         skipped = min(skip_rows * width, count)
@@ -421,13 +387,13 @@ class BinlogReader:
         yield ChangeRows(ops, table, images, count, base, _with_rows_skipped(base, count // width), ts_ms, keep)
 
     def _records(
-        self, event: Any, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int
+        self, event: Rows, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int, fmt: Format
     ) -> Iterator[ChangeRecord | SchemaChanged]:
         yield from self._follow_table_map(event, table, base)
         images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
-        ops = _kinds(event)
+        ops = event.kinds
         if images is None:
-            images = self._converted(event, table, ops)
+            images = self._converted(event, table, fmt)
         width = len(ops)
         offset = base
         for index in range(skip_rows * width, len(images)):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.binlog_events import Rows
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
 from airflow_provider_mysqlcdc.cdc.type_registry import BinlogType, Converter, MySqlType, type_of
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError
@@ -42,7 +43,6 @@ from airflow_provider_mysqlcdc.exceptions import RowDecodeError
 ImagesReader = Callable[[bytes, int, int], list[tuple[Any, ...]]]
 
 _ROWS_EVENTS = frozenset({23, 24, 25, 30, 31, 32})  # WRITE/UPDATE/DELETE_ROWS v1 and v2, not PARTIAL_UPDATE
-_HEADER = 20  # the packet's OK byte and the 19-byte event header
 _FRACTION_BYTES = (0, 1, 1, 2, 2, 3, 3)  # by fsp
 _FRACTION_SCALE = (1, 10_000, 100, 1)  # microseconds per stored unit, by fraction bytes
 _DECIMAL_GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes of a group of 0..9 decimal digits
@@ -507,17 +507,16 @@ class RowDecoder:
         decoder.binlog_columns = binlog_columns
         return decoder
 
-    def _span(self, event: Any) -> tuple[bytes, int, int] | None:
+    def _span(self, event: Rows) -> tuple[bytes, int, int] | None:
         """The event's packet and where its images are in it, or None if this decoder cannot read it."""
         if (
-            event.event_type not in _ROWS_EVENTS
-            or event.number_of_columns != self._columns
-            or event.columns_present_bitmap != self._full
-            or getattr(event, "columns_present_bitmap2", self._full) != self._full
+            event.type_code not in _ROWS_EVENTS
+            or event.column_count != self._columns
+            or event.present != self._full
+            or (event.present_after is not None and event.present_after != self._full)
         ):
             return None
-        packet = event.packet
-        return packet.get_all_data(), _HEADER + packet.read_bytes, _HEADER + event.event_size
+        return event.data, event.start, event.end
 
     def _all_nullable(self) -> None:
         """A NOT NULL column was NULL (it became nullable): from now on test every column's NULL bit."""
@@ -525,7 +524,7 @@ class RowDecoder:
         self._images = _compile(self._readers, every, self._name)
         self._locate, self.layout = _compile_locate(self._readers, every, self._name)
 
-    def row_images(self, event: Any) -> list[tuple[Any, ...]] | None:
+    def row_images(self, event: Rows) -> list[tuple[Any, ...]] | None:
         """The event's row images in canonical values, in order (an update's before and after image
         in turn), or None if this decoder cannot read this event."""
         span = self._span(event)
@@ -537,7 +536,7 @@ class RowDecoder:
             self._all_nullable()
             return self._images(*span)
 
-    def locate(self, event: Any) -> Located | None:
+    def locate(self, event: Rows) -> Located | None:
         """The event's images as places in its packet (``row_columns`` reads the values), or None if
         this decoder cannot read this event."""
         span = self._span(event)
@@ -586,23 +585,23 @@ class RowDecoders:
     def __init__(self) -> None:
         self._built: dict[Any, _Built] = {}
 
-    def row_images(self, event: Any, schema: TableSchema) -> list[tuple[Any, ...]] | None:
+    def row_images(self, event: Rows, schema: TableSchema) -> list[tuple[Any, ...]] | None:
         """The event's images (see ``RowDecoder.row_images``), or None to leave it to mysql-replication."""
         decoder = self.decoder(event, schema)
         return decoder.row_images(event) if decoder is not None else None
 
-    def decoder(self, event: Any, schema: TableSchema) -> RowDecoder | None:
+    def decoder(self, event: Rows, schema: TableSchema) -> RowDecoder | None:
         """The decoder of the event's table map and ``schema``, or None if there is none for them."""
-        built = self._built.get(schema.id)
-        if built is None or built.columns is not event.columns or built.schema is not schema:
-            signature = _signature(event.columns)
+        built, columns = self._built.get(schema.id), event.table_map.columns
+        if built is None or built.columns is not columns or built.schema is not schema:
+            signature = _signature(columns)
             if built is None or built.signature != signature or built.schema is not schema:
-                built = _Built(event.columns, signature, schema, RowDecoder.for_table(schema, event.columns))
+                built = _Built(columns, signature, schema, RowDecoder.for_table(schema, columns))
                 self._built[schema.id] = built
-            built.columns = event.columns
+            built.columns = columns
         return built.decoder
 
-    def locate(self, event: Any, schema: TableSchema) -> Located | None:
+    def locate(self, event: Rows, schema: TableSchema) -> Located | None:
         """The event's images as places (see ``RowDecoder.locate``), or None to leave it to mysql-replication."""
         decoder = self.decoder(event, schema)
         return decoder.locate(event) if decoder is not None else None

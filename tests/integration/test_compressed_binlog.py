@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog_events import Query
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.compressed_events import QUERY_COMPRESSED_EVENT, CompressedQueryEvent
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
@@ -96,25 +97,17 @@ def test_reader_yields_exactly_the_changes(compressed, mariadb_server, admin, cd
 
 
 def test_a_compressed_statement_is_a_query_event(compressed, mariadb_server, admin, cdc_conn) -> None:
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import QueryEvent
-
     start = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn))
     statement = "CREATE TABLE probe (id INT PRIMARY KEY, note VARCHAR(200) COMMENT 'ünïcode 😀 comment')"
     with admin.cursor() as cur:
         cur.execute(statement)
     assert event_types_since(mariadb_server, start.file, start.position)["Query_compressed"] == 1
-    stream = BinLogStreamReader(connection_settings=config_of(mariadb_server).replication_settings(),
-                                server_id=5704, log_file=start.file, log_pos=start.position, resume_stream=True,
-                                blocking=False, only_events=[QueryEvent, CompressedQueryEvent])
+    dump = BinlogDump(config_of(mariadb_server).replication_settings(), 5704, start.file, start.position)
     try:
-        events = list(stream)
+        events = [e for e in dump if isinstance(e, Query)]
     finally:
-        stream.close()
-    assert [type(e) for e in events] == [CompressedQueryEvent]
-    event = events[0]
-    assert isinstance(event, QueryEvent) and event.wire_type == QUERY_COMPRESSED_EVENT and event.event_type == 2
-    assert event.query == statement
+        dump.close()
+    assert [e.query for e in events] == [statement]
 
 
 @pytest.fixture(scope="module")

@@ -273,20 +273,16 @@ def test_columnar_lake_rows_equal_the_records(captured) -> None:
 def test_row_decoder_reads_every_type_itself(captured) -> None:
     """Not left to mysql-replication, which would make the decoders' comparison above vacuous: each
     column's binlog type is one its registry row lists, and has a wire reader."""
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import WriteRowsEvent
-
-    from airflow_provider_mysqlcdc.cdc.compressed_events import CompressedWriteRowsEvent
+    from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
+    from airflow_provider_mysqlcdc.cdc.binlog_events import Rows
 
     start: BinlogOffset = captured["start"]
-    stream = BinLogStreamReader(connection_settings=captured["settings"], server_id=5409, log_file=start.file,
-                                log_pos=start.position, resume_stream=True, blocking=False,
-                                only_events=[WriteRowsEvent, CompressedWriteRowsEvent])
+    dump = BinlogDump(captured["settings"], 5409, start.file, start.position)
     try:
-        event = next(iter(stream))
-        assert RowDecoder.for_table(captured["schema"], event.columns) is not None
+        event = next(e for e in dump if isinstance(e, Rows))
+        assert RowDecoder.for_table(captured["schema"], event.table_map.columns) is not None
     finally:
-        stream.close()
+        dump.close()
 
 
 def test_hand_checked_values(captured, binlog) -> None:

@@ -1,30 +1,20 @@
 """Compressed MariaDB events and refused event types, on event bytes built here (no server).
 
 Events are put together as the replication protocol delivers them (an OK byte, the 19-byte header,
-the body, a CRC32) and decoded by mysql-replication's own ``BinLogPacketWrapper``, which picks the
-class by type code from the map ``compressed_events`` registers into.
+the body, a CRC32) and parsed by ``binlog_events.parse``, as the binlog dump does.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any
 
-import pymysql
 import pytest
-from pymysql.protocol import MysqlPacket
-from pymysqlreplication.event import NotImplementedEvent, QueryEvent
-from pymysqlreplication.packet import BinLogPacketWrapper
 
-from airflow_provider_mysqlcdc.cdc import compressed_events
-from airflow_provider_mysqlcdc.cdc.compressed_events import (
-    EXTRA_EVENTS,
-    CompressedQueryEvent,
-    refuse_undecoded,
-    uncompress,
-)
+from airflow_provider_mysqlcdc.cdc.binlog_events import Format, Query, Rows, TableMap, Undecoded, parse
+from airflow_provider_mysqlcdc.cdc.compressed_events import inflate_query, refuse_undecoded, uncompress
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SourceConfigError
 
 TRANSACTION = BinlogOffset("mysql-bin.000007", 1200)
@@ -62,20 +52,16 @@ def test_uncompress_refuses_what_is_not_compressed_data(packed: bytes, problem: 
         uncompress(packed)
 
 
-def event_packet(event_type: int, body: bytes, flags: int = 0, log_pos: int = 4321) -> MysqlPacket:
+def event_packet(event_type: int, body: bytes, flags: int = 0, log_pos: int = 4321) -> bytes:
     """The packet of one event with a CRC32, as the server sends it."""
     header = struct.pack("<IBIIIH", 1_700_000_000, event_type, 1, 19 + len(body) + 4, log_pos, flags)
     event = header + body
-    return MysqlPacket(b"\x00" + event + zlib.crc32(event).to_bytes(4, "little"), "utf8")
+    return b"\x00" + event + zlib.crc32(event).to_bytes(4, "little")
 
 
-def decode(packet: MysqlPacket, allowed: tuple[type, ...] = EXTRA_EVENTS) -> Any:
-    """mysql-replication's decoding of one event packet, as its stream does it."""
-    control = pymysql.connect(defer_connect=True)  # never connected: only its charset is read
-    control._get_dbms = lambda: "mariadb"  # what BinLogStreamReader sets on its control connection
-    wrapper = BinLogPacketWrapper(packet, {}, control, (10, 11, 0), True, frozenset(allowed), None, None, None, None,
-                                  False, False, True, False, False)
-    return wrapper.event
+def decode(packet: bytes, table_ids: dict[int, TableMap] | None = None) -> object:
+    """The event parsed as the binlog dump parses it."""
+    return parse(packet, len(packet) - 4, Format("10.11.0-MariaDB"), table_ids if table_ids is not None else {})
 
 
 def query_body(statement: bytes, database: bytes = b"shop") -> bytes:
@@ -88,31 +74,27 @@ def test_a_compressed_query_event_is_the_query_event_it_compresses() -> None:
     statement = "ALTER TABLE orders ADD COLUMN note VARCHAR(100) COMMENT 'ünïcode 😀'".encode()
     packet = event_packet(165, query_body(compressed(statement)))
     event = decode(packet)
-    assert type(event) is CompressedQueryEvent and isinstance(event, QueryEvent)
+    assert type(event) is Query
     assert event.query == statement.decode() and event.schema == b"shop"
-    assert (event.wire_type, event.event_type) == (165, 2)
-    # the packet is now the uncompressed query event: type, size and checksum rewritten
-    plain = query_body(statement)
-    expected = event_packet(2, plain).get_all_data()
-    assert packet.get_all_data() == expected
-    assert event.event_size == len(plain)
-    assert decode(MysqlPacket(expected, "utf8"), (QueryEvent,)).query == event.query
+    # the packet rebuilt: the uncompressed query event, type, size and checksum rewritten
+    plain = event_packet(2, query_body(statement))
+    assert inflate_query(packet, len(packet) - 4, 13) == (plain, len(plain) - 4)
+
+
+def test_a_compressed_rows_event_is_the_rows_event_it_compresses() -> None:
+    table_map = TableMap(7, TableId("shop", "orders"), [], True, b"")
+    images = bytes([0, 1, 2, 3, 4]) * 3
+    head = (7).to_bytes(6, "little") + b"\x01\x00" + b"\x01" + b"\x01"  # table id, flags, 1 column, present
+    event = decode(event_packet(168, head + compressed(images)), {7: table_map})
+    assert isinstance(event, Rows) and event.type_code == 25 and event.table_map is table_map
+    assert event.data[event.start:event.end] == images
+    assert event.data == event_packet(25, head + images)
 
 
 def test_a_damaged_compressed_event_is_an_error_naming_its_position() -> None:
     body = query_body(compressed(b"DROP TABLE orders")[:-4])
     with pytest.raises(RowDecodeError, match="type 165 ending at binlog position 4321 does not inflate"):
         decode(event_packet(165, body))
-
-
-def test_the_compressed_types_are_registered_in_mysql_replications_event_map() -> None:
-    event_map = vars(BinLogPacketWrapper)["_BinLogPacketWrapper__event_map"]
-    assert {code: event_map[code].__name__ for code in range(165, 169)} == {
-        165: "CompressedQueryEvent", 166: "CompressedWriteRowsEvent", 167: "CompressedUpdateRowsEvent",
-        168: "CompressedDeleteRowsEvent",
-    }
-    assert 169 not in event_map  # the version-2 forms MariaDB does not write: refused, not guessed at
-    assert set(compressed_events.COMPRESSED_EVENTS) <= set(EXTRA_EVENTS)
 
 
 @pytest.mark.parametrize(("event_type", "named", "setting"), [
@@ -125,7 +107,7 @@ def test_the_compressed_types_are_registered_in_mysql_replications_event_map() -
 ])
 def test_an_event_that_may_carry_rows_stops_the_stream(event_type: int, named: str, setting: str) -> None:
     event = decode(event_packet(event_type, b"\x01\x02\x03"))
-    assert type(event) is NotImplementedEvent
+    assert type(event) is Undecoded
     with pytest.raises(SourceConfigError) as error:
         refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
     message = str(error.value)
@@ -140,5 +122,15 @@ def test_an_event_that_may_carry_rows_stops_the_stream(event_type: int, named: s
     (200, 0x80),  # unknown, but the server says a replica may ignore it (LOG_EVENT_IGNORABLE_F)
 ])
 def test_an_event_without_rows_is_passed_over(event_type: int, flags: int) -> None:
-    event = decode(event_packet(event_type, b"\x01\x02\x03", flags=flags))
-    refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
+    event = decode(event_packet(event_type, bytes(42), flags=flags))
+    if isinstance(event, Undecoded):
+        refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
+
+
+def test_a_partial_update_stops_the_stream_only_for_a_captured_table() -> None:
+    orders = TableMap(7, TableId("shop", "orders"), [], True, b"")
+    event = decode(event_packet(39, (7).to_bytes(6, "little") + bytes(10)), {7: orders})
+    assert isinstance(event, Undecoded) and event.table == orders.table
+    refuse_undecoded(event, {TableId("shop", "other")}, "mysql-bin.000007", TRANSACTION)
+    with pytest.raises(SourceConfigError, match="PARTIAL_UPDATE_ROWS_EVENT"):
+        refuse_undecoded(event, {orders.table}, "mysql-bin.000007", TRANSACTION)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import struct
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pymysqlreplication.column import Column as BinlogColumn
 
+from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.row_columns import column_values, located_columns
 from airflow_provider_mysqlcdc.cdc.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
@@ -43,12 +43,12 @@ def schema(*columns: Column) -> TableSchema:
     return TableSchema(TableId("db", "t"), columns, (columns[0].name,))
 
 
-def event(decoder_columns: list[Any], images: bytes, present: bytes = b"\x03") -> Any:
-    """A write-rows event as mysql-replication leaves it after its header: the images are what is left."""
+def event(decoder_columns: list[Any], images: bytes, present: bytes = b"\x03") -> Rows:
+    """A write-rows event as the binlog dump parses it: the images follow the header."""
     data = bytes(20) + b"header" + images
-    packet = SimpleNamespace(get_all_data=lambda: data, read_bytes=len(b"header"))
-    return SimpleNamespace(event_type=WRITE_ROWS_V1, number_of_columns=len(decoder_columns), columns=decoder_columns,
-                           columns_present_bitmap=present, packet=packet, event_size=len(data) - 20)
+    table_map = TableMap(1, TableId("db", "t"), decoder_columns, True, b"")
+    return Rows(0, 0, WRITE_ROWS_V1, table_map, (ChangeKind.INSERT,), len(decoder_columns), present, None, data,
+                26, len(data))
 
 
 ID = Column("id", "int", "int", nullable=False)
