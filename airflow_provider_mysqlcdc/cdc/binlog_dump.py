@@ -40,6 +40,18 @@ _MAX_HEARTBEAT_SECONDS = 4294967  # the period is a 32-bit count of milliseconds
 _OK, _EOF = 0x00, 0xFE
 
 
+def checked_end(data: bytes, checksum: bool, log_file: str, log_pos: int) -> int:
+    """Where the event in packet ``data`` ends: before its CRC32, which must match, if ``checksum``.
+    ``log_file`` and ``log_pos`` are where the event before it ended (for the error)."""
+    if not checksum:
+        return len(data)
+    end = len(data) - CHECKSUM
+    if end < 0 or zlib.crc32(memoryview(data)[1:end]) != int.from_bytes(data[end:], "little"):
+        raise RowDecodeError(f"the binlog event after {log_file}:{log_pos} fails its CRC32 checksum: the binlog or "
+                             f"the connection damaged it")
+    return end
+
+
 class BinlogDump:
     """The events from ``log_file``/``log_pos`` on; ``log_file`` and ``log_pos`` follow them (the
     file and the position after the last event read)."""
@@ -86,12 +98,7 @@ class BinlogDump:
                 return
             if first != _OK:
                 continue
-            end = len(data)
-            if checksum:
-                end -= CHECKSUM
-                if zlib.crc32(memoryview(data)[1:end]) != int.from_bytes(data[end:], "little"):
-                    raise RowDecodeError(f"the binlog event after {self.log_file}:{self.log_pos} fails its CRC32 "
-                                         f"checksum: the binlog or the connection damaged it")
+            end = checked_end(data, checksum, self.log_file, self.log_pos)
             event = parse(data, end, self.format, table_ids)
             if isinstance(event, Rotate):
                 self.log_file, self.log_pos = event.next_binlog, event.position

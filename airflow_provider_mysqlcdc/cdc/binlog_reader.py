@@ -1,7 +1,8 @@
 """Reading the captured tables' changes from the binlog, with an exact offset for every record.
 
-mysql-replication speaks the replication protocol and decodes row events; this module adds what a
-consistent pipeline needs on top of it:
+``binlog_dump`` speaks the replication protocol and ``binlog_events`` parses its events; the row
+decoder reads the rows, and mysql-replication only the rows it cannot (``legacy_rows``), behind the same
+typed events, in the one loop of ``_read_from``. This module adds what a consistent pipeline needs:
 
 - offsets: each record carries the point to resume after it (transaction start, GTIDs before
   it, row events and rows consumed), and each commit yields a ``Committed`` marker with the
@@ -14,11 +15,10 @@ consistent pipeline needs on top of it:
   table changed again since), capture stops with an error naming the table and offset.
 - clear errors for a purged binlog and a server-id clash.
 
-For file/position starts ``is_mariadb`` stays off even on MariaDB: with it on and no GTID,
-mysql-replication ignores the position and starts from the first binlog. The reader always reads
-by file and position; GTIDs ride along in the offsets (the start's, advanced at every commit, and
-the start's server identity), and a failover finds the file and position on the new server from
-them before the reader starts (``startup.anchor``), so no GTID-mode connection is ever needed.
+The reader always reads by file and position (COM_BINLOG_DUMP); GTIDs ride along in the offsets (the
+start's, advanced at every commit, and the start's server identity), and a failover finds the file and
+position on the new server from them before the reader starts (``startup.anchor``), so no GTID-mode
+connection is ever needed.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:
 
 
 def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
-    """Whether a table map's columns (mysql-replication's, from ``binlog_row_metadata=FULL``) describe
+    """Whether a table map's columns (``binlog_events``', named by ``binlog_row_metadata=FULL``) describe
     rows of ``schema``: the same names, binlog types its type accepts, signedness, and the DECIMAL
     precision and scale (a type change keeps the names: INT to BIGINT, DECIMAL(10,2) to (12,4))."""
     if len(columns) != len(schema.columns):

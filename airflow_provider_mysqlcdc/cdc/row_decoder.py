@@ -17,8 +17,8 @@ types it may arrive as; how each binlog column type is read is here (``_WIRE_REA
 ``RowDecoder.for_table`` returns None for what it does not know (MySQL's binary JSON, the pre-5.6
 temporal formats, a table map without FULL metadata, a column whose binlog type does not match the
 known schema), and ``row_images`` returns None for an event whose row images are not FULL or that
-carries partial JSON updates; the reader then keeps mysql-replication's decoding for it. Both leave
-the event's packet untouched, so that fallback can still read it.
+carries partial JSON updates; the reader then leaves it to mysql-replication's decoding
+(``legacy_rows``). Both leave the event's packet untouched, so that fallback can still read it.
 
 The stream does not want tuples: ``locate`` runs a second generated function that only finds where
 each image's values are (``Located``), and ``row_columns`` reads them into Arrow, many at a time.
@@ -496,7 +496,7 @@ class RowDecoder:
 
     @classmethod
     def for_table(cls, schema: TableSchema, binlog_columns: Sequence[Any]) -> RowDecoder | None:
-        """A decoder for the table map's columns (mysql-replication's ``Column`` objects), or None if
+        """A decoder for the table map's columns (``binlog_events.BinlogColumn``), or None if
         one of them is of a type or in a form it does not decode."""
         if len(binlog_columns) != len(schema.columns):
             return None
@@ -578,7 +578,7 @@ class _Built:
 class RowDecoders:
     """The decoder of each table, rebuilt when its table map or schema changes.
 
-    Every transaction repeats the table map as new objects: the same list of columns is recognised
+    Every transaction repeats the table map: the same parse (``binlog_events.TableMaps``) is recognised
     by identity, an equal one by its metadata, and only a changed one costs a new decoder.
     """
 
