@@ -10,7 +10,7 @@ dump ends with an EOF packet at the binlog's current end.
 
 Errors are pymysql's, as the reader expects them: a lost connection raises OperationalError 2013,
 a server refusing the dump (a purged binlog, a server id clash) the error it sent. pymysql's packet
-reading (``_read_packet``, which joins packets of 16 MiB and raises the server's errors) and command
+state (its buffered socket file and sequence number, read as ``_read_packet`` reads them) and command
 sending (``_execute_command``) are private: mysql-replication uses them the same way.
 """
 
@@ -23,6 +23,9 @@ from typing import Any
 
 import pymysql
 from pymysql.constants.COMMAND import COM_BINLOG_DUMP
+from pymysql.constants.CR import CR_SERVER_LOST
+from pymysql.err import InternalError, OperationalError
+from pymysql.protocol import MysqlPacket
 
 from airflow_provider_mysqlcdc.cdc.binlog_events import (
     CHECKSUM,
@@ -37,7 +40,8 @@ from airflow_provider_mysqlcdc.exceptions import RowDecodeError
 
 _NON_BLOCK = 0x01
 _MAX_HEARTBEAT_SECONDS = 4294967  # the period is a 32-bit count of milliseconds on the server
-_OK, _EOF = 0x00, 0xFE
+_OK, _EOF, _ERROR = 0x00, 0xFE, b"\xff"
+_MAX_PAYLOAD = 0xFFFFFF  # a payload this long continues in the next packet
 
 
 def checked_end(data: bytes, checksum: bool, log_file: str, log_pos: int) -> int:
@@ -88,11 +92,8 @@ class BinlogDump:
 
     def __iter__(self) -> Iterator[Event]:
         """The events, until the end of the binlog (non-blocking) or the connection's end."""
-        read_packet, checksum = self._connection._read_packet, self.checksum
-        table_ids = self._table_ids
-        while True:
-            packet = read_packet()
-            data: bytes = packet.get_all_data()
+        checksum, table_ids = self.checksum, self._table_ids
+        for data in self._packets():
             first = data[0]
             if first == _EOF and len(data) < 9:
                 return
@@ -100,18 +101,53 @@ class BinlogDump:
                 continue
             end = checked_end(data, checksum, self.log_file, self.log_pos)
             event = parse(data, end, self.format, table_ids)
-            if isinstance(event, Rotate):
-                self.log_file, self.log_pos = event.next_binlog, event.position
-            elif event is not None and event.log_pos:
-                self.log_pos = event.log_pos
-            elif event is None:
+            if event is None:
                 log_pos = int.from_bytes(data[14:18], "little")
                 if log_pos:
                     self.log_pos = log_pos
+                continue
+            if isinstance(event, Rotate):
+                self.log_file, self.log_pos = event.next_binlog, event.position
+            elif event.log_pos:
+                self.log_pos = event.log_pos
             if isinstance(event, FormatDescription):
                 self.format = event.format
-            if event is not None:
-                yield event
+            yield event
+
+    def _packets(self) -> Iterator[bytes]:
+        """The dump's packets, read from the connection's buffered socket file without a pymysql packet
+        object each (its ``_read_packet`` costs as much as parsing the event). As pymysql does: a payload
+        of 16 MiB - 1 continues in the next packet, a short read or a socket error is a lost connection
+        (2013), and so is an unexpected sequence number 0 (MariaDB's error packet when it shuts down);
+        an error packet raises the server's error."""
+        connection = self._connection
+        connection._sock.settimeout(connection._read_timeout)
+        connection._current_timeout = connection._read_timeout
+        read, sequence = connection._rfile.read, connection._next_seq_id
+        while True:
+            parts = []
+            while True:
+                try:
+                    header = read(4)
+                    length = int.from_bytes(header[:3], "little") if len(header) == 4 else -1
+                    payload = read(length) if length >= 0 else b""
+                except OSError as exc:
+                    raise OperationalError(CR_SERVER_LOST, f"Lost connection to MySQL server during query ({exc})") \
+                        from exc
+                if len(payload) != length:
+                    raise OperationalError(CR_SERVER_LOST, "Lost connection to MySQL server during query")
+                if header[3] != sequence:
+                    if header[3] == 0:
+                        raise OperationalError(CR_SERVER_LOST, "Lost connection to MySQL server during query")
+                    raise InternalError(f"Packet sequence number wrong - got {header[3]} expected {sequence}")
+                sequence = (sequence + 1) % 256
+                parts.append(payload)
+                if length < _MAX_PAYLOAD:
+                    break
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
+            if data[:1] == _ERROR:
+                MysqlPacket(data, connection.encoding).raise_for_error()
+            yield data
 
     def close(self) -> None:
         self._connection.close()

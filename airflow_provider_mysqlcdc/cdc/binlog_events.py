@@ -78,21 +78,23 @@ class Format:
     post_header_lengths: bytes = b""
 
     @property
-    def dbms(self) -> str:
-        return "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
-
-    @property
     def version(self) -> tuple[int, int, int]:
         numbers = [int(n) if n.isdigit() else 0 for n in self.server_version.split("-")[0].split(".")[:3]]
         return (*numbers, 0, 0, 0)[:3]  # type: ignore[return-value]
 
+    dbms: str = field(init=False)
+    """"mariadb" or "mysql" (mysql-replication's names, which its character set table is keyed by)."""
+    table_id_size: int = field(init=False)
+    """Bytes of a table id in table map and rows events: 4 on old servers, whose table map post-header
+    is 6 bytes (id and flags), else 6."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dbms", "mariadb" if "mariadb" in self.server_version.lower() else "mysql")
+        object.__setattr__(self, "table_id_size", 4 if self.post_header(TABLE_MAP, 8) == 6 else 6)
+
     def post_header(self, type_code: int, default: int) -> int:
         lengths = self.post_header_lengths
         return lengths[type_code - 1] if 0 < type_code <= len(lengths) else default
-
-    def table_id_size(self, type_code: int) -> int:
-        """Old servers' table ids are 4 bytes, where the post-header is 6 bytes (id and flags)."""
-        return 4 if self.post_header(type_code, 8) == 6 else 6
 
 
 @dataclass(slots=True)
@@ -209,8 +211,7 @@ class TableMaps:
         self._parsed: dict[tuple[bytes, str, int], TableMap] = {}
 
     def get(self, data: bytes, end: int, fmt: Format) -> TableMap:
-        size = fmt.table_id_size(TABLE_MAP)
-        key = (data[HEADER:end], fmt.dbms, size)
+        key = (data[HEADER:end], fmt.dbms, fmt.table_id_size)
         parsed = self._parsed.get(key)
         if parsed is None:
             if len(self._parsed) >= self.MAX_ENTRIES:
@@ -293,13 +294,9 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         return None
     table = None
     if type_code == PARTIAL_UPDATE_ROWS:
-        partial = table_ids.get(_table_id(data, fmt, type_code))
+        partial = table_ids.get(int.from_bytes(data[HEADER:HEADER + fmt.table_id_size], "little"))
         table = partial.table if partial is not None else None
     return Undecoded(timestamp, log_pos, type_code, flags, table)
-
-
-def _table_id(data: bytes, fmt: Format, type_code: int) -> int:
-    return int.from_bytes(data[HEADER:HEADER + fmt.table_id_size(type_code)], "little")
 
 
 def _format_description(data: bytes, end: int, timestamp: int, log_pos: int) -> FormatDescription:
@@ -329,19 +326,27 @@ def _images_at(data: bytes, fmt: Format, type_code: int,
     """A rows event's post-header: table id, flags, (v2) extra data (its length counts itself); then
     the column count, the bitmap of columns present (for updates also the after image's): the column
     count, the bitmaps and where the images start."""
-    cursor = _Cursor(data, HEADER + fmt.table_id_size(type_code) + 2)
+    pos = HEADER + fmt.table_id_size + 2
     if type_code in _VERSION_2:
-        cursor.take(cursor.uint(2) - 2)
-    count = cursor.packed()
+        pos += int.from_bytes(data[pos:pos + 2], "little")
+    count = data[pos]
+    if count < 0xFB:  # the column count in one byte, as nearly always
+        pos += 1
+    else:
+        cursor = _Cursor(data, pos)
+        count = cursor.packed()
+        pos = cursor.pos
     width = (count + 7) // 8
-    present = cursor.take(width)
-    after = cursor.take(width) if len(kinds) == 2 else None
-    return count, present, after, cursor.pos
+    present = data[pos:pos + width]
+    pos += width
+    if len(kinds) == 2:
+        return count, present, data[pos:pos + width], pos + width
+    return count, present, None, pos
 
 
 def _rows(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap], timestamp: int, log_pos: int,
           type_code: int, kinds: tuple[ChangeKind, ...]) -> Rows:
-    table_map = table_ids.get(_table_id(data, fmt, type_code))
+    table_map = table_ids.get(int.from_bytes(data[HEADER:HEADER + fmt.table_id_size], "little"))
     if table_map is None:
         raise RowDecodeError(f"a rows event ending at binlog position {log_pos} names a table id no table map "
                              f"before it defined")
@@ -353,7 +358,7 @@ def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:
     """Post-header: table id and flags; then the database and table names (each with a length byte and
     a NUL), the column count, the column types, their metadata, the NULL bitmap and the optional
     metadata fields (type, length, value) up to ``end``."""
-    size = fmt.table_id_size(TABLE_MAP)
+    size = fmt.table_id_size
     table_id = int.from_bytes(data[HEADER:HEADER + size], "little")
     cursor = _Cursor(data, HEADER + size + 2)
     schema = cursor.take(cursor.uint(1)).decode()

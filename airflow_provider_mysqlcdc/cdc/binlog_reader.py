@@ -284,8 +284,10 @@ class BinlogReader:
                         skip_events -= 1
                         continue
                     record_base = _with_skips(position.boundary, index, 0)
+                    if (changed := self._follow_table_map(event, table, record_base)) is not None:
+                        yield changed
                     if columnar:
-                        yield from self._rows(event, table, record_base, ts_ms, skip_rows, dump.format)
+                        yield self._rows(event, table, record_base, ts_ms, skip_rows, dump.format)
                     else:
                         yield from self._records(event, table, record_base, ts_ms, skip_rows, dump.format)
                     skip_rows = 0
@@ -351,12 +353,14 @@ class BinlogReader:
         position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
         yield Committed(position.boundary, ts_ms, transaction_gtid)
 
-    def _follow_table_map(self, event: Rows, table: TableId, base: BinlogOffset) -> Iterator[SchemaChanged]:
+    def _follow_table_map(self, event: Rows, table: TableId, base: BinlogOffset) -> SchemaChanged | None:
+        """The table's new schema if the event's table map is new and does not describe the known one."""
         columns = event.table_map.columns
-        if self._described.get(table) is not columns:  # a new table map definition
-            if not describes(columns, self._schemas[table]):
-                yield self._follow_schema(table, columns, base)
-            self._described[table] = columns
+        if self._described.get(table) is columns:
+            return None
+        changed = None if describes(columns, self._schemas[table]) else self._follow_schema(table, columns, base)
+        self._described[table] = columns
+        return changed
 
     def _converted(self, event: Rows, table: TableId, fmt: Format) -> list[tuple[Any, ...]]:
         """The images as mysql-replication decodes them, converted to canonical values."""
@@ -372,8 +376,7 @@ class BinlogReader:
 
     def _rows(
         self, event: Rows, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int, fmt: Format
-    ) -> Iterator[ChangeRows | SchemaChanged]:
-        yield from self._follow_table_map(event, table, base)
+    ) -> ChangeRows:
         ops = event.kinds
         images: Located | list[tuple[Any, ...]] | None = None
         if self._decoders is not None:
@@ -384,12 +387,11 @@ class BinlogReader:
         width = len(ops)
         skipped = min(skip_rows * width, count)
         keep = (False,) * skipped + (True,) * (count - skipped) if skipped else None
-        yield ChangeRows(ops, table, images, count, base, _with_rows_skipped(base, count // width), ts_ms, keep)
+        return ChangeRows(ops, table, images, count, base, _with_rows_skipped(base, count // width), ts_ms, keep)
 
     def _records(
         self, event: Rows, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int, fmt: Format
-    ) -> Iterator[ChangeRecord | SchemaChanged]:
-        yield from self._follow_table_map(event, table, base)
+    ) -> Iterator[ChangeRecord]:
         images = self._decoders.row_images(event, self._schemas[table]) if self._decoders else None
         ops = event.kinds
         if images is None:

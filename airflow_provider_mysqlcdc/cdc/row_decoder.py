@@ -400,8 +400,9 @@ def _compile_locate(readers: Sequence[_Reader], nullable: Sequence[bool], name: 
     not_null = sum(1 << i for i, n in enumerate(nullable) if not n)
     varying = [isinstance(r, _Sized) or n for r, n in zip(readers, nullable, strict=True)]
     segments = 1 + sum(varying[:-1])
-    body = [f"def locate(data, pos, end, {', '.join(f'm{k}' for k in range(segments))}):", "    while pos < end:",
-            "        m0(pos)"]
+    starts = ", ".join(f"s{k}" for k in range(segments))
+    body = ["def locate(data, pos, end):", *(f"    s{k} = []; m{k} = s{k}.append" for k in range(segments)),
+            "    while pos < end:", "        m0(pos)"]
     if any(nullable) or not_null:
         body.append("        nulls = data[pos]" if null_bytes == 1 else
                     f"        nulls = int.from_bytes(data[pos:pos + {null_bytes}], 'little')")
@@ -431,7 +432,7 @@ def _compile_locate(readers: Sequence[_Reader], nullable: Sequence[bool], name: 
             body.append(f"        m{segment}(pos)")
     if offset:
         body.append(f"        pos += {offset}")
-    body += ["    if pos != end:", "        raise misaligned(pos, end)"]
+    body += ["    if pos != end:", "        raise misaligned(pos, end)", f"    return ({starts},)"]
     exec(compile("\n".join(body), f"<row image places of {name}>", "exec"), env)  # noqa: S102
     locate: Locator = env["locate"]
     return locate, Layout(tuple(readers), tuple(nullable), null_bytes, segments, tuple(places))
@@ -444,7 +445,7 @@ _LENGTHS = {  # a length prefix at ``pos``, by its size
     4: "u32(data, pos)[0]",
 }
 
-Locator = Callable[..., None]
+Locator = Callable[[bytes, int, int], tuple[list[int], ...]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -544,9 +545,8 @@ class RowDecoder:
             return None
         while True:
             layout = self.layout
-            starts: tuple[list[int], ...] = tuple([] for _ in range(layout.segments))
             try:
-                self._locate(*span, *(s.append for s in starts))
+                starts = self._locate(*span)
             except _UnexpectedNull:
                 self._all_nullable()
                 continue

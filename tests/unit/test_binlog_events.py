@@ -80,10 +80,10 @@ def test_format_description_and_the_table_id_size() -> None:
     assert type(event) is FormatDescription
     fmt = event.format
     assert fmt.dbms == "mariadb" and fmt.version == (10, 11, 6)
-    assert fmt.post_header(19, 0) == 8 and fmt.table_id_size(19) == 6 and fmt.post_header(2, 0) == 13
+    assert fmt.post_header(19, 0) == 8 and fmt.table_id_size == 6 and fmt.post_header(2, 0) == 13
     old = read(packet(15, format_description("5.1.30", table_map_post_header=6))).format
-    assert old.dbms == "mysql" and old.table_id_size(19) == 4
-    assert Format().table_id_size(23) == 6  # before the format description: the current form
+    assert old.dbms == "mysql" and old.table_id_size == 4
+    assert Format().table_id_size == 6  # before the format description: the current form
 
 
 def test_rotate_heartbeats_and_harmless_events() -> None:
@@ -205,7 +205,7 @@ def test_rows_events_v1_and_v2() -> None:
     assert update.data[update.start:update.end] == images
     delete = read(packet(32, rows_body(5, 2, b"\x03", images, extra=b"")), MYSQL, {5: orders})
     assert delete.kinds == (ChangeKind.DELETE,) and delete.data[delete.start:delete.end] == images
-    old = Format("5.1.30", bytes([0] * 22 + [6]))
+    old = Format("5.1.30", bytes([0] * 18 + [6]))
     assert read(packet(23, rows_body(5, 2, b"\x03", images, id_size=4)), old, {5: orders}).table_map is orders
 
 
