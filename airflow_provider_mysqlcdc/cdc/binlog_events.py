@@ -12,9 +12,10 @@ repeats it before the rows of every transaction, and an equal body (table id, na
 is the same ``TableMap`` object again (``TableMaps``), which ``RowDecoders`` and the reader then
 recognise by identity. Its columns carry what mysql-replication's column objects carried under the
 same attribute names (type, name, unsigned, lengths, precision, fsp, bits, character set, enum and
-set values), from the optional metadata ``binlog_row_metadata=FULL`` writes; a table map without the
-column names (``MINIMAL``/``NO_LOG``) has ``named`` False and its columns are left to
-``legacy_rows`` (which asks ``information_schema`` for the names, as mysql-replication did).
+set values), from the optional metadata ``binlog_row_metadata=FULL`` writes. A table map without the
+column names (``MINIMAL``/``NO_LOG``) gets columns without names, signedness or character sets, as
+mysql-replication's were (its lookup of names in ``information_schema`` is off unless its column-name
+cache is on, which the reader never turned on): the reader's schema check then stops at it.
 
 Character sets are named by mysql-replication's collation table (``charset_by_id``), so a column's
 ``character_set_name`` is what its decoding used before this reader existed.
@@ -171,8 +172,6 @@ class TableMap:
     table_id: int
     table: TableId
     columns: list[BinlogColumn]
-    named: bool
-    """Whether the event carried the column names (``binlog_row_metadata=FULL``)."""
     packet: bytes = field(repr=False)
 
 
@@ -378,10 +377,9 @@ def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:
     while cursor.pos < end:
         kind = cursor.uint(1)
         fields[kind] = cursor.string()
-    named = _COLUMN_NAME in fields
-    if named:
+    if _COLUMN_NAME in fields:
         _apply_optional_metadata(columns, fields, fmt.dbms)
-    return TableMap(table_id, TableId(schema, table), columns, named, data)
+    return TableMap(table_id, TableId(schema, table), columns, data)
 
 
 def _read_metadata(column: BinlogColumn, cursor: _Cursor) -> None:

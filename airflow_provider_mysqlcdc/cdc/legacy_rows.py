@@ -34,12 +34,15 @@ class LegacyRows:
     """Decodes rows events with mysql-replication (see the module's docstring)."""
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
-        self._control = pymysql.connect(**{**settings, "defer_connect": True})
+        self._settings = dict(settings)
+        self._control: Any = None  # made on first use: most readers never need it
         self._tables: dict[TableMap, Any] = {}  # mysql-replication's table of each table map
 
     def rows(self, event: Rows, fmt: Format) -> list[dict[str, Any]]:
         """The event's rows as mysql-replication decodes them: dicts of ``values`` and ``none_sources``
         (``before_``/``after_`` for an update)."""
+        if self._control is None:
+            self._control = pymysql.connect(**self._settings, defer_connect=True)
         self._control._get_dbms = lambda: fmt.dbms  # what mysql-replication's stream sets on it
         checksum = len(event.data) > event.end
         table = self._tables.get(event.table_map)

@@ -152,7 +152,7 @@ def test_a_table_map_with_full_metadata() -> None:
     table_ids: dict[int, TableMap] = {}
     assert read(packet(19, table_map_body()), table_ids=table_ids) is None  # kept, not yielded
     table_map = table_ids[0x0102030405]
-    assert table_map.table == TableId("shop", "orders") and table_map.named
+    assert table_map.table == TableId("shop", "orders")
     columns = {c.name: c for c in table_map.columns}
     assert [c.name for c in table_map.columns] == NAMES
     assert columns["id"].unsigned and not columns["amount"].unsigned and not columns["small"].unsigned
@@ -172,7 +172,7 @@ def test_a_table_map_without_names_and_one_parse_per_definition() -> None:
     maps = TableMaps()
     read(packet(19, table_map_body(names=False)), table_ids=table_ids, table_maps=maps)
     bare = table_ids[0x0102030405]
-    assert not bare.named and {c.name for c in bare.columns} == {None}
+    assert {c.name for c in bare.columns} == {None}
     assert not bare.columns[0].unsigned and bare.columns[1].character_set_name is None  # as mysql-replication
     read(packet(19, table_map_body(), log_pos=1), table_ids=table_ids, table_maps=maps)
     first = table_ids[0x0102030405]
@@ -192,7 +192,7 @@ def rows_body(table_id: int, count: int, bitmaps: bytes, images: bytes, extra: b
 
 
 def test_rows_events_v1_and_v2() -> None:
-    orders = TableMap(5, TableId("shop", "orders"), [], True, b"")
+    orders = TableMap(5, TableId("shop", "orders"), [], b"")
     images = b"\x00" + struct.pack("<i", 7) + b"\x00" + struct.pack("<i", 8)
     write = read(packet(23, rows_body(5, 2, b"\x03", images)), table_ids={5: orders})
     assert type(write) is Rows and write.table_map is orders and write.kinds == (ChangeKind.INSERT,)

@@ -82,7 +82,7 @@ def test_a_compressed_query_event_is_the_query_event_it_compresses() -> None:
 
 
 def test_a_compressed_rows_event_is_the_rows_event_it_compresses() -> None:
-    table_map = TableMap(7, TableId("shop", "orders"), [], True, b"")
+    table_map = TableMap(7, TableId("shop", "orders"), [], b"")
     images = bytes([0, 1, 2, 3, 4]) * 3
     head = (7).to_bytes(6, "little") + b"\x01\x00" + b"\x01" + b"\x01"  # table id, flags, 1 column, present
     event = decode(event_packet(168, head + compressed(images)), {7: table_map})
@@ -128,7 +128,7 @@ def test_an_event_without_rows_is_passed_over(event_type: int, flags: int) -> No
 
 
 def test_a_partial_update_stops_the_stream_only_for_a_captured_table() -> None:
-    orders = TableMap(7, TableId("shop", "orders"), [], True, b"")
+    orders = TableMap(7, TableId("shop", "orders"), [], b"")
     event = decode(event_packet(39, (7).to_bytes(6, "little") + bytes(10)), {7: orders})
     assert isinstance(event, Undecoded) and event.table == orders.table
     refuse_undecoded(event, {TableId("shop", "other")}, "mysql-bin.000007", TRANSACTION)

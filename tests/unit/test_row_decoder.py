@@ -46,7 +46,7 @@ def schema(*columns: Column) -> TableSchema:
 def event(decoder_columns: list[Any], images: bytes, present: bytes = b"\x03") -> Rows:
     """A write-rows event as the binlog dump parses it: the images follow the header."""
     data = bytes(20) + b"header" + images
-    table_map = TableMap(1, TableId("db", "t"), decoder_columns, True, b"")
+    table_map = TableMap(1, TableId("db", "t"), decoder_columns, b"")
     return Rows(0, 0, WRITE_ROWS_V1, table_map, (ChangeKind.INSERT,), len(decoder_columns), present, None, data,
                 26, len(data))
 
