@@ -64,6 +64,8 @@ _NUMERIC = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, Binlo
 _CHARACTER = frozenset({BinlogType.STRING, 253, BinlogType.VARCHAR, BinlogType.BLOB})  # 253: VAR_STRING
 _ENUM_OR_SET = frozenset({BinlogType.ENUM, BinlogType.SET})
 _JSON, _VAR_STRING = 245, 253
+# the integer and temporal types of before MySQL 5.6 and NULL: no metadata in a table map
+_NO_METADATA = frozenset({0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14})
 _ONE_BYTE = frozenset({BinlogType.FLOAT, BinlogType.DOUBLE, BinlogType.TIMESTAMP2, BinlogType.DATETIME2,
                        BinlogType.TIME2, BinlogType.BLOB, BinlogType.GEOMETRY, _JSON})
 # optional metadata fields of a table map (MySQL's Table_map_event::Optional_metadata_field_type)
@@ -368,10 +370,9 @@ def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:
     columns = [BinlogColumn(kind) for kind in cursor.take(count)]
     metadata_end = cursor.packed() + cursor.pos
     for column in columns:
-        _read_metadata(column, cursor)
-    if cursor.pos != metadata_end:
-        raise RowDecodeError(f"the table map of {schema}.{table} has {metadata_end - cursor.pos} bytes of column "
-                             f"metadata its types do not account for")
+        if not _read_metadata(column, cursor):
+            break  # a type this parse does not know: no schema lists it, so its table cannot be captured
+    cursor.pos = metadata_end
     cursor.take((count + 7) // 8)  # the NULL bitmap: the schema says which columns are nullable
     fields: dict[int, bytes] = {}
     while cursor.pos < end:
@@ -382,9 +383,11 @@ def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:
     return TableMap(table_id, TableId(schema, table), columns, data)
 
 
-def _read_metadata(column: BinlogColumn, cursor: _Cursor) -> None:
-    """A column type's metadata in the table map (0, 1 or 2 bytes)."""
+def _read_metadata(column: BinlogColumn, cursor: _Cursor) -> bool:
+    """A column type's metadata in the table map (0, 1 or 2 bytes); False for a type not known here."""
     kind = column.type
+    if kind in _NO_METADATA:
+        return True
     if kind in _ONE_BYTE:
         value = cursor.uint(1)
         if kind in (BinlogType.TIMESTAMP2, BinlogType.DATETIME2, BinlogType.TIME2):
@@ -406,6 +409,9 @@ def _read_metadata(column: BinlogColumn, cursor: _Cursor) -> None:
             column.type, column.size = real, low
         else:
             column.max_length = (((real << 4) & 0x300) ^ 0x300) + low
+    else:
+        return False
+    return True
 
 
 def _flags(value: bytes, count: int) -> list[bool]:
