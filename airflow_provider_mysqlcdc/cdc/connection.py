@@ -142,7 +142,8 @@ class ConnectionConfig:
         return exc
 
     def replication_settings(self) -> dict[str, Any]:
-        """Connection settings for mysql-replication's ``BinLogStreamReader``."""
+        """Connection settings of the binlog dump (``binlog_dump``) and of the control connection that
+        mysql-replication's row decoding gets (``legacy_rows``): no database, no autocommit."""
         return {k: v for k, v in self.pymysql_kwargs().items() if k not in ("database", "autocommit")}
 
 
