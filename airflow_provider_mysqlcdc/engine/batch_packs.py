@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,19 +43,26 @@ class BatchPack:
     server ids of its Spark tasks.
 
     ``rows`` is each batch's estimated rows (what the pack was filled by, and how its job spreads the
-    chunks over its tasks). ``first_reader`` and ``readers``: the split gives the pack ``readers``
-    indexes of the connection's ``server_id`` range from ``first_reader`` on, and its job runs at most
-    that many tasks, task ``i`` reading with index ``first_reader + i``. They travel in the pack's XCom
-    dict, so a re-run of one cleared task keeps its ids."""
+    chunks over its tasks); ``read_groups`` how many of each batch's chunks its reader selects at once and
+    reads ahead (:func:`read_group`; none given: ``DEFAULT_GROUP_SIZE`` each). ``first_reader`` and
+    ``readers``: the split gives the pack ``readers`` indexes of the connection's ``server_id`` range from
+    ``first_reader`` on, and its job runs at most that many tasks, task ``i`` reading with index
+    ``first_reader + i``. They travel in the pack's XCom dict, so a re-run of one cleared task keeps its
+    ids."""
 
     batches: tuple[Batch, ...]
     rows: tuple[int, ...]
     first_reader: int | None = None
     readers: int | None = None
+    read_groups: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.batches or len(self.rows) != len(self.batches):
             raise ValueError("a pack holds at least one batch, and one row estimate per batch")
+        if not self.read_groups:
+            object.__setattr__(self, "read_groups", (DEFAULT_GROUP_SIZE,) * len(self.batches))
+        if len(self.read_groups) != len(self.batches) or min(self.read_groups) < 1:
+            raise ValueError(f"a pack needs one read group of at least 1 per batch, not {self.read_groups}")
 
     @property
     def chunk_count(self) -> int:
@@ -81,30 +88,53 @@ class BatchPack:
     def with_readers(self, first_reader: int, readers: int) -> BatchPack:
         return replace(self, first_reader=first_reader, readers=readers)
 
+    def with_read_groups(self, groups: Mapping[TableId, int]) -> BatchPack:
+        """The pack with each batch's read group its table's in ``groups``."""
+        return replace(self, read_groups=tuple(groups[b.table] for b in self.batches))
+
     def to_dict(self) -> dict[str, Any]:
-        """Compact: ``tables`` maps each table to its batches as ``[number, first chunk, last chunk, rows]``."""
+        """Compact: ``tables`` maps each table to its batches as ``[number, first chunk, last chunk, rows, read
+        group]``."""
         tables: dict[str, list[list[int]]] = {}
-        for batch, rows in zip(self.batches, self.rows, strict=True):
-            tables.setdefault(str(batch.table), []).append([batch.number, batch.first_chunk, batch.last_chunk, rows])
+        for batch, rows, group in zip(self.batches, self.rows, self.read_groups, strict=True):
+            tables.setdefault(str(batch.table), []).append(
+                [batch.number, batch.first_chunk, batch.last_chunk, rows, group])
         return {"label": self.label, "first_reader": self.first_reader, "readers": self.readers,
                 "chunks": self.chunk_count, "tables": tables}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BatchPack:
-        """Refuses the dict of one batch that a split task of an earlier version returned."""
-        if "tables" not in d:
+        """Refuses what a split task of an earlier version returned: the dict of one batch, or batches without
+        their read group."""
+        if "tables" not in d or any(len(item) != 5 for items in d["tables"].values() for item in items):
             raise SnapshotStateError(
-                f"the snapshot task was given {str(d)[:200]!r}, not a pack of batches (no 'tables'): it comes from "
-                f"a split task of an older version of this provider; clear the split task of this DAG run with its "
-                f"downstream tasks (or trigger a new run) so that it packs the batches again"
+                f"the snapshot task was given {str(d)[:200]!r}, not a pack of batches of this version (no 'tables', "
+                f"or batches without their read group): it comes from a split task of an older version of this "
+                f"provider; clear the split task of this DAG run with its downstream tasks (or trigger a new run) "
+                f"so that it packs the batches again"
             )
-        batches, rows = [], []
+        batches, rows, groups = [], [], []
         for name, items in d["tables"].items():
             table = TableId.parse(name)
-            for number, first, last, estimate in items:
+            for number, first, last, estimate, group in items:
                 batches.append(Batch(table, number, first, last))
                 rows.append(estimate)
-        return cls(tuple(batches), tuple(rows), d.get("first_reader"), d.get("readers"))
+                groups.append(group)
+        return cls(tuple(batches), tuple(rows), d.get("first_reader"), d.get("readers"), tuple(groups))
+
+
+def read_group(chunk_rows: int, row_bytes: int, chunk_max_bytes: int, wide: bool) -> int:
+    """How many chunks of a table its snapshot reader selects at once and reads ahead
+    (``engine.snapshot_batch.write_chunks``): as many as keep the two groups a reader holds (the one being
+    written, the next one read) within one ``chunk_max_bytes``, at most ``DEFAULT_GROUP_SIZE``. So a reader
+    holds no more than it would for one chunk of ``chunk_max_bytes`` read alone (the memory the production
+    docs state), and a table whose chunks are each about that large (wide rows) reads one chunk at a time,
+    none ahead. ``chunk_rows`` is the split's rows a chunk, ``row_bytes`` the table's average
+    (``discovery.average_row_bytes``); unknown (0), a table with wide columns (``discovery.wide_columns``),
+    whose chunks may be that large, reads one at a time, any other ``DEFAULT_GROUP_SIZE``."""
+    if row_bytes <= 0:
+        return 1 if wide else DEFAULT_GROUP_SIZE
+    return max(1, min(DEFAULT_GROUP_SIZE, chunk_max_bytes // (2 * max(1, chunk_rows) * row_bytes)))
 
 
 def batch_rows(batch: Batch, planned_chunks: int, table_rows: int, chunk_size: int) -> int:
@@ -173,12 +203,12 @@ def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int
     table's chunks and many small tables' share the tasks evenly. A task reads its chunks batch by batch
     (one chunk reader a table), each batch's in the order given (an unbounded last chunk first).
 
-    A batch's chunks go to the tasks in runs of consecutive ones, up to the chunk reader's group (fewer
+    A batch's chunks go to the tasks in runs of consecutive ones, up to the batch's read group (fewer
     when the batch has fewer chunks than tasks x group), so that a reader selects a group of neighbouring
     chunks as one key range (``cdc.arrow_select.ArrowSelect.read_many``) rather than every other chunk."""
     items = []
     for b, cs in enumerate(chunks):
-        weight, run = max(1.0, pack.rows[b] / max(1, len(cs))), max(1, min(DEFAULT_GROUP_SIZE, len(cs) // tasks))
+        weight, run = max(1.0, pack.rows[b] / max(1, len(cs))), max(1, min(pack.read_groups[b], len(cs) // tasks))
         items += [(weight * len(cs[p : p + run]), b, p, cs[p : p + run]) for p in range(0, len(cs), run)]
     loads = [(0.0, task) for task in range(tasks)]
     shares: list[list[tuple[int, int, Sequence[Chunk]]]] = [[] for _ in range(tasks)]

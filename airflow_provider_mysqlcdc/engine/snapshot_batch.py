@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE, ChunkReader
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas, wide_columns
+from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.read_ahead import read_ahead
@@ -117,8 +117,11 @@ def write_chunks(
     schema: TableSchema,
     chunks: Iterable[Chunk],
     server_id: int,
+    read_group: int = DEFAULT_GROUP_SIZE,
 ) -> Iterator[ChunkResult]:
-    """Yields one result per chunk written (range, rows, LW, HW, file relative to the Delta table)."""
+    """Yields one result per chunk written (range, rows, LW, HW, file relative to the Delta table).
+    ``read_group`` chunks are selected at once, and as many read ahead (``engine.batch_packs.read_group``
+    for the batch's table; 1: one at a time, none ahead)."""
     chunks = list(chunks)
     if not chunks:
         return
@@ -128,14 +131,14 @@ def write_chunks(
     # each result is yielded as its chunk is written, so that the driver's progress moves per chunk;
     # the file only counts once the driver has every result and commits the batch. The reader runs a
     # group of chunks ahead in a thread of its own (engine.read_ahead): the server sends the next chunks
-    # while this one is written, so memory holds two groups of chunks, not one. Not for a table with wide
-    # columns: its chunks may each be chunk_max_bytes, so it reads one chunk at a time, none ahead, and a
-    # reader's memory stays what the production docs state (350 MiB + 3.5 x a chunk's bytes)
-    wide = bool(wide_columns(schema))
-    with ChunkReader(config, schema, server_id=server_id, group_size=1 if wide else DEFAULT_GROUP_SIZE) as reader, \
+    # while this one is written, so memory holds two groups of chunks, not one; the split sized the group so
+    # that both stay within one chunk_max_bytes. A group of one (a table whose chunks may each be that large)
+    # reads one chunk at a time, none ahead, and a reader's memory stays what the production docs state
+    # (350 MiB + 3.5 x a chunk's bytes)
+    with ChunkReader(config, schema, server_id=server_id, group_size=read_group) as reader, \
             pq.ParquetWriter(path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS) as writer:
         snapshots = reader.read(chunks)
-        for snapshot in snapshots if wide else read_ahead(snapshots, DEFAULT_GROUP_SIZE):
+        for snapshot in snapshots if read_group == 1 else read_ahead(snapshots, read_group):
             started = time.perf_counter()
             writer.write_table(file_rows(snapshot.table, schema, snapshot.high_watermark))
             yield ChunkResult(snapshot.chunk, snapshot.table.num_rows, snapshot.changed_keys, snapshot.low_watermark,

@@ -22,11 +22,11 @@ from airflow_provider_mysqlcdc.cdc import binlog_retention
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
 from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, average_row_bytes, discover_tables
+from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, average_row_bytes, discover_tables, wide_columns
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, split_table
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, pack_batches
+from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, pack_batches, read_group
 from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
@@ -113,7 +113,12 @@ def plan_snapshot(
         pending += todo
         pending_rows += [batch_rows(b, len(plan.chunks), approximate.get(schema.id, 0), sizes[schema.id])
                          for b in todo]
-    packs = pack_batches(pending, pending_rows, options.rows_per_batch, options.max_batches)
+    # chunks read together and ahead, table by table: as many as keep a reader's memory that of one chunk of
+    # chunk_max_bytes (one at a time where rows are wide)
+    groups = {s.id: read_group(sizes[s.id], row_bytes[s.id], options.chunk_max_bytes, bool(wide_columns(s)))
+              for s in schemas}
+    packs = [p.with_read_groups(groups) for p in
+             pack_batches(pending, pending_rows, options.rows_per_batch, options.max_batches)]
     # distinct binlog server ids for every reader that can run at once; checked before any plan is written
     server_ids = config.server_id
     assigned = assign_readers(packs, server_ids, options.readers_per_batch, conn_id)

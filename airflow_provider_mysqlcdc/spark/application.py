@@ -76,7 +76,8 @@ def application_line(context: Any) -> str:
 @dataclass(frozen=True)
 class TaskChunks:
     """What one Spark task works on of one batch: its chunks of that batch, the batch, the columns, the
-    connection (with the password), the lake (with its storage options) and its binlog reader id."""
+    connection (with the password), the lake (with its storage options), its binlog reader id and the
+    batch's read group (``engine.batch_packs.read_group``)."""
 
     lake: Lake
     index: int
@@ -85,6 +86,7 @@ class TaskChunks:
     schema: TableSchema
     config: ConnectionConfig
     server_id: int
+    read_group: int
 
 
 @dataclass(frozen=True)
@@ -174,15 +176,15 @@ class SparkApplication:
         from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id
 
         lake, pack, config = self.lake, self.pack, self.config
-        parts = [(b.batch, b.schema) for b in self.batches]
+        parts = [(b.batch, b.schema, group) for b, group in zip(self.batches, pack.read_groups, strict=True)]
         shares = spread_chunks(pack, chunks, self.partitions)
 
         def run(index: int, items: Iterable[list[tuple[int, Chunk]]]) -> Iterator[T]:
             server_id = pack_server_id(pack, config.server_id, index)
             for share in items:  # one share: this task's (batch index, chunk) pairs, batch by batch
                 for number, group in itertools.groupby(share, key=lambda item: item[0]):
-                    batch, schema = parts[number]
-                    yield from work(TaskChunks(lake, index, [c for _, c in group], batch, schema, config, server_id),
-                                    **settings)
+                    batch, schema, read_group = parts[number]
+                    yield from work(TaskChunks(lake, index, [c for _, c in group], batch, schema, config, server_id,
+                                               read_group), **settings)
 
         return list(spark.sparkContext.parallelize(shares, len(shares)).mapPartitionsWithIndex(run).collect())

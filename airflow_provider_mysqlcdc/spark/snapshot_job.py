@@ -38,7 +38,7 @@ def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | N
     started = reported = time.monotonic()
     done = rows = 0
     for record in write_chunks(SnapshotStore(task.lake), task.batch, attempt, task.index, task.config,
-                               task.schema, task.chunks, task.server_id):
+                               task.schema, task.chunks, task.server_id, read_group=task.read_group):
         done, rows = done + 1, rows + record.rows
         if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
             progress[0].add(1)

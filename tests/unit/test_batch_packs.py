@@ -1,7 +1,7 @@
 """Packing snapshot batches into mapped tasks (``engine.batch_packs``): small tables share a job up to the
 rows budget, a large table's batches each fill one, the rows are spread evenly over the fewest jobs,
-``max_batches`` bounds the jobs, the labels name what a
-job holds, its chunks are spread evenly over its Spark tasks, and a pack survives XCom and the command line."""
+``max_batches`` bounds the jobs, the labels name what a job holds, its chunks are spread evenly over its Spark
+tasks in runs of its read group (sized by the rows' bytes), and a pack survives XCom and the command line."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from airflow_provider_mysqlcdc.engine.batch_packs import (
     BatchPack,
     batch_rows,
     pack_batches,
+    read_group,
     spread_chunks,
 )
+from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
 
 CHUNK = 8_096
@@ -109,10 +111,35 @@ def test_a_job_of_the_largest_tables_fits_one_command_line_argument() -> None:
 
 def test_a_pack_through_xcom_is_the_same_pack() -> None:
     batches = batches_of("shop.orders", 5, 2) + batches_of("crm.accounts", 1, 1)
-    pack = BatchPack(tuple(batches), (16_000, 16_000, 8_000, 300), first_reader=2, readers=2)
+    pack = BatchPack(tuple(batches), (16_000, 16_000, 8_000, 300), first_reader=2, readers=2).with_read_groups(
+        {TableId("shop", "orders"): 16, TableId("crm", "accounts"): 1})
     back = BatchPack.from_dict(json.loads(json.dumps(pack.to_dict())))
     assert back == pack and back.label == pack.label == "shop, crm: 2 tables, 6 chunks"
+    assert back.read_groups == (16, 16, 16, 1)
     assert pack.to_dict()["chunks"] == 6
+
+
+def test_a_pack_without_read_groups_from_an_older_split_is_refused() -> None:
+    older = {"label": "shop.orders chunks 0-1", "first_reader": 0, "readers": 2, "chunks": 2,
+             "tables": {"shop.orders": [[0, 0, 1, 16_000]]}}
+    with pytest.raises(SnapshotStateError, match="without their read group.*clear the split task"):
+        BatchPack.from_dict(older)
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(("chunk_rows", "row_bytes", "wide", "expected"), [
+    (CHUNK, 160, True, 16),  # narrow rows beside a TEXT column: 1.3 MB chunks, the most a group holds
+    (CHUNK, 2_000, False, 2),  # 16 MB chunks: two groups of two within 64 MiB
+    (CHUNK, 4_200, True, 1),  # 34 MB chunks: one at a time, none ahead
+    (10, 6 * MIB, True, 1),  # chunks of 10 rows of 6 MB: each about chunk_max_bytes
+    (CHUNK, 0, False, 16),  # rows of unknown size, no wide column: the reader's group
+    (CHUNK, 0, True, 1),  # rows of unknown size beside wide columns: one at a time
+])
+def test_a_read_group_keeps_two_groups_within_chunk_max_bytes(chunk_rows: int, row_bytes: int, wide: bool,
+                                                               expected: int) -> None:
+    assert read_group(chunk_rows, row_bytes, 64 * MIB, wide) == expected
 
 
 def test_no_empty_pack() -> None:
@@ -158,6 +185,15 @@ def test_a_large_batch_goes_to_the_tasks_in_runs_of_neighbouring_chunks() -> Non
         [*range(0, 16), *range(32, 48), *range(64, 80), *range(96, 100)],
         [*range(16, 32), *range(48, 64), *range(80, 96)],
     ]
+
+
+def test_a_batchs_chunks_go_to_the_tasks_in_runs_of_its_read_group() -> None:
+    (batch,) = batches_of("shop.orders", 20, 20)
+    pack = BatchPack((batch,), (20 * CHUNK,), read_groups=(4,))
+    chunks = [Chunk(batch.table, i, i * 10, i * 10 + 10) for i in range(20)]
+    shares = spread_chunks(pack, [chunks], 2)
+    assert [[c.index for _, c in share] for share in shares] == [
+        [*range(0, 4), *range(8, 12), *range(16, 20)], [*range(4, 8), *range(12, 16)]]
 
 
 def test_an_unbounded_chunk_stays_first_of_its_batch_in_its_task() -> None:
