@@ -20,6 +20,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,6 +74,24 @@ def application_line(context: Any) -> str:
     })
 
 
+def start_session(kind: str, label: str) -> Any:
+    """The Spark session of a ``kind`` application for the pack ``label``, or None (after saying why, and
+    stopping it) when speculation is on: a speculative copy of a task would read the binlog with the task's
+    own server id, and the server drops one of the two connections."""
+    # pyspark: only in the Spark driver
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName(f"mysql-cdc {kind} {label}").getOrCreate()
+    print(application_line(spark.sparkContext), flush=True)
+    if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
+        print(f"{kind}: spark.speculation is on: a speculative copy of a task would read the binlog with the same "
+              f"server id as the task itself, and the server drops one of them; set spark.speculation=false for "
+              f"this job", file=sys.stderr)
+        spark.stop()
+        return None
+    return spark
+
+
 @dataclass(frozen=True)
 class TaskChunks:
     """What one Spark task works on of one batch: its chunks of that batch, the batch, the columns, the
@@ -112,6 +131,23 @@ class SparkApplication:
     config: ConnectionConfig
 
     @classmethod
+    def start(cls, kind: str, args: argparse.Namespace) -> tuple[SparkApplication, Any]:
+        """The application (``open``) and its Spark session (``start_session``) at once: ``open`` (the
+        driver's imports of the engine and pyarrow, the plans, the source's columns) runs in a thread while
+        this one waits for the JVM to start the Spark context, which takes seconds. Raises what ``open``
+        raises, after stopping the session."""
+        with ThreadPoolExecutor(1, thread_name_prefix=f"{kind}-open") as pool:
+            opening = pool.submit(cls.open, kind, args)
+            # the context in the main thread: pyspark handles SIGINT there only
+            spark = start_session(kind, json.loads(args.batch).get("label", ""))
+            try:
+                return opening.result(), spark
+            except BaseException:
+                if spark is not None:
+                    spark.stop()
+                raise
+
+    @classmethod
     def open(cls, kind: str, args: argparse.Namespace) -> SparkApplication:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
@@ -144,23 +180,6 @@ class SparkApplication:
             chunk = chunk_of(result)
             groups[owner[(chunk.table, chunk.index)]].append(result)
         return groups
-
-    def session(self) -> Any:
-        """The Spark session, or None (after saying why, and stopping it) when speculation is on: a
-        speculative copy of a task would read the binlog with the task's own server id, and the server
-        drops one of the two connections."""
-        # pyspark: only in the Spark driver
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.appName(f"mysql-cdc {self.kind} {self.pack.label}").getOrCreate()
-        print(application_line(spark.sparkContext), flush=True)
-        if spark.sparkContext.getConf().get("spark.speculation", "false").strip().lower() == "true":
-            print(f"{self.kind}: spark.speculation is on: a speculative copy of a task would read the binlog with "
-                  f"the same server id as the task itself, and the server drops one of them; set "
-                  f"spark.speculation=false for this job", file=sys.stderr)
-            spark.stop()
-            return None
-        return spark
 
     def distribute(
         self, spark: Any, chunks: Sequence[Sequence[Chunk]], work: Callable[..., Iterator[T]], **settings: Any

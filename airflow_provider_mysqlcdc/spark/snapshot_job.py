@@ -82,13 +82,12 @@ def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult],
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser(__doc__).parse_args(argv)
     try:
-        job = SparkApplication.open("snapshot", args)
+        job, spark = SparkApplication.start("snapshot", args)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2
     chunks = [jb.plan.chunks_to_read(jb.batch) for jb in job.batches]
     total = sum(len(c) for c in chunks)
-    spark = job.session()
     if spark is None:
         return 4
     attempt = uuid.uuid4().hex[:12]

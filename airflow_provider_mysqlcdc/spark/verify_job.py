@@ -46,13 +46,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long a task waits for the stream to commit past its chunks' high watermarks")
     args = parser.parse_args(argv)
     try:
-        job = SparkApplication.open("verify", args)
+        job, spark = SparkApplication.start("verify", args)
     except MySqlCdcError as error:
         print(f"verify: {error}", file=sys.stderr)
         return 2
     chunks = [jb.plan.chunks_of(jb.batch) for jb in job.batches]
     total = sum(len(c) for c in chunks)
-    spark = job.session()
     if spark is None:
         return 4
     print(f"verify: {job.pack.label}: {total} chunks in {job.partitions} tasks, run {args.run}", flush=True)
