@@ -274,3 +274,22 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
                                            seconds=0.0, delta_version=1))
     again = split()
     assert [p.batches for p in again] == [p.batches for p in packs[1:]] and pack_server_id(again[0], ids, 0) == 5460
+
+
+def test_split_reads_small_rows_in_groups_and_chunks_of_about_chunk_max_bytes_one_at_a_time(
+    connections, admin, database, tmp_path
+) -> None:
+    """A table with a TEXT column of short values is read 16 chunks at once and ahead; a table whose rows make
+    each chunk about ``chunk_max_bytes`` one chunk at a time, none ahead (the pack's read group)."""
+    from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator  # see the test above
+
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE notes (id INT PRIMARY KEY, body TEXT)")
+        cur.execute("INSERT INTO notes SELECT seq, CONCAT('note ', seq) FROM seq_1_to_3000")
+        cur.execute("CREATE TABLE pages (id INT PRIMARY KEY, body LONGTEXT)")
+        cur.execute("INSERT INTO pages SELECT seq, REPEAT('x', 300000) FROM seq_1_to_20")
+    operator = MySqlChunkSplitOperator(task_id="split", tables=[f"{database}.notes", f"{database}.pages"],
+                                       base_uri=str(tmp_path / "lake"), chunk_size=100, chunk_max_bytes=1024 * 1024)
+    packs = [BatchPack.from_dict(d) for d in operator.execute({})]
+    groups = {b.table.table: group for p in packs for b, group in zip(p.batches, p.read_groups, strict=True)}
+    assert groups == {"notes": 16, "pages": 1}  # 100 rows of ~15 B a chunk; 3 rows of 300 KB a chunk
