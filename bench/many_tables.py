@@ -121,11 +121,13 @@ def run_dag(server: Any, base_uri: str, tables: list[str], writer: Writer) -> di
     from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
     from dev.dag_file import load_dag
 
-    store, consistent = StreamStore(Lake.at(base_uri)), dict[str, float]()
+    store, consistent, ended = StreamStore(Lake.at(base_uri)), dict[str, float](), threading.Event()
 
     def stop_writer() -> None:
         while store.read_checkpoint() is None:
-            time.sleep(1)
+            if ended.wait(1):  # the run ended (failed) before its stream started
+                writer.stop.set()
+                return
         writer.stop.wait(WRITE_AFTER_STREAM_SECONDS)
         writer.stop.set()
         writer.join()
@@ -144,9 +146,10 @@ def run_dag(server: Any, base_uri: str, tables: list[str], writer: Writer) -> di
         run = dag.test(run_conf={"tables": tables, "base_uri": base_uri, "stop_after_idle_seconds": 5,
                                  "defer_after_idle_seconds": 0})
     dag_seconds = time.perf_counter() - started - 5  # the stream's idle wait before it stops
-    watcher.join()
+    ended.set()
     if run.state != "success":
         raise SystemExit(f"the example DAG ended {run.state}")
+    watcher.join()
     snapshot_tasks = [ti for ti in run.get_task_instances() if ti.task_id == "snapshot"]
     snapshot_end = max(ti.end_date for ti in snapshot_tasks)
     return {"seconds": consistent["at"] - started, "dag_seconds": dag_seconds, "snapshot_tasks": len(snapshot_tasks),
