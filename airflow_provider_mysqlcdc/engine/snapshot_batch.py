@@ -134,7 +134,7 @@ def write_chunks(
     # while this one is written, so memory holds two groups of chunks, not one; the split sized the group so
     # that both stay within one chunk_max_bytes. A group of one (a table whose chunks may each be that large)
     # reads one chunk at a time, none ahead, and a reader's memory stays what the production docs state
-    # (350 MiB + 3.5 x a chunk's bytes)
+    # (350 MiB + 5 x chunk_max_bytes at most)
     with ChunkReader(config, schema, server_id=server_id, group_size=read_group) as reader, \
             pq.ParquetWriter(path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS) as writer:
         snapshots = reader.read(chunks)
