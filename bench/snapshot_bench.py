@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.measure import scratch_dir
 from bench.server import bench_arguments, load_orders, throwaway_server
-from dev.dag_file import load_dag
+from dev.dag_file import load_dag, start_execution_api
 
 ROOT = Path(__file__).resolve().parents[1]
 JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["AIRFLOW_CONN_MYSQL_CDC_DEFAULT"] = json.dumps({
             "conn_type": "mysql_cdc", "host": server.host, "port": server.port, "login": server.cdc_user,
             "password": server.cdc_password})
+        start_execution_api()
         ours, summary = run_example_dag(f"{home}/lake", args.rows_per_batch)
         jdbc_wall, jdbc_read = run_jdbc_baseline(server.host, server.port, server.cdc_user, server.cdc_password,
                                                  f"{home}/jdbc")
