@@ -1,7 +1,8 @@
 """Where a snapshot job of many small tables spends its time without Spark's start (issue 27): its chunks
 read by one task, table after table (one chunk reader a table, as a job's task does), and its batches
 committed, each its own Delta transaction replacing its partition, then its manifest
-(``spark.snapshot_job.commit_pack``); the commits are timed twice, on new files each time.
+(``spark.snapshot_job.commit_pack``): one table at a time against ``COMMIT_THREADS`` at once, alternating, each
+into a new lake, the first commit (creating each table) and a second one (replacing its partition) timed.
 
     .venv/bin/python -m bench.pack_commit_bench [--tables 200] [--rows 300]
 
@@ -22,8 +23,9 @@ from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.spark import snapshot_job
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
-from airflow_provider_mysqlcdc.spark.snapshot_job import commit_pack
+from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
 from bench.server import load_small_tables, many_tables_arguments, throwaway_server
 
 
@@ -40,32 +42,34 @@ def main(argv: list[str] | None = None) -> int:
                      for t in tables for chunks in [split_table(control, schemas[t])]]
         finally:
             control.close()
-        lake = Lake.at(folder)
-        store = SnapshotStore(lake)
-        store.write_plans(plans)
-        batches = [JobBatch(p.batches[0], p, p.schema) for p in plans]
-        pack = BatchPack(tuple(jb.batch for jb in batches), (args.rows,) * len(plans))
-        job = SparkApplication("snapshot", lake, pack, tuple(batches), 1, config)
+        for round_, threads in enumerate((1, COMMIT_THREADS, 1, COMMIT_THREADS)):
+            lake = Lake.at(f"{folder}/lake-{round_}")
+            store = SnapshotStore(lake)
+            store.write_plans(plans)
+            batches = [JobBatch(p.batches[0], p, p.schema) for p in plans]
+            pack = BatchPack(tuple(jb.batch for jb in batches), (args.rows,) * len(plans))
+            job = SparkApplication("snapshot", lake, pack, tuple(batches), 1, config)
+            snapshot_job.COMMIT_THREADS = threads
 
-        def read() -> tuple[str, list[ChunkResult], float]:
-            """The job's chunks read by one task, table after table, into files of a new attempt."""
-            attempt = uuid.uuid4().hex[:12]
-            started = time.perf_counter()
-            records = [r for jb in batches for r in write_chunks(store, jb.batch, attempt, 0, config, jb.schema,
-                                                                  jb.plan.chunks_of(jb.batch), config.server_id.start)]
-            return attempt, records, time.perf_counter() - started
+            def read(store: SnapshotStore = store, batches: list[JobBatch] = batches) -> tuple[
+                    str, list[ChunkResult], float]:
+                """The job's chunks read by one task, table after table, into files of a new attempt."""
+                attempt = uuid.uuid4().hex[:12]
+                started = time.perf_counter()
+                records = [r for jb in batches for r in write_chunks(
+                    store, jb.batch, attempt, 0, config, jb.schema, jb.plan.chunks_of(jb.batch),
+                    config.server_id.start)]
+                return attempt, records, time.perf_counter() - started
 
-        attempt, records, reading = read()
-        print(f"one task reads {args.tables} tables ({sum(r.rows for r in records):,} rows), a chunk reader a "
-              f"table: {reading:.2f} s, {1000 * reading / args.tables:.1f} ms a table")
-        commit_pack(job, attempt, records, reading)  # the tables' first commits create them: not timed
-        for _ in range(2):
-            attempt, records, reading = read()
-            started = time.perf_counter()
-            manifests = commit_pack(job, attempt, records, reading)
-            took = time.perf_counter() - started
-            assert len(manifests) == args.tables
-            print(f"commit of {args.tables} batches: {took:.2f} s, {1000 * took / args.tables:.1f} ms a batch")
+            for kind in ("first (creates each table)", "again (replaces a partition)"):
+                attempt, records, reading = read()
+                started = time.perf_counter()
+                manifests = commit_pack(job, attempt, records, reading)
+                took = time.perf_counter() - started
+                assert len(manifests) == args.tables
+                print(f"{threads} table(s) at once, commit {kind} of {args.tables} batches: {took:.2f} s, "
+                      f"{1000 * took / args.tables:.1f} ms a batch; reading them {reading:.2f} s, "
+                      f"{1000 * reading / args.tables:.1f} ms a table", flush=True)
     return 0
 
 

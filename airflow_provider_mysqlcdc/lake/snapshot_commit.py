@@ -14,7 +14,9 @@ each with its Parquet footer, from which the table format takes the statistics r
 Batches of one table commit at the same time (parallel mapped tasks). delta-rs reports a commit that
 raced another as a conflict (``TableCommitConflictError``) even for disjoint partitions, and only one
 of two first commits can create the table, so each commit reloads the table and retries, a bounded
-number of times. Replacing a partition does not evolve the table's schema by itself (delta-rs leaves
+number of times. The first batch to commit creates the table with its files in the same commit (one
+transaction, not a creation and then a replacement: a whole database's small tables are each made by
+one batch). Replacing a partition does not evolve the table's schema by itself (delta-rs leaves
 columns it does not know silently unread), so a batch with new columns (an ADD COLUMN during the
 snapshot) adds them first, nullable; a column a batch lacks reads as null. A column whose type changed
 between batches is a ``SchemaChangeError``: the table must be snapshotted anew.
@@ -37,7 +39,7 @@ from airflow_provider_mysqlcdc.lake.table_format import CommitTag, DataFile
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.handle import LakeTable
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 COMMIT_TRIES = 10
 
@@ -75,11 +77,14 @@ def replace_partition(
     table version the commit made."""
     schema = table_schema(file_schema)
     current = table.current
+    tag = CommitTag(metadata=metadata)
     for attempt in range(1, COMMIT_TRIES + 1):
         try:
-            opened = _open_or_create(current, schema)
+            opened = current.open()
+            if opened is None:  # the table's first batch to commit creates it (another may win that race)
+                return current.create_with_partition(BATCH_COLUMN, batch_number, files, schema, tag)
             evolved = _evolve(opened, table, schema, batch_number)
-            return opened.replace_partition(BATCH_COLUMN, batch_number, files, evolved, CommitTag(metadata=metadata))
+            return opened.replace_partition(BATCH_COLUMN, batch_number, files, evolved, tag)
         except TableCommitConflictError as error:
             if attempt == COMMIT_TRIES:
                 raise BatchCommitConflictError(
@@ -89,20 +94,6 @@ def replace_partition(
                 ) from error
             time.sleep(random.uniform(0.05, 0.2) * attempt)  # noqa: S311  (jitter, not a secret)
     raise AssertionError("unreachable")
-
-
-def _open_or_create(location: ReplicaTable, schema: pa.Schema) -> TableVersion:
-    """The table at ``location``; the first batch to commit creates it (another may win that race)."""
-    opened = location.open()
-    if opened is not None:
-        return opened
-    try:
-        return location.create(schema, [BATCH_COLUMN])
-    except TableCommitConflictError:
-        opened = location.open()  # created by a concurrent batch meanwhile
-        if opened is None:
-            raise
-        return opened
 
 
 def _evolve(opened: TableVersion, table: LakeTable, schema: pa.Schema, batch_number: int) -> pa.Schema:

@@ -226,8 +226,11 @@ class ReplicaTable(Protocol):
         """The table's newest version, or None when none has been created yet."""
         ...
 
-    def create(self, schema: pa.Schema, partition_by: Sequence[str]) -> TableVersion:
-        """An empty table; ``TableCommitConflictError`` when another writer made it first."""
+    def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,
+                              tag: CommitTag) -> int:
+        """A new table, partitioned by ``column``, whose first commit holds ``files`` (written already) as its
+        partition ``value``: one commit, version 0, returned. ``TableCommitConflictError`` when another writer
+        made the table first."""
         ...
 
     def create_from(self, rows: pa.Table, partition_by: Sequence[str], tag: CommitTag) -> None:

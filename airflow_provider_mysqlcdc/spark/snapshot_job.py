@@ -15,6 +15,7 @@ Arguments, password handling and the distribution of the chunks are every Spark 
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -24,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
+from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
@@ -64,19 +67,37 @@ def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Even
               flush=True)
 
 
+COMMIT_THREADS = 8
+"""Tables whose batches the driver commits at once (bench/RESULTS.md measured 1 and 8)."""
+
+
 def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float) -> list[BatchManifest]:
     """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
-    one Delta transaction replacing its partition, then its manifest), one after another: ~10 ms a batch
-    here, and committing eight tables at once was no faster (``bench/RESULTS.md``). A batch's ``seconds``
-    is its share of the job's, by rows, so that the manifests' rows per second stay the job's."""
+    one Delta transaction replacing its partition, then its manifest): the batches of one table one after
+    another (delta-rs fails a commit that raced another of the same table, even of another partition), up to
+    ``COMMIT_THREADS`` tables at once (a pack of a database's small tables is hundreds of tables, each commit
+    mostly delta-rs's work without the GIL). A batch's ``seconds`` is its share of the job's, by rows, so
+    that the manifests' rows per second stay the job's."""
     results = job.by_batch(records, lambda r: r.chunk)
     rows = sum(r.rows for r in records)
     store = SnapshotStore(job.lake)
-    manifests = []
-    for jb, mine in zip(job.batches, results, strict=True):
-        share = sum(r.rows for r in mine) / rows if rows else len(mine) / len(records)
-        manifests.append(commit_batch(store, jb.batch, attempt, jb.schema, mine, seconds * share))
-    return manifests
+    per_table: dict[TableId, list[int]] = {}
+    for i, jb in enumerate(job.batches):
+        per_table.setdefault(jb.batch.table, []).append(i)
+
+    def commit_table(indexes: list[int]) -> list[BatchManifest]:
+        manifests = []
+        for i in indexes:
+            mine = results[i]
+            share = sum(r.rows for r in mine) / rows if rows else len(mine) / len(records)
+            manifests.append(commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, mine,
+                                          seconds * share))
+        return manifests
+
+    groups = list(per_table.values())
+    committed = dict(zip(itertools.chain(*groups), itertools.chain(*each(commit_table, groups, COMMIT_THREADS,
+                                                                            "snapshot-commit")), strict=True))
+    return [committed[i] for i in range(len(job.batches))]
 
 
 def main(argv: list[str] | None = None) -> int:
