@@ -40,6 +40,8 @@ class TableSelection:
     exclude_tables: tuple[str, ...] = ()
     _compiled: tuple[re.Pattern[str] | None, re.Pattern[str] | None, tuple[re.Pattern[str], ...]] = field(
         init=False, repr=False, compare=False)
+    _named: frozenset[TableId] = field(init=False, repr=False, compare=False)
+    """``tables`` as a set: a whole database's thousand names are asked about one by one."""
 
     def __post_init__(self) -> None:
         if not self.tables and not self.include_databases:
@@ -48,6 +50,7 @@ class TableSelection:
         tables = _pattern("include_tables", self.include_tables) if self.include_tables is not None else None
         excluded = tuple(_pattern("exclude_tables", p) for p in self.exclude_tables)
         object.__setattr__(self, "_compiled", (databases, tables, excluded))
+        object.__setattr__(self, "_named", frozenset(self.tables))
 
     @property
     def by_pattern(self) -> bool:
@@ -60,7 +63,7 @@ class TableSelection:
         if any(p.fullmatch(name) for p in excluded) or table.database.lower() in SYSTEM_SCHEMAS:
             return False
         if self.tables:
-            return table in self.tables
+            return table in self._named
         assert databases is not None  # __post_init__: tables or include_databases
         return bool(databases.fullmatch(table.database)) and (tables is None or bool(tables.fullmatch(name)))
 
