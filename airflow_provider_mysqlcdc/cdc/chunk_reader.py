@@ -31,26 +31,25 @@ there (``check_keyless_source``), and so are storage engines without consistent 
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect, connectorx_reaches
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, SchemaChanged, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, check_chunk_key, chunk_where
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.normalize import Row, normalize_chunk
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset, read_snapshot_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_snapshot_offset
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, select_expression
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, TableNotSupportedError
+from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
 DEFAULT_FETCH_SIZE = 4096
 DEFAULT_GROUP_SIZE = 16
@@ -97,13 +96,15 @@ class ChunkSnapshot:
 
 
 class ChunkReader:
-    """Reads chunks of one table, one after the other.
+    """Reads chunks of one table: alone (``read``), or with other tables' under shared watermarks
+    (``read_tables``).
 
     The SELECT goes through connectorx straight into Arrow (``arrow_select``), over TLS too; with a TLS
     client certificate, which connectorx's MySQL URL cannot express, through pymysql (unbuffered) instead
-    (``use_connectorx`` overrides the choice). Watermarks
-    and the schema use a pymysql control connection. ``server_id`` is the binlog reader id for the
-    fix-ups (one per concurrent ChunkReader).
+    (``use_connectorx`` overrides the choice). Watermarks, the columns and a pymysql SELECT use the
+    ``session``'s connections (``cdc.source_session``): given, it is shared with other readers and closed by
+    its owner; none given, the reader opens one of its own and closes it. ``server_id`` is the binlog reader
+    id for the fix-ups of ``read`` (one per concurrent reader).
     """
 
     def __init__(
@@ -114,9 +115,8 @@ class ChunkReader:
         fetch_size: int = DEFAULT_FETCH_SIZE,
         use_connectorx: bool | None = None,
         group_size: int = DEFAULT_GROUP_SIZE,
+        session: SourceSession | None = None,
     ) -> None:
-        import pymysql.cursors
-
         self.config = config
         self.schema = schema
         self.server_id = server_id
@@ -132,25 +132,18 @@ class ChunkReader:
         self._key_index = schema.column_names.index(schema.chunk_key)
         columns = ", ".join(select_expression(c) for c in schema.columns)
         self._select = f"SELECT {columns} FROM {schema.id.quoted} WHERE "  # noqa: S608 (quoted names)
-        self._reader = None
-        self._control = config.connect()
-        try:  # a failure from here on must not leak the connections
-            keyless = schema.keyless
-            self._reader = None if native or keyless else config.connect(cursorclass=pymysql.cursors.SSCursor)
-            self.server = ServerInfo.read(self._control)
-            check_keyless_source(self._control, self.server, schema)
-            self._check_schema("before its first chunk")
-            self._key_order = KeyOrder.for_column(self._control, self._key_column)
+        self._owns_session = session is None
+        self.session = SourceSession(config) if session is None else session
+        try:  # a failure from here on must not leak the reader's own connections
+            check_keyless_source(self.session.control, self.session.server, schema)
+            self._key_order = KeyOrder.for_column(self.session.control, self._key_column)
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
-        try:
-            self._control.close()
-        finally:
-            if self._reader is not None:
-                self._reader.close()
+        if self._owns_session:
+            self.session.close()
 
     def __enter__(self) -> ChunkReader:
         return self
@@ -159,98 +152,56 @@ class ChunkReader:
         self.close()
 
     def read(self, chunks: Sequence[Chunk]) -> Iterator[ChunkSnapshot]:
-        """Chunks are selected ``group_size`` at a time, then fixed up from one binlog pass over the
-        group's windows: opening a binlog connection costs ~25 ms here, more than selecting a chunk.
-        On an integer key read through connectorx, a group is one SELECT between one pair of watermarks
-        (``_select_together``); otherwise each chunk is selected between watermarks of its own.
-        Memory holds one group of chunks."""
-        for first in range(0, len(chunks), self.group_size):
-            yield from self._read_group(chunks[first : first + self.group_size])
+        """The chunks, ``group_size`` at a time (``read_tables`` for this table alone)."""
+        for _, snapshot in read_tables(self.session, self.server_id, [(self, chunks)]):
+            yield snapshot
 
-    def _read_group(self, chunks: Sequence[Chunk]) -> Iterator[ChunkSnapshot]:
-        if self.schema.keyless:
-            for chunk in chunks:
-                yield self._read_at_snapshot(chunk)
-            return
-        selected = self._select_together(chunks) if self._together else self._select_each(chunks)
-        windows = [(low, high) for _, low, _, high in selected if low != high]
-        changes = self._changes_between(min(w[0] for w in windows), max(w[1] for w in windows)) if windows else []
-        # an ALTER TABLE between two groups' watermarks is in no window: the columns say it, before any chunk
-        # read after it is handed on (one information_schema query a group)
-        self._check_schema(f"while chunks {chunks[0].index}-{chunks[-1].index} were read")
-        offsets = [c.offset for c in changes]
-        for chunk, low, table, high in selected:
-            # changes are in offset order: the chunk's window (low, high] is one slice of them
-            window = changes[bisect_right(offsets, low) : bisect_right(offsets, high)]
-            normalized = normalize_chunk(table, window, self.schema, self._in_chunk(chunk, window))
-            yield ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys)
-
-    def _select_each(self, chunks: Sequence[Chunk]) -> list[tuple[Chunk, BinlogOffset, pa.Table, BinlogOffset]]:
-        """Each chunk between watermarks of its own."""
-        selected = []
-        for chunk in chunks:
-            low = self._low_watermark()
-            try:
-                table = self._arrow.read(chunk) if self._arrow is not None else self._select_rows(chunk)
-            except Exception:  # e.g. a column dropped since: say so rather than the driver's error
-                self._check_schema(f"while chunk {chunk.index} was selected")
-                raise
-            selected.append((chunk, low, table, read_current_offset(self._control, self.server, with_gtid=False)))
-        return selected
-
-    def _select_together(self, chunks: Sequence[Chunk]) -> list[tuple[Chunk, BinlogOffset, pa.Table, BinlogOffset]]:
-        """The chunks by one SELECT between one pair of watermarks (``ArrowSelect.read_many``): the
-        algorithm's steps hold for every chunk of it, as for one larger chunk. The SELECT started after LW
-        and ended before HW, so each chunk's rows and its changes in (LW, HW] give it as of HW."""
-        assert self._arrow is not None
-        low = self._low_watermark()
+    def select(self, chunks: Sequence[Chunk]) -> list[pa.Table]:
+        """The rows of each of ``chunks`` as the SELECT finds them: on an integer key through connectorx by one
+        SELECT (``ArrowSelect.read_many``), otherwise one SELECT each."""
         try:
-            tables = self._arrow.read_many(chunks)
+            if self._together:
+                assert self._arrow is not None
+                return self._arrow.read_many(chunks)
+            return [self._arrow.read(c) if self._arrow is not None else self._select_rows(c) for c in chunks]
         except Exception:  # e.g. a column dropped since: say so rather than the driver's error
-            self._check_schema(f"while chunks {chunks[0].index}-{chunks[-1].index} were selected")
+            self.session.check_columns([self.schema], {self.schema.id: f"while {_chunks(chunks)} were selected"})
             raise
-        high = read_current_offset(self._control, self.server, with_gtid=False)
-        return [(chunk, low, table, high) for chunk, table in zip(chunks, tables, strict=True)]
 
-    def _low_watermark(self) -> BinlogOffset:
-        """Watermarks carry file and position only: they order chunks and changes on this server,
-        and the stream can look its GTID up once where it starts (offset._mariadb_gtid_at has the cost)."""
-        if not self.server.is_mariadb:
-            return read_current_offset(self._control, self.server, with_gtid=False)
-        with self._control.cursor() as cur:
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            try:
-                return read_snapshot_offset(self._control, with_gtid=False)
-            finally:
-                cur.execute("COMMIT")
+    def fixed_up(self, chunk: Chunk, low: BinlogOffset, table: pa.Table, high: BinlogOffset,
+                 window: list[ChangeRecord]) -> ChunkSnapshot:
+        """The chunk as of ``high``: its rows selected after ``low`` and before ``high``, with this table's
+        changes in (low, high] (``window``, in offset order) that fall in its key range replayed over them."""
+        normalized = normalize_chunk(table, window, self.schema, self._in_chunk(chunk, window))
+        return ChunkSnapshot(chunk, low, high, normalized.table, normalized.changed_keys)
 
-    def _read_at_snapshot(self, chunk: Chunk) -> ChunkSnapshot:
+    def read_at_snapshot(self, chunk: Chunk) -> ChunkSnapshot:
         """A keyless chunk: its rows exactly as of the binlog position of one consistent snapshot, selected
         inside it (LW = HW, no fix-up; see the module docstring). REPEATABLE READ is set for this
         transaction: under READ COMMITTED the SELECT would not read the snapshot's state."""
         import pymysql.cursors
 
-        with self._control.cursor() as cur:
+        control = self.session.control
+        with control.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
-            at = read_snapshot_offset(self._control, with_gtid=False)
+            at = read_snapshot_offset(control, with_gtid=False)
             try:
-                table = self._select_rows(chunk, self._control.cursor(pymysql.cursors.SSCursor))
+                table = self._select_rows(chunk, control.cursor(pymysql.cursors.SSCursor))
             except Exception:
-                self._control.rollback()
-                self._check_schema(f"while chunk {chunk.index} was selected")
+                control.rollback()
+                self.session.check_columns([self.schema], {self.schema.id: f"while chunk {chunk.index} was selected"})
                 raise
         finally:
-            with self._control.cursor() as cur:
+            with control.cursor() as cur:
                 cur.execute("COMMIT")
         return ChunkSnapshot(chunk, at, at, table, 0)
 
     def _select_rows(self, chunk: Chunk, cursor: Any = None) -> pa.Table:
-        """The chunk's rows through pymysql: the reader connection's unbuffered cursor, or ``cursor``."""
+        """The chunk's rows through pymysql: the session's reader connection's unbuffered cursor, or ``cursor``."""
         if cursor is None:
-            assert self._reader is not None
-            cursor = self._reader.cursor()
+            cursor = self.session.reader().cursor()
         where, params = chunk_where(chunk, self._key_column)
         convert, names = self._convert.from_select, self.schema.column_names
         rows: list[dict[str, object]] = []
@@ -259,45 +210,6 @@ class ChunkReader:
             while batch := cur.fetchmany(self.fetch_size):
                 rows.extend(dict(zip(names, convert(r), strict=True)) for r in batch)
         return pa.Table.from_pylist(rows, schema=self._arrow_schema)
-
-    def _changes_between(self, low: BinlogOffset, high: BinlogOffset) -> list[ChangeRecord]:
-        """This table's changes in (low, high], read from the binlog."""
-        reader = BinlogReader(
-            self.config.replication_settings(),
-            self.server_id,
-            self.config.server_id,
-            {self.schema.id: self.schema},
-            low,
-            reload_schema=lambda table: load_table_schema(self._control, table),
-            stop=high,
-        )
-        changes = []
-        for item in reader:
-            if isinstance(item, SchemaChanged):
-                raise self._changed(item.schema, f"at {item.offset}, between the watermarks of its chunks")
-            if isinstance(item, SchemaStatement) and any(c.changes_columns for c in item.ddl.changes):
-                # TRUNCATE or a DDL that changes rows without row events: the fix-up cannot replay it
-                raise self._changed(load_table_schema(self._control, self.schema.id),
-                                    f"by {item.ddl.statement!r} at {item.offset}, between the watermarks of its "
-                                    f"chunks")
-            if isinstance(item, ChangeRecord) and low < item.offset <= high:
-                changes.append(item)
-        return changes
-
-    def _check_schema(self, when: str) -> None:
-        current = load_table_schema(self._control, self.schema.id)
-        if current.columns != self.schema.columns:  # the chunk key may be a configured one: columns decide
-            raise self._changed(current, when)
-
-    def _changed(self, current: TableSchema, when: str) -> SchemaChangeError:
-        """The table changed while its batch is read (an ALTER TABLE): a batch has one schema, so this
-        attempt stops and commits nothing; the task's retry reads with the table's current schema."""
-        return SchemaChangeError(
-            f"{self.schema.id} changed {when}: the batch reads columns "
-            f"{', '.join(f'{c.name} {c.column_type}' for c in self.schema.columns)}, the table now has "
-            f"{', '.join(f'{c.name} {c.column_type}' for c in current.columns)}. Nothing of this attempt is "
-            f"committed; retry the task (or clear it): it reads with the current schema"
-        )
 
     def _in_chunk(self, chunk: Chunk, changes: list[ChangeRecord]) -> Callable[[Row], bool]:
         """Whether a row image's key lies in the chunk, compared as the server compares (one
@@ -310,3 +222,84 @@ class ChunkReader:
         key_range = chunk.key_range.in_order(self._key_order.sort_keys)
         return lambda row: key_range.holds(keys[row[index]])
 
+
+def _chunks(chunks: Sequence[Chunk]) -> str:
+    return f"chunk {chunks[0].index}" if len(chunks) == 1 else f"chunks {chunks[0].index}-{chunks[-1].index}"
+
+
+TableChunks = tuple[ChunkReader, Sequence[Chunk]]
+"""A table's reader and the chunks of it to read."""
+
+
+def chunk_groups(group_sizes: Sequence[int], counts: Sequence[int]) -> list[list[tuple[int, int, int]]]:
+    """The groups ``read_tables`` selects between one pair of watermarks, as ``(table, first, stop)`` slices of
+    the tables' chunks (``counts[i]`` chunks of table ``i``), in order. A chunk of table ``i`` weighs
+    ``1 / group_sizes[i]`` (its reader's group: ``engine.batch_packs.read_group`` sizes it by bytes), and a
+    group weighs at most 1: so a group of many tables' chunks holds no more bytes than one read group of
+    one table, and one table alone is read ``group_sizes[i]`` chunks at a time."""
+    groups: list[list[tuple[int, int, int]]] = []
+    group: list[tuple[int, int, int]] = []
+    room = Fraction(1)
+    for table, (size, count) in enumerate(zip(group_sizes, counts, strict=True)):
+        first = 0
+        while first < count:
+            if room < Fraction(1, size):
+                groups.append(group)
+                group, room = [], Fraction(1)
+            take = min(count - first, int(room * size))
+            group.append((table, first, first + take))
+            room -= Fraction(take, size)
+            first += take
+    return [*groups, group] if group else groups
+
+
+def read_tables(session: SourceSession, server_id: int,
+                tables: Sequence[TableChunks]) -> Iterator[tuple[int, ChunkSnapshot]]:
+    """The chunks of ``tables``, each as ``(its table's index in tables, snapshot)``, read through one
+    ``session`` in the groups ``chunk_groups`` makes: a group's chunks are selected between one pair of
+    watermarks, whatever their tables, and fixed up from one binlog pass (``server_id`` its reader id).
+    Opening a binlog connection costs ~25 ms here, more than selecting a chunk; for a small table the
+    watermarks and the pass are most of its cost.
+
+    Why a group of many tables' chunks is exact: DBLog needs of a chunk only that it was selected after
+    LW and before HW. Every chunk of the group is (each table's rows by its own SELECT, one after the other,
+    all between the group's LW and HW), so each chunk's rows, with its table's changes in (LW, HW] in its
+    key range replayed over them, are the chunk as of HW, as for a group of one table's chunks. Every chunk
+    keeps the group's LW and HW in its snapshot (the stream filters by them). A keyless table's chunks are
+    read as they always are, each at its own consistent snapshot (no fix-up). Memory holds one group.
+
+    Schema changes stop the attempt (``SchemaChangeError``) before any chunk read after them is handed on:
+    the tables' columns are compared once before the first group; a DDL in a group's window stops its binlog
+    pass; an ALTER TABLE between two groups' watermarks is in no window, so the columns of a group's tables
+    are compared again after its pass (one information_schema query a group)."""
+    session.check_columns([reader.schema for reader, _ in tables],
+                          {reader.schema.id: "before its first chunk" for reader, _ in tables})
+    for group in chunk_groups([reader.group_size for reader, _ in tables], [len(chunks) for _, chunks in tables]):
+        yield from _read_group(session, server_id, [(i, tables[i][0], tables[i][1][a:b]) for i, a, b in group])
+
+
+def _read_group(session: SourceSession, server_id: int,
+                group: list[tuple[int, ChunkReader, Sequence[Chunk]]]) -> Iterator[tuple[int, ChunkSnapshot]]:
+    keyed = []
+    for index, reader, chunks in group:
+        if reader.schema.keyless:
+            for chunk in chunks:
+                yield index, reader.read_at_snapshot(chunk)
+        else:
+            keyed.append((index, reader, chunks))
+    if not keyed:
+        return
+    low = session.low_watermark()
+    selected = [(index, reader, chunks, reader.select(chunks)) for index, reader, chunks in keyed]
+    high = session.high_watermark()
+    schemas = [reader.schema for _, reader, _ in keyed]
+    changes = session.changes_between(server_id, schemas, low, high) if low != high else []
+    session.check_columns(schemas, {reader.schema.id: f"while its {_chunks(chunks)} were read"
+                                    for _, reader, chunks in keyed})
+    windows: dict[TableId, list[ChangeRecord]] = {}
+    for change in changes:  # in offset order: each table's window is too
+        windows.setdefault(change.table, []).append(change)
+    for index, reader, chunks, tables in selected:
+        window = windows.get(reader.schema.id, [])
+        for chunk, table in zip(chunks, tables, strict=True):
+            yield index, reader.fixed_up(chunk, low, table, high, window)

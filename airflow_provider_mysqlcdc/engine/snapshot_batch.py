@@ -11,20 +11,29 @@ Spark.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE, ChunkReader
+from airflow_provider_mysqlcdc.cdc.chunk_reader import (
+    DEFAULT_GROUP_SIZE,
+    ChunkReader,
+    ChunkSnapshot,
+    TableChunks,
+    read_tables,
+)
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
 from airflow_provider_mysqlcdc.engine.read_ahead import read_ahead
 from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,
@@ -108,6 +117,17 @@ def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset)
     return with_dup(stored, schema.column_names) if schema.keyless else stored
 
 
+@dataclass(frozen=True)
+class BatchChunks:
+    """What one snapshot task reads of one batch: its chunks, the columns the batch reads
+    (``batch_schemas``) and the batch's read group (``engine.batch_packs.read_group``)."""
+
+    batch: Batch
+    schema: TableSchema
+    chunks: Sequence[Chunk]
+    read_group: int = DEFAULT_GROUP_SIZE
+
+
 def write_chunks(
     store: SnapshotStore,
     batch: Batch,
@@ -119,30 +139,82 @@ def write_chunks(
     server_id: int,
     read_group: int = DEFAULT_GROUP_SIZE,
 ) -> Iterator[ChunkResult]:
-    """Yields one result per chunk written (range, rows, LW, HW, file relative to the Delta table).
-    ``read_group`` chunks are selected at once, and as many read ahead (``engine.batch_packs.read_group``
-    for the batch's table; 1: one at a time, none ahead)."""
-    chunks = list(chunks)
-    if not chunks:
+    """``write_batches`` of one batch."""
+    yield from write_batches(store, attempt, part, config, [BatchChunks(batch, schema, list(chunks), read_group)],
+                             server_id)
+
+
+def write_batches(
+    store: SnapshotStore, attempt: str, part: int, config: ConnectionConfig, batches: Sequence[BatchChunks],
+    server_id: int,
+) -> Iterator[ChunkResult]:
+    """One Spark task's chunks of ``batches`` into one Parquet file of each batch (part ``part`` of
+    ``attempt``); yields one result per chunk written (range, rows, LW, HW, file relative to the Delta table).
+
+    The task reads all its batches through one source session (``cdc.source_session``: one control
+    connection, opened once, closed when the task ends or fails) and ``cdc.chunk_reader.read_tables``: the
+    chunks of several small tables are selected between one pair of watermarks and fixed up from one binlog
+    pass, in groups of at most one read group's bytes. A batch's file is open from its first chunk written to
+    its last."""
+    batches = [b for b in batches if b.chunks]
+    if not batches:
         return
-    path = store.part_path(batch, attempt, part)
-    store.lake.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    relative = part_file(batch, attempt, part)
-    # each result is yielded as its chunk is written, so that the driver's progress moves per chunk;
-    # the file only counts once the driver has every result and commits the batch. The reader runs a
-    # group of chunks ahead in a thread of its own (engine.read_ahead): the server sends the next chunks
-    # while this one is written, so memory holds two groups of chunks, not one; the split sized the group so
-    # that both stay within one chunk_max_bytes. A group of one (a table whose chunks may each be that large)
-    # reads one chunk at a time, none ahead, and a reader's memory stays what the production docs state
-    # (350 MiB + 5 x chunk_max_bytes at most)
-    with ChunkReader(config, schema, server_id=server_id, group_size=read_group) as reader, \
-            pq.ParquetWriter(path, file_schema(schema), filesystem=store.lake.fs, **PARQUET_OPTIONS) as writer:
-        snapshots = reader.read(chunks)
-        for snapshot in snapshots if read_group == 1 else read_ahead(snapshots, read_group):
+    with SourceSession(config) as session:
+        tables = [(ChunkReader(config, b.schema, server_id, group_size=b.read_group, session=session), b.chunks)
+                  for b in batches]
+        yield from _write(store, attempt, part, batches, _read(session, server_id, batches, tables))
+
+
+def _read(session: SourceSession, server_id: int, batches: Sequence[BatchChunks],
+          tables: Sequence[TableChunks]) -> Iterator[tuple[int, ChunkSnapshot]]:
+    """The tables' chunks as ``read_tables`` reads them, each with its batch's index, a group ahead of the
+    writing.
+
+    The reader runs a group of chunks ahead in a thread of its own (``engine.read_ahead``): the server sends
+    the next chunks while these are written, so memory holds two groups of chunks, not one; the split sized a
+    table's group so that both stay within one chunk_max_bytes, and a group of several tables' chunks weighs
+    no more than one table's (``chunk_groups``), as the chunks ready ahead do. Batches of a read group of
+    one (a table whose chunks may each be that large) are read one chunk at a time, none ahead, and a
+    reader's memory stays what the production docs state (350 MiB + 5 x chunk_max_bytes at most)."""
+    for alone, run in itertools.groupby(range(len(batches)), key=lambda i: batches[i].read_group == 1):
+        indexes = list(run)
+        snapshots = _shifted(read_tables(session, server_id, tables[indexes[0] : indexes[-1] + 1]), indexes[0])
+        yield from snapshots if alone else read_ahead(snapshots, 1,
+                                                      lambda item: Fraction(1, batches[item[0]].read_group))
+
+
+def _shifted(snapshots: Iterator[tuple[int, ChunkSnapshot]], by: int) -> Iterator[tuple[int, ChunkSnapshot]]:
+    for index, snapshot in snapshots:
+        yield index + by, snapshot
+
+
+def _write(store: SnapshotStore, attempt: str, part: int, batches: Sequence[BatchChunks],
+           snapshots: Iterator[tuple[int, ChunkSnapshot]]) -> Iterator[ChunkResult]:
+    """Each snapshot into its batch's file, opened at the batch's first chunk and closed after its last (or
+    on a failure). Each result is yielded as its chunk is written, so that the driver's progress moves per
+    chunk; a file only counts once the driver has every result and commits the batch."""
+    left = [len(b.chunks) for b in batches]
+    writers: dict[int, pq.ParquetWriter] = {}
+    try:
+        for index, snapshot in snapshots:
+            todo = batches[index]
+            writer = writers.get(index)
+            if writer is None:
+                path = store.part_path(todo.batch, attempt, part)
+                store.lake.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                writer = writers[index] = pq.ParquetWriter(path, file_schema(todo.schema), filesystem=store.lake.fs,
+                                                           **PARQUET_OPTIONS)
             started = time.perf_counter()
-            writer.write_table(file_rows(snapshot.table, schema, snapshot.high_watermark))
+            writer.write_table(file_rows(snapshot.table, todo.schema, snapshot.high_watermark))
+            left[index] -= 1
+            if not left[index]:
+                writers.pop(index).close()
             yield ChunkResult(snapshot.chunk, snapshot.table.num_rows, snapshot.changed_keys, snapshot.low_watermark,
-                              snapshot.high_watermark, relative, round(time.perf_counter() - started, 4))
+                              snapshot.high_watermark, part_file(todo.batch, attempt, part),
+                              round(time.perf_counter() - started, 4))
+    finally:
+        for writer in writers.values():
+            writer.close()
 
 
 def refuse_keyless_rerun(store: SnapshotStore, batch: Batch) -> None:

@@ -47,6 +47,7 @@ from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import snapshot_server_id
+from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,
@@ -335,13 +336,15 @@ def verify_chunks(
     server_id: int,
     wait_seconds: float,
     max_keys: int = DEFAULT_MAX_KEYS,
+    session: SourceSession | None = None,
 ) -> list[ChunkVerdict]:
     """Verify ``chunks`` (of ``batch``; ``plan_chunks`` all chunks of the table's plan): read them from the
-    source (binlog reader id ``server_id``), wait for the stream to pass their high watermarks, read the
-    replica once and compare each chunk as of its own high watermark."""
+    source (binlog reader id ``server_id``; through ``session``, a Spark task's for all its batches, or
+    one of the reader's own), wait for the stream to pass their high watermarks, read the replica once and
+    compare each chunk as of its own high watermark."""
     if not chunks:
         return []
-    with ChunkReader(config, schema, server_id=server_id) as reader:
+    with ChunkReader(config, schema, server_id=server_id, session=session) as reader:
         snapshots: list[ChunkSnapshot] = list(reader.read(sorted(chunks, key=lambda c: c.index)))
     wait_for_checkpoint(lake, schema.id, max(s.high_watermark for s in snapshots), wait_seconds)
     # a key's rows share its chunk when the chunk key is part of the row key: then each chunk's history

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
     from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan
 
@@ -94,18 +95,19 @@ def start_session(kind: str, label: str) -> Any:
 
 @dataclass(frozen=True)
 class TaskChunks:
-    """What one Spark task works on of one batch: its chunks of that batch, the batch, the columns, the
-    connection (with the password), the lake (with its storage options), its binlog reader id and the
-    batch's read group (``engine.batch_packs.read_group``)."""
+    """What one Spark task works on: its chunks of each batch it has chunks of (with the batch, the columns
+    and the batch's read group: ``engine.snapshot_batch.BatchChunks``), the connection (with the password),
+    the lake (with its storage options) and its binlog reader id."""
 
     lake: Lake
     index: int
-    chunks: list[Chunk]
-    batch: Batch
-    schema: TableSchema
+    batches: list[BatchChunks]
     config: ConnectionConfig
     server_id: int
-    read_group: int
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(len(b.chunks) for b in self.batches)
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,8 @@ class SparkApplication:
     def distribute(
         self, spark: Any, chunks: Sequence[Sequence[Chunk]], work: Callable[..., Iterator[T]], **settings: Any
     ) -> list[T]:
-        """``work(TaskChunks, **settings)`` on every Spark task, once for each batch it has chunks of; the
-        results, collected. ``chunks[i]`` are the chunks of the pack's batch ``i`` to work on, spread over
+        """``work(TaskChunks, **settings)`` on every Spark task, once, with its share of the batches' chunks;
+        the results, collected. ``chunks[i]`` are the chunks of the pack's batch ``i`` to work on, spread over
         the tasks by ``engine.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
         connection travel as the objects they are (pickled by Spark, the package being importable on every
         executor), and so do ``settings``; the password only inside the task's closure. Task ``index``
@@ -193,6 +195,7 @@ class SparkApplication:
         packs of the run."""
         from airflow_provider_mysqlcdc.engine.batch_packs import spread_chunks  # see open()
         from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id
+        from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks
 
         lake, pack, config = self.lake, self.pack, self.config
         parts = [(b.batch, b.schema, group) for b, group in zip(self.batches, pack.read_groups, strict=True)]
@@ -201,9 +204,10 @@ class SparkApplication:
         def run(index: int, items: Iterable[list[tuple[int, Chunk]]]) -> Iterator[T]:
             server_id = pack_server_id(pack, config.server_id, index)
             for share in items:  # one share: this task's (batch index, chunk) pairs, batch by batch
+                batches = []
                 for number, group in itertools.groupby(share, key=lambda item: item[0]):
                     batch, schema, read_group = parts[number]
-                    yield from work(TaskChunks(lake, index, [c for _, c in group], batch, schema, config, server_id,
-                                               read_group), **settings)
+                    batches.append(BatchChunks(batch, schema, [c for _, c in group], read_group))
+                yield from work(TaskChunks(lake, index, batches, config, server_id), **settings)
 
         return list(spark.sparkContext.parallelize(shares, len(shares)).mapPartitionsWithIndex(run).collect())

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_batches
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
@@ -37,11 +37,11 @@ TASK_PROGRESS_SECONDS = 10.0
 
 
 def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
-    """Runs on an executor: this task's chunks into one Parquet file of the attempt."""
+    """Runs on an executor: this task's chunks into one Parquet file of the attempt a batch."""
     started = reported = time.monotonic()
     done = rows = 0
-    for record in write_chunks(SnapshotStore(task.lake), task.batch, attempt, task.index, task.config,
-                               task.schema, task.chunks, task.server_id, read_group=task.read_group):
+    for record in write_batches(SnapshotStore(task.lake), attempt, task.index, task.config, task.batches,
+                                task.server_id):
         done, rows = done + 1, rows + record.rows
         if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
             progress[0].add(1)
@@ -50,7 +50,7 @@ def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | N
             # accumulators reach the driver only when a task ends, so each task says how far it is itself:
             # on a local master its output is in the task log, on a cluster in the executor's log
             reported = time.monotonic()
-            print(f"snapshot: task {task.index}: {done}/{len(task.chunks)} chunks, {rows:,} rows, "
+            print(f"snapshot: task {task.index}: {done}/{task.chunk_count} chunks, {rows:,} rows, "
                   f"{rows / (reported - started):,.0f} rows/s", file=sys.stderr, flush=True)
         yield record
 

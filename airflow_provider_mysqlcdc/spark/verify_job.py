@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, verify_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
@@ -28,15 +29,18 @@ from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskCh
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
+    from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
+from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
 
 
 def verify_task(task: TaskChunks, *, plan_chunks: dict[TableId, list[Chunk]],
                 wait_seconds: float) -> Iterator[ChunkVerdict]:
-    """Runs on an executor: this task's chunks of one batch, one verdict each (``plan_chunks``: all of each
+    """Runs on an executor: this task's chunks of each batch, one verdict each (``plan_chunks``: all of each
     table's, which place a key in its batch's partition of the replica)."""
-    yield from verify_chunks(task.lake, task.config, task.schema, plan_chunks[task.batch.table], task.batch,
-                             task.chunks, task.server_id, wait_seconds)
+    with SourceSession(task.config) as session:  # one for all the task's batches
+        for part in task.batches:
+            yield from verify_chunks(task.lake, task.config, part.schema, plan_chunks[part.batch.table], part.batch,
+                                     part.chunks, task.server_id, wait_seconds, session=session)
 
 
 def main(argv: list[str] | None = None) -> int:

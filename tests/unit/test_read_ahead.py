@@ -73,5 +73,5 @@ def test_a_consumer_that_stops_early_leaves_the_source_closed() -> None:
 
 
 def test_depth_below_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="above 0"):
         next(read_ahead(iter([1]), 0))

@@ -1,6 +1,6 @@
 """The snapshot's documents and its Delta commits on a temporary local folder, no server.
 
-Batches are written by the package's own ``snapshot_batch.write_chunks`` (its MySQL chunk reader
+Batches are written by the package's own ``snapshot_batch.write_chunks`` (its MySQL chunk reading
 replaced by one that hands out given rows) and committed by ``snapshot_batch.commit_batch``, as the
 Spark tasks and driver do; the lake is read back with ``deltalake`` directly.
 """
@@ -75,7 +75,7 @@ class Snapshots:
                   tag: str = "", position: int = 1000) -> BatchManifest:
         """Write each chunk of batch ``number`` as its own part (as if a Spark task each), then commit."""
         batch = plan.batches[number]
-        self.monkeypatch.setattr(snapshot_batch, "ChunkReader", _given_rows(schema, tag, position))
+        _give_rows(self.monkeypatch, schema, tag, position)
         results: list[ChunkResult] = []
         for part, chunk in enumerate(plan.chunks_of(batch)):
             results += snapshot_batch.write_chunks(self.store, batch, attempt, part, cast(ConnectionConfig, None),
@@ -92,31 +92,40 @@ class Snapshots:
         return sorted(table.select(keep).to_pylist(), key=lambda r: r["id"])
 
 
-def _given_rows(schema: TableSchema, tag: str, position: int) -> type:
-    """A ChunkReader stand-in: chunk [s, e) holds keys s+1, s+2 (1, 2 for the first), named by ``tag``."""
+def _give_rows(monkeypatch: pytest.MonkeyPatch, schema: TableSchema, tag: str, position: int) -> None:
+    """The chunk reading of ``write_chunks`` replaced: no session, and chunk [s, e) holds keys s+1, s+2 (1, 2
+    for the first), named by ``tag``."""
 
-    class GivenRows:
-        def __init__(self, config: ConnectionConfig, table_schema: TableSchema, server_id: int,
-                     group_size: int) -> None:
-            assert table_schema == schema
+    class NoSession:
+        def __init__(self, config: ConnectionConfig) -> None:
+            pass
 
-        def __enter__(self) -> GivenRows:
+        def __enter__(self) -> NoSession:
             return self
 
         def __exit__(self, *exc: object) -> None:
             pass
 
-        def read(self, to_read: list[Chunk]) -> Iterator[ChunkSnapshot]:
+    class GivenRows:
+        def __init__(self, config: ConnectionConfig, table_schema: TableSchema, server_id: int, group_size: int,
+                     session: NoSession) -> None:
+            assert table_schema == schema
+
+    def read_tables(session: NoSession, server_id: int,
+                    tables: list[tuple[GivenRows, list[Chunk]]]) -> Iterator[tuple[int, ChunkSnapshot]]:
+        for index, (_, to_read) in enumerate(tables):
             for chunk in to_read:
                 first = chunk.start or 0
                 values = [{"id": k, "name": f"{tag}{k}", "note": f"n{k}"} for k in (first + 1, first + 2)]
                 table = pa.Table.from_pylist([{c: v[c] for c in schema.column_names} for v in values],
                                              arrow_schema(schema))
                 offset = hw(position + chunk.index)
-                yield ChunkSnapshot(chunk=chunk, low_watermark=hw(position - 1), high_watermark=offset, table=table,
-                                    changed_keys=1)
+                yield index, ChunkSnapshot(chunk=chunk, low_watermark=hw(position - 1), high_watermark=offset,
+                                           table=table, changed_keys=1)
 
-    return GivenRows
+    monkeypatch.setattr(snapshot_batch, "SourceSession", NoSession)
+    monkeypatch.setattr(snapshot_batch, "ChunkReader", GivenRows)
+    monkeypatch.setattr(snapshot_batch, "read_tables", read_tables)
 
 
 @pytest.fixture()
@@ -220,7 +229,7 @@ def test_concurrent_commits_of_different_batches_all_land(snapshots: Snapshots) 
     plan = snapshots.plan(8)
     errors: list[BaseException] = []
     # the chunk reader is patched once for all threads (monkeypatch is not thread-safe)
-    snapshots.monkeypatch.setattr(snapshot_batch, "ChunkReader", _given_rows(SCHEMA, "", 1000))
+    _give_rows(snapshots.monkeypatch, SCHEMA, "", 1000)
 
     def run(number: int) -> None:
         batch = plan.batches[number]
