@@ -150,7 +150,7 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     writer.stopping.set()
     writer.join(30)
     assert writer.error is None and writer.transactions > 20
-    end = read_current_offset(cdc_conn, reader.server)
+    end = read_current_offset(cdc_conn, reader.session.server)
 
     # the union of the chunks: every key once
     key = row_key_of(schema)

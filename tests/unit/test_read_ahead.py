@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 
 import pytest
 
@@ -75,3 +76,26 @@ def test_a_consumer_that_stops_early_leaves_the_source_closed() -> None:
 def test_depth_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="above 0"):
         next(read_ahead(iter([1]), 0))
+
+
+def test_weighed_items_run_ahead_while_those_ready_weigh_at_most_depth() -> None:
+    produced: list[int] = []
+
+    def source() -> Iterator[int]:
+        for i in range(50):
+            produced.append(i)
+            yield i
+
+    # items 0-3 weigh 1/4 (a table read four chunks at a time), the rest 1/2
+    reader = read_ahead(source(), 1, weight=lambda i: Fraction(1, 4 if i < 4 else 2))
+    assert next(reader) == 0
+    deadline = time.monotonic() + 30
+    while len(produced) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # time to run further ahead, were it allowed to
+    # 0 taken; 1, 2, 3 ready (3/4); 4 (1/2) produced and waiting: 3/4 + 1/2 is more than 1
+    assert len(produced) == 5
+    assert next(reader) == 1 and next(reader) == 2  # 3 and 4 ready now (1/4 + 1/2), 5 waiting
+    time.sleep(0.3)
+    assert len(produced) == 6
+    reader.close()
