@@ -26,22 +26,29 @@ def test_items_arrive_in_order_from_another_thread() -> None:
     assert set(threads) == {"snapshot-read-ahead"}
 
 
+def counted(produced: list[int]) -> Iterator[int]:
+    """0 to 49, each appended to ``produced`` as it is produced."""
+    for i in range(50):
+        produced.append(i)
+        yield i
+
+
+def produced_after(produced: list[int], at_least: int) -> int:
+    """How many items were produced once at least ``at_least`` were and the source had time to run further
+    ahead, were it allowed to."""
+    deadline = time.monotonic() + 30
+    while len(produced) < at_least and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    return len(produced)
+
+
 def test_the_source_runs_at_most_depth_items_ahead() -> None:
     produced: list[int] = []
-
-    def source() -> Iterator[int]:
-        for i in range(50):
-            produced.append(i)
-            yield i
-
-    reader = read_ahead(source(), 2)
+    reader = read_ahead(counted(produced), 2)
     assert next(reader) == 0
-    deadline = time.monotonic() + 30
-    while len(produced) < 4 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)  # time to run further ahead, were it allowed to
     # one item taken, two ready in the queue, one more produced and waiting to be put
-    assert len(produced) == 4
+    assert produced_after(produced, 4) == 4
     reader.close()
 
 
@@ -80,22 +87,11 @@ def test_depth_below_one_is_refused() -> None:
 
 def test_weighed_items_run_ahead_while_those_ready_weigh_at_most_depth() -> None:
     produced: list[int] = []
-
-    def source() -> Iterator[int]:
-        for i in range(50):
-            produced.append(i)
-            yield i
-
     # items 0-3 weigh 1/4 (a table read four chunks at a time), the rest 1/2
-    reader = read_ahead(source(), 1, weight=lambda i: Fraction(1, 4 if i < 4 else 2))
+    reader = read_ahead(counted(produced), 1, weight=lambda i: Fraction(1, 4 if i < 4 else 2))
     assert next(reader) == 0
-    deadline = time.monotonic() + 30
-    while len(produced) < 5 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)  # time to run further ahead, were it allowed to
     # 0 taken; 1, 2, 3 ready (3/4); 4 (1/2) produced and waiting: 3/4 + 1/2 is more than 1
-    assert len(produced) == 5
+    assert produced_after(produced, 5) == 5
     assert next(reader) == 1 and next(reader) == 2  # 3 and 4 ready now (1/4 + 1/2), 5 waiting
-    time.sleep(0.3)
-    assert len(produced) == 6
+    assert produced_after(produced, 6) == 6
     reader.close()
