@@ -198,14 +198,15 @@ def _write(store: SnapshotStore, attempt: str, part: int, batches: Sequence[Batc
     try:
         for index, snapshot in snapshots:
             todo = batches[index]
+            started = time.perf_counter()
+            rows = file_rows(snapshot.table, todo.schema, snapshot.high_watermark)
             writer = writers.get(index)
-            if writer is None:
+            if writer is None:  # its schema is file_schema's: the same file_rows made it, without a row
                 path = store.part_path(todo.batch, attempt, part)
                 store.lake.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                writer = writers[index] = pq.ParquetWriter(path, file_schema(todo.schema), filesystem=store.lake.fs,
+                writer = writers[index] = pq.ParquetWriter(path, rows.schema, filesystem=store.lake.fs,
                                                            **PARQUET_OPTIONS)
-            started = time.perf_counter()
-            writer.write_table(file_rows(snapshot.table, todo.schema, snapshot.high_watermark))
+            writer.write_table(rows)
             left[index] -= 1
             if not left[index]:
                 writers.pop(index).close()
