@@ -93,22 +93,27 @@ def test_an_alter_of_one_of_many_tables_between_their_watermarks_stops_the_attem
             cur.execute(f"ALTER TABLE {last.quoted} ADD COLUMN note VARCHAR(10)")
         conn.close()
 
-    def release_once_the_select_waits() -> None:
+    def wait_for_a_lock_wait(statement: str) -> None:
+        """Until a ``statement`` (ALTER, SELECT) waits for the table's metadata lock, 60 s at most."""
         deadline = time.monotonic() + 60
         watcher = mariadb_server.admin_connect(database)
         with watcher.cursor() as cur:
             while time.monotonic() < deadline:
                 cur.execute("SELECT INFO FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table "
-                            "metadata lock' AND INFO LIKE 'SELECT%'")
+                            "metadata lock' AND INFO LIKE %s", (f"{statement}%",))
                 if cur.fetchall():
                     break
                 time.sleep(0.05)
         watcher.close()
+
+    def release_once_the_select_waits() -> None:
+        wait_for_a_lock_wait("SELECT")
         with holder.cursor() as cur:
             cur.execute("COMMIT")
 
     altering = threading.Thread(target=alter)
     altering.start()
+    wait_for_a_lock_wait("ALTER")  # from here on, a SELECT of the table waits behind the ALTER
     releasing = threading.Thread(target=release_once_the_select_waits)
     releasing.start()
     results: list[ChunkResult] = []
