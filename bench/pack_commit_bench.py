@@ -1,5 +1,5 @@
 """Where a snapshot job of many small tables spends its time without Spark's start (issue 27): its chunks
-read by one task, table after table (one chunk reader a table, as a job's task does), and its batches
+read by one task (``write_batches``, as a job's task reads its share), and its batches
 committed, each its own Delta transaction replacing its partition, then its manifest
 (``spark.snapshot_job.commit_pack``): one table at a time against ``COMMIT_THREADS`` at once, alternating, each
 into a new lake, the first commit (creating each table) and a second one (replacing its partition) timed.
@@ -20,7 +20,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schemas
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.snapshot_batch import write_chunks
+from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks, write_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.spark import snapshot_job
@@ -53,12 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
             def read(store: SnapshotStore = store, batches: list[JobBatch] = batches) -> tuple[
                     str, list[ChunkResult], float]:
-                """The job's chunks read by one task, table after table, into files of a new attempt."""
+                """The job's chunks read by one task into files of a new attempt."""
                 attempt = uuid.uuid4().hex[:12]
                 started = time.perf_counter()
-                records = [r for jb in batches for r in write_chunks(
-                    store, jb.batch, attempt, 0, config, jb.schema, jb.plan.chunks_of(jb.batch),
-                    config.server_id.start)]
+                records = list(write_batches(store, attempt, 0, config, [
+                    BatchChunks(jb.batch, jb.schema, jb.plan.chunks_of(jb.batch)) for jb in batches],
+                    config.server_id.start))
                 return attempt, records, time.perf_counter() - started
 
             for kind in ("first (creates each table)", "again (replaces a partition)"):
