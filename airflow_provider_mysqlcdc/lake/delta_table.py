@@ -14,6 +14,12 @@ What is Delta's here and nowhere else:
 * the stream's appends are written Snappy without dictionary encoding (measured on the stream benchmark's
   changelog rows: the dictionaries took half the writer's CPU for files no smaller, 4.7 MB instead of
   4.8 MB a 100,000 rows; compaction rewrites the files with the defaults anyway);
+* an append through an opened table of rows with the table's own columns and types (every stream batch but
+  those after a DDL) writes its Parquet file itself and commits it as an add action with statistics from
+  its footer (``file_stats``) and the rows it added in the commit's info: ``write_deltalake`` cost 4.4 ms
+  of CPU for an append of 20 rows of 12 columns, the file and the commit 3.2 ms (delta-rs 1.6.6), which a
+  batch over 1,000 tables pays 1,000 times. Rows that add a column or change a type go through ``write_deltalake``
+  (its schema merge). Either way the opened table stays at the version it was loaded at until refreshed;
 * a partition replacement commits the Spark tasks' files as add actions built from their Parquet footers
   (``file_stats``: the statistics Delta readers skip files by), and finds the version it made in the log
   itself: delta-rs's ``history()`` numbers entries by the snapshot it has loaded, which is wrong while
@@ -29,9 +35,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -62,6 +69,9 @@ MAX_STRING_STAT = 256
 """Longer strings get no min/max statistics: they would bloat the Delta log for little skipping."""
 _DELTA_COMMIT_KEYS = frozenset({"operation", "clientVersion", "engineInfo", "userMetadata", "isolationLevel"})
 """commitInfo's own text entries; the others are the writer's metadata (``CommitTag.metadata``)."""
+_APPENDED_ROWS = "appendedRows"
+"""commitInfo's entry of the rows an append of our own file added (delta-rs writes ``operationMetrics`` only
+for its own writes)."""
 
 
 @contextmanager
@@ -193,6 +203,23 @@ class DeltaLocation:
             else:
                 write_deltalake(self.uri, rows, storage_options=self._options(), **kwargs)
 
+    def write_file(self, rows: pa.Table) -> AddAction:
+        """``rows`` as a new Parquet file in the table's folder (Snappy, no dictionaries: module docstring), and
+        the add action that commits it, its statistics from the footer the writer made."""
+        import pyarrow.parquet as pq  # only here: the stream's appends write Parquet themselves
+        from deltalake.transaction import AddAction
+
+        sink = pa.BufferOutputStream()
+        footers: list[pq.FileMetaData] = []
+        pq.write_table(rows, sink, compression="snappy", use_dictionary=False, metadata_collector=footers)
+        data = sink.getvalue()
+        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        fs, folder = self.files_at()
+        with fs.open_output_stream(f"{folder}/{name}") as out:
+            out.write(data)
+        modified_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+        return AddAction(name, data.size, {}, modified_ms, True, file_stats(footers[0]))
+
     def files_at(self) -> tuple[pafs.FileSystem, str]:
         """The table's folder as a path of a pyarrow filesystem: the lake's, or one from the URI."""
         if self.lake is not None:
@@ -237,8 +264,23 @@ class DeltaVersion:
                 for row in actions.to_pylist()]
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
-        allow_types_of(self.delta, rows.schema)
-        self.location.append(rows, tag, loaded=self.delta)
+        """Rows of the table's own columns (or some of them) and types go in a Parquet file of ours, committed
+        as an add action (module docstring); rows that change the schema through ``write_deltalake``."""
+        stored = self.schema()
+        if rows.schema != stored:
+            types = {f.name: f.type for f in stored}
+            if any(types.get(f.name) != f.type for f in rows.schema):
+                allow_types_of(self.delta, rows.schema)
+                self.location.append(rows, tag, loaded=self.delta)
+                return
+            names = set(rows.column_names)  # every column of the table, in its order
+            rows = pa.Table.from_arrays([rows.column(f.name) if f.name in names else pa.nulls(rows.num_rows, f.type)
+                                         for f in stored], schema=stored)
+        add = self.location.write_file(rows)
+        tag = replace(tag, metadata={**tag.metadata, _APPENDED_ROWS: str(rows.num_rows)})
+        with _conflicts():
+            self.delta.create_write_transaction([add], mode="append", schema=self.delta.schema(),
+                                                commit_properties=_properties(tag))
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         return self.delta.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns),
@@ -280,8 +322,9 @@ class DeltaVersion:
             parameters = info.get("operationParameters") or {}
             appended = None
             if info.get("operation") == "WRITE" and parameters.get("mode") == "Append":
-                appended = int((info.get("operationMetrics") or {}).get("num_added_rows", 0))
-            metadata = {k: v for k, v in info.items() if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS}
+                appended = int((info.get("operationMetrics") or {}).get("num_added_rows", info.get(_APPENDED_ROWS, 0)))
+            metadata = {k: v for k, v in info.items()
+                        if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS and k != _APPENDED_ROWS}
             commits.append(Commit(int(info["version"]), int(info.get("timestamp", 0)), appended, metadata))
         return commits
 

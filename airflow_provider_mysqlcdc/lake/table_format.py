@@ -169,7 +169,8 @@ class TableVersion(Protocol):
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
         """``ReplicaTable.append`` to this table (which exists), from this version as loaded (its log is not
-        read again: ``refresh`` first if it was changed through another handle since)."""
+        read again: ``refresh`` first if it was changed since, through this handle too: the handle may stay at
+        the version it was loaded at, and a commit from there would lose the race with the append)."""
         ...
 
     def delete(self, predicate: str, tag: CommitTag) -> int:

@@ -47,6 +47,31 @@ def test_history_gives_appended_rows_and_the_writers_metadata(tmp_path: Path) ->
     assert created.appended_rows is None and created.timestamp_ms > 0  # a create is no append
 
 
+def test_an_opened_tables_append_fills_missing_columns_keeps_statistics_and_counts_its_rows(tmp_path: Path) -> None:
+    """An append of the table's own columns and types writes its own file and commits it as an add action."""
+    location = DeltaLocation(str(tmp_path / "t"))
+    location.append(rows([1, 2]), CommitTag("stream", 1))
+    table = opened(location)
+    table.append(pa.table({"id": pa.array([7, 9], pa.int64())}), CommitTag("stream", 2, {"stream_seq": "2"}))
+    table.refresh()  # the append leaves the handle where it was loaded
+
+    assert (table.version(), table.applied("stream"), table.count()) == (1, 2, 4)
+    newest = table.history(1)[0]
+    assert (newest.appended_rows, newest.metadata) == (2, {"stream_seq": "2"})
+    assert sorted((f.low["id"], f.high["id"]) for f in table.files()) == [(1, 2), (7, 9)]
+    assert table.read(["id", "_batch"], pc.field("id") > 5).to_pylist() == [{"id": 7, "_batch": None},
+                                                                            {"id": 9, "_batch": None}]
+
+
+def test_an_opened_tables_append_of_a_new_column_adds_it(tmp_path: Path) -> None:
+    location = DeltaLocation(str(tmp_path / "t"))
+    location.append(rows([1]), CommitTag("stream", 1))
+    opened(location).append(rows([2]).append_column("note", pa.array(["n"])), CommitTag("stream", 2))
+    table = opened(location)
+    assert table.schema().names == ["id", "_batch", "note"] and table.applied("stream") == 2
+    assert table.read(["id", "note"]).sort_by("id").to_pylist() == [{"id": 1, "note": None}, {"id": 2, "note": "n"}]
+
+
 def test_files_carry_their_partition_and_statistics(tmp_path: Path) -> None:
     location = DeltaLocation(str(tmp_path / "t"))
     location.create_from(pa.concat_tables([rows([1, 5], batch=0), rows([7, 9], batch=1)]), ["_batch"], CommitTag())
