@@ -26,7 +26,7 @@ from airflow_provider_mysqlcdc.exceptions import (
     RetiredLakeFormatError,
     SchemaChangeError,
 )
-from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake import changelog_uri, stream_store, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.delta_table import DeltaVersion
@@ -504,6 +504,23 @@ def test_eleven_stream_batches_all_count_in_order(lake: Lakes) -> None:
         s for s in range(1, 12) for _ in range(2)
     ]
     assert rows_of(read_table(lake.base_uri, "shop.orders")) == [(1, "a", 11)]
+
+
+def test_changelogs_beyond_those_kept_loaded_are_let_go_and_opened_again(lake: Lakes,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_store, "KEPT_CHANGELOGS", 1)
+    users = TableSchema(TableId("shop", "users"), (ID, NAME), ("id",))
+    for seq in range(1, 5):
+        checkpoint = Checkpoint(seq=seq, offset=off(1, 100 * seq + 100), schemas={ORDERS: SCHEMA, users.id: users})
+        lake.stream.commit(checkpoint, {
+            ORDERS: [changes_table(transaction(1, 100 * seq, insert((seq, "o", seq))), SCHEMA)],
+            users.id: [changes_table(transaction(1, 100 * seq + 50, insert((seq, "u")), table=users.id), users)],
+        })
+        assert len(lake.stream._loaded) <= 1  # the bound is the store's own
+
+    assert ids_of(read_changes(lake.base_uri, "shop.orders")) == [1, 2, 3, 4]
+    assert ids_of(read_changes(lake.base_uri, "shop.users")) == [1, 2, 3, 4]
+    assert lake.changelog(users.id).transaction_version(STREAM_APP_ID) == 4
 
 
 def test_checkpoint_round_trips_through_the_lake_with_its_format_version(lake: Lakes) -> None:
