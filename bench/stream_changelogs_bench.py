@@ -1,0 +1,140 @@
+"""A stream batch over many tables, per table: the first batch (every table's changelog created) and the
+batches after it (appends to existing changelogs), the code on main (``--old``) against this branch
+(``--new``), in one run (issue 27).
+
+    .venv/bin/python -m bench.stream_changelogs_bench [--old main] [--new HEAD] [--tables 1000] [--repeat 3]
+
+No server: as in ``bench.stream_commit_bench`` (whose lake and change rows this uses), each child process
+captures ``--tables`` tables of 8 columns and commits through ``StreamStore.commit`` a first batch and
+``--batches`` more, each of ``--rows`` inserts spread evenly over every table (rows made by
+``lake.changelog.changes_table`` before the commit, so the figures are the Delta commits and the checkpoint:
+a stream makes its rows on the same pool). Timed per batch: ``StreamStore.commit``'s wall time and the
+process's CPU time, per table. Each version runs in a subprocess importing its own tree; old and new
+alternate, the order flipping every round. Writes the section "Stream batches over many changelogs" of
+``bench/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "Stream batches over many changelogs"
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", default="main", help="the commit before (main)")
+    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
+    parser.add_argument("--tables", type=int, default=1000, help="captured tables, every one in every batch")
+    parser.add_argument("--rows", type=int, default=20000, help="change rows of a batch")
+    parser.add_argument("--batches", type=int, default=3, help="batches after the first")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def child_main(spec: dict[str, Any]) -> int:
+    import airflow_provider_mysqlcdc
+    from airflow_provider_mysqlcdc.lake.handle import Lake
+    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+    from bench.stream_commit_bench import _changes, _commit, _offset, _schemas
+
+    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
+    if package.parent != Path(spec["tree"]).resolve():
+        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    schemas = _schemas(spec["tables"])
+    tables = list(schemas)
+    store = StreamStore(Lake.at(spec["lake"]))
+    checkpoint = Checkpoint(0, _offset(0), schemas)
+    store.commit(checkpoint, {})
+    batches = []
+    for _ in range(1 + spec["batches"]):
+        changes = _changes(schemas, tables, spec["rows"], checkpoint.seq + 1)
+        cpu = time.process_time()
+        wall = _commit(store, checkpoint, changes)
+        cpu = time.process_time() - cpu
+        batches.append({"wall_ms": wall * 1000 / len(tables), "cpu_ms": cpu * 1000 / len(tables)})
+    print("RESULT " + json.dumps(batches), flush=True)
+    return 0
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[str, list[list[dict[str, float]]]], dict[str, str]]:
+    from bench.delta_overhead import alternate, run_child, worktrees
+
+    commits = {label: subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True,
+                                     capture_output=True, text=True).stdout.strip()
+               for label, ref in (("old", args.old), ("new", args.new))}
+    runs: dict[str, list[list[dict[str, float]]]] = {}
+    with worktrees(commits) as trees, tempfile.TemporaryDirectory(prefix="bench-stream-changelogs-") as home:
+        for attempt, label, tree in alternate(trees, args.repeat):
+            spec = {"tables": args.tables, "rows": args.rows, "batches": args.batches,
+                    "lake": f"{home}/{label}-{attempt}"}
+            batches = run_child(tree, spec, "", __file__)
+            runs.setdefault(label, []).append(batches)
+            print(f"{label} run {attempt + 1}: " + ", ".join(f"{b['wall_ms']:.2f}/{b['cpu_ms']:.2f}" for b in batches)
+                  + " ms a table (wall/CPU)", flush=True)
+    return runs, commits
+
+
+def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str], args: argparse.Namespace,
+           load: tuple[float, float]) -> str:
+    from bench.measure import machine
+
+    def median(label: str, key: str, first: bool) -> float:
+        return statistics.median(b[key] for run in runs[label] for b in (run[:1] if first else run[1:]))
+
+    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
+    lines = [
+        f"## {SECTION}", "",
+        f"Written by `.venv/bin/python -m bench.stream_changelogs_bench` (not by `bench.peers`). "
+        f"{dt.date.today().isoformat()}, {args.repeat} runs of each version, alternating; {facts}. Old: "
+        f"{commits['old']} (main: each table's changelog loaded anew for every batch, appended through "
+        f"`write_deltalake`); new: {commits['new']} (changelogs kept loaded across batches and refreshed, "
+        f"appends as a Parquet file of the store's own committed as an add action). Each version in its own "
+        f"process importing its own tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end "
+        f"(other jobs shared the cores).", "",
+        f"{args.tables:,} captured tables, every batch {args.rows:,} inserts (8 columns) spread evenly over all of "
+        f"them: the first batch creates every changelog, the {args.batches} after it append to them. "
+        f"`StreamStore.commit` per table (its wall time over the tables, the process's CPU time over the tables), "
+        f"the median over the runs (and over the batches after the first):", "",
+        "| batch | old wall, ms | new wall, ms | old / new | old CPU, ms | new CPU, ms | old / new |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, first in (("first (creates)", True), ("after it (appends)", False)):
+        wall = median("old", "wall_ms", first), median("new", "wall_ms", first)
+        cpu = median("old", "cpu_ms", first), median("new", "cpu_ms", first)
+        lines.append(f"| {name} | {wall[0]:.2f} | {wall[1]:.2f} | {wall[0] / wall[1]:.2f}x | {cpu[0]:.2f} | "
+                     f"{cpu[1]:.2f} | {cpu[0] / cpu[1]:.2f}x |")
+    lines += ["", "Per run, wall/CPU ms a table of each batch: " + "; ".join(
+        f"{label}: " + ", ".join(" ".join(f"{b['wall_ms']:.2f}/{b['cpu_ms']:.2f}" for b in run) for run in rs)
+        for label, rs in runs.items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args.child:
+        return child_main(json.loads(args.child))
+    from bench.measure import write_sections
+
+    start_load = os.getloadavg()[0]
+    runs, commits = measure(args)
+    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
+    print(text)
+    write_sections(ROOT / "bench" / "RESULTS.md", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
