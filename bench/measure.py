@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -11,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,32 @@ def write_sections(results: Path, text: str) -> None:
     sections = {**old, **new} if new_head.strip() == "" else {**new, **{t: s for t, s in old.items() if t not in new}}
     head = new_head.strip() or old_head.strip()
     results.write_text("\n\n".join([head, *sections.values()]) + "\n")
+
+
+def old_new_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options of a benchmark of two commits (``old_against_new``): ``--old``, ``--new``, ``--repeat``, and
+    ``--child`` for its child processes; the benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", default="main", help="the commit before (main)")
+    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser
+
+
+def old_against_new(args: Any, child_main: Callable[[dict[str, Any]], int], measure: Callable[[Any], tuple[Any, Any]],
+                    report: Callable[[Any, Any, Any, tuple[float, float]], str]) -> int:
+    """The main of a benchmark that runs two commits' trees in child processes: in a child (``args.child``, its
+    spec as JSON) the measurement; else ``measure``'s runs reported (with the load average at the start and the
+    end) and written into bench/RESULTS.md."""
+    if args.child:
+        return child_main(json.loads(args.child))
+    start_load = os.getloadavg()[0]
+    runs, commits = measure(args)
+    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
+    print(text)
+    write_sections(Path(__file__).resolve().parent / "RESULTS.md", text)
+    return 0
 
 
 def seconds_until_in_lake(store: Any, control: Any, info: Any, since: float, timeout: float = 120.0) -> float:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,14 +32,12 @@ SECTION = "Stream batches over many changelogs"
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old", default="main", help="the commit before (main)")
-    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
+    from bench.measure import old_new_parser
+
+    parser = old_new_parser(__doc__)
     parser.add_argument("--tables", type=int, default=1000, help="captured tables, every one in every batch")
     parser.add_argument("--rows", type=int, default=20000, help="change rows of a batch")
     parser.add_argument("--batches", type=int, default=3, help="batches after the first")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -123,17 +120,9 @@ def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments(argv)
-    if args.child:
-        return child_main(json.loads(args.child))
-    from bench.measure import write_sections
+    from bench.measure import old_against_new
 
-    start_load = os.getloadavg()[0]
-    runs, commits = measure(args)
-    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
-    print(text)
-    write_sections(ROOT / "bench" / "RESULTS.md", text)
-    return 0
+    return old_against_new(arguments(argv), child_main, measure, report)
 
 
 if __name__ == "__main__":

@@ -41,15 +41,13 @@ COLUMNS = 8
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old", default="main", help="the commit before (main)")
-    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
+    from bench.measure import old_new_parser
+
+    parser = old_new_parser(__doc__)
     parser.add_argument("--tables", type=int, default=200, help="captured tables of the spread runs")
     parser.add_argument("--wide", type=int, default=1000, help="captured tables of the checkpoint-size run")
     parser.add_argument("--rows", type=int, default=4000, help="change rows of a batch")
     parser.add_argument("--batches", type=int, default=5, help="timed batches per spread")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -234,17 +232,9 @@ def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments(argv)
-    if args.child:
-        return child_main(json.loads(args.child))
-    from bench.measure import write_sections
+    from bench.measure import old_against_new
 
-    start_load = os.getloadavg()[0]
-    runs, commits = measure(args)
-    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
-    print(text)
-    write_sections(ROOT / "bench" / "RESULTS.md", text)
-    return 0
+    return old_against_new(arguments(argv), child_main, measure, report)
 
 
 if __name__ == "__main__":
