@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import datetime as dt
 import json
 import os
 import platform
@@ -133,6 +134,17 @@ def old_new_parser(description: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser
+
+
+def old_new_heading(section: str, module: str, repeat: int, old: str, new: str, load: tuple[float, float]) -> list[str]:
+    """The first lines of a two-commit benchmark's section (``old_against_new``): what wrote it, when, the
+    machine, and the two versions (``old``/``new``: the commit and what it does)."""
+    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
+    return [f"## {section}", "",
+            f"Written by `.venv/bin/python -m {module}` (not by `bench.peers`). {dt.date.today().isoformat()}, "
+            f"{repeat} runs of each version, alternating; {facts}. Old: {old}; new: {new}. Each version in its own "
+            f"process importing its own tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end "
+            f"(other jobs shared the cores).", ""]
 
 
 def old_against_new(args: Any, child_main: Callable[[dict[str, Any]], int], measure: Callable[[Any], tuple[Any, Any]],

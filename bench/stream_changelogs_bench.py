@@ -17,7 +17,6 @@ alternate, the order flipping every round. Writes the section "Stream batches ov
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import subprocess
@@ -86,21 +85,17 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[list[dict[str, flo
 
 def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str], args: argparse.Namespace,
            load: tuple[float, float]) -> str:
-    from bench.measure import machine
+    from bench.measure import old_new_heading
 
     def median(label: str, key: str, first: bool) -> float:
         return statistics.median(b[key] for run in runs[label] for b in (run[:1] if first else run[1:]))
 
-    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
     lines = [
-        f"## {SECTION}", "",
-        f"Written by `.venv/bin/python -m bench.stream_changelogs_bench` (not by `bench.peers`). "
-        f"{dt.date.today().isoformat()}, {args.repeat} runs of each version, alternating; {facts}. Old: "
-        f"{commits['old']} (main: each table's changelog loaded anew for every batch, appended through "
-        f"`write_deltalake`); new: {commits['new']} (changelogs kept loaded across batches and refreshed, "
-        f"appends as a Parquet file of the store's own committed as an add action). Each version in its own "
-        f"process importing its own tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end "
-        f"(other jobs shared the cores).", "",
+        *old_new_heading(SECTION, "bench.stream_changelogs_bench", args.repeat,
+                         f"{commits['old']} (main: each table's changelog loaded anew for every batch, appended "
+                         f"through `write_deltalake`)",
+                         f"{commits['new']} (changelogs kept loaded across batches and refreshed, appends as a "
+                         f"Parquet file of the store's own committed as an add action)", load),
         f"{args.tables:,} captured tables, every batch {args.rows:,} inserts (8 columns) spread evenly over all of "
         f"them: the first batch creates every changelog, the {args.batches} after it append to them. "
         f"`StreamStore.commit` per table (its wall time over the tables, the process's CPU time over the tables), "

@@ -23,7 +23,6 @@ round. The new version runs also with 4 and 16 commit threads (its default is 8)
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import statistics
@@ -174,7 +173,7 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], 
 
 def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args: argparse.Namespace,
            load: tuple[float, float]) -> str:
-    from bench.measure import machine
+    from bench.measure import old_new_heading
 
     def commit_ms(name: str, spread: int) -> float:
         return statistics.median(statistics.median(r["spread"][str(spread)]["commit_ms"]) for r in runs[name])
@@ -186,16 +185,12 @@ def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args:
         return statistics.median(statistics.median(v) if isinstance(v := r["wide"][key], list) else v
                                  for r in runs[name])
 
-    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
     lines = [
-        f"## {SECTION}", "",
-        f"Written by `.venv/bin/python -m bench.stream_commit_bench` (not by `bench.peers`). "
-        f"{dt.date.today().isoformat()}, {args.repeat} runs of each version, alternating; {facts}. Old: "
-        f"{commits['old']} (main: one Delta commit after another, every schema in the checkpoint, every table "
-        f"opened by a MERGE); new: {commits['new']} (commits at once on 8 threads, schemas as documents named by "
-        f"the checkpoint, a MERGE of the changed tables only). Each version in its own process importing its own "
-        f"tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (other jobs shared the 2 cores).",
-        "",
+        *old_new_heading(SECTION, "bench.stream_commit_bench", args.repeat,
+                         f"{commits['old']} (main: one Delta commit after another, every schema in the checkpoint, "
+                         f"every table opened by a MERGE)",
+                         f"{commits['new']} (commits at once on 8 threads, schemas as documents named by the "
+                         f"checkpoint, a MERGE of the changed tables only)", load),
         f"A batch of {args.rows:,} change rows (inserts, 8 columns) spread evenly over 1, 20 or 200 of "
         f"{args.tables} captured tables whose changelogs and current tables exist; the median over "
         f"{args.batches} batches per run of `StreamStore.commit` (the Delta commits and the checkpoint), then "
