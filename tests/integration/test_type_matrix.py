@@ -170,7 +170,7 @@ def captured(request, mariadb_server, database) -> dict[str, Any]:
         selected_plus2 = cur.fetchall()
 
     settings = {"host": mariadb_server.host, "port": mariadb_server.port,
-                "user": mariadb_server.cdc_user, "passwd": mariadb_server.cdc_password}
+                "user": mariadb_server.cdc_user, "password": mariadb_server.cdc_password}
     return {"schema": schema, "selected": selected, "selected_plus2": selected_plus2, "settings": settings,
             "start": BinlogOffset(file, position, flavor=MARIADB)}
 
