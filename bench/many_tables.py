@@ -124,7 +124,7 @@ def run_dag(server: Any, base_uri: str, tables: list[str], writer: Writer) -> di
     store, consistent, ended = StreamStore(Lake.at(base_uri)), dict[str, float](), threading.Event()
 
     def stop_writer() -> None:
-        while store.read_checkpoint() is None:
+        while store.lake.read_json(store.checkpoint_path) is None:  # not parsed: see seconds_until_in_lake
             if ended.wait(1):  # the run ended (failed) before its stream started
                 writer.stop.set()
                 return
