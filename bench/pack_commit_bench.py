@@ -23,7 +23,6 @@ from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks, write_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.spark import snapshot_job
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
 from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
 from bench.server import load_small_tables, many_tables_arguments, throwaway_server
@@ -49,7 +48,6 @@ def main(argv: list[str] | None = None) -> int:
             batches = [JobBatch(p.batches[0], p, p.schema) for p in plans]
             pack = BatchPack(tuple(jb.batch for jb in batches), (args.rows,) * len(plans))
             job = SparkApplication("snapshot", lake, pack, tuple(batches), 1, config)
-            snapshot_job.COMMIT_THREADS = threads
 
             def read(store: SnapshotStore = store, batches: list[JobBatch] = batches) -> tuple[
                     str, list[ChunkResult], float]:
@@ -64,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("first (creates each table)", "again (replaces a partition)"):
                 attempt, records, reading = read()
                 started = time.perf_counter()
-                manifests = commit_pack(job, attempt, records, reading)
+                manifests = commit_pack(job, attempt, records, reading, threads)
                 took = time.perf_counter() - started
                 assert len(manifests) == args.tables
                 print(f"{threads} table(s) at once, commit {kind} of {args.tables} batches: {took:.2f} s, "

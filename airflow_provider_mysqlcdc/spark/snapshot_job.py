@@ -71,11 +71,12 @@ COMMIT_THREADS = 8
 """Tables whose batches the driver commits at once (bench/RESULTS.md measured 1 and 8)."""
 
 
-def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float) -> list[BatchManifest]:
+def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
+                threads: int = COMMIT_THREADS) -> list[BatchManifest]:
     """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
     one Delta transaction replacing its partition, then its manifest): the batches of one table one after
     another (delta-rs fails a commit that raced another of the same table, even of another partition), up to
-    ``COMMIT_THREADS`` tables at once (a pack of a database's small tables is hundreds of tables, each commit
+    ``threads`` tables at once (a pack of a database's small tables is hundreds of tables, each commit
     mostly delta-rs's work without the GIL). A batch's ``seconds`` is its share of the job's, by rows, so
     that the manifests' rows per second stay the job's."""
     results = job.by_batch(records, lambda r: r.chunk)
@@ -95,7 +96,7 @@ def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult],
         return manifests
 
     groups = list(per_table.values())
-    committed = dict(zip(itertools.chain(*groups), itertools.chain(*each(commit_table, groups, COMMIT_THREADS,
+    committed = dict(zip(itertools.chain(*groups), itertools.chain(*each(commit_table, groups, threads,
                                                                             "snapshot-commit")), strict=True))
     return [committed[i] for i in range(len(job.batches))]
 
