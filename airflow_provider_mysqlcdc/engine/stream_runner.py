@@ -99,7 +99,9 @@ class StreamRunner:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
         self.lease.acquire()  # before anything is written or discarded
         checkpoint = self.store.read_checkpoint()
-        if checkpoint is not None and (stale := self.store.remove_uncommitted(checkpoint)):
+        if checkpoint is not None and self.lease.left_clean_at == checkpoint.seq:
+            _log.debug("the last writer left the lake clean at batch %d: no changelog to scan", checkpoint.seq)
+        elif checkpoint is not None and (stale := self.store.remove_uncommitted(checkpoint)):
             _log.info("removed %d changelog rows of an interrupted run past batch %d", stale, checkpoint.seq)
         if checkpoint is None:
             checkpoint = self._first_checkpoint(control)
@@ -171,7 +173,7 @@ class StreamRunner:
                 if stopped:
                     self._merge(merger, checkpoint, progress)  # current state readers see all
                     _log.info("%s", self.summary(progress, checkpoint, stopped).describe())
-                    self.lease.release()
+                    self.lease.release(clean_seq=checkpoint.seq)  # nothing committed past the checkpoint
                     return stopped
                 idle = time.time() - progress.idle_since
                 if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
@@ -259,16 +261,17 @@ class StreamRunner:
             return f"idle for {idle:g} s"
         return None
 
-    def wait_until(self, progress: StreamProgress) -> float:
+    def wait_until(self, progress: StreamProgress, checkpoint: Checkpoint) -> float:
         """When a wait elsewhere must end at the latest, so that the stop conditions are checked in
-        time; the lease is held until then."""
+        time; the lease is held until then, and says the lake is left clean at ``checkpoint`` (call this
+        after ``run`` returned, with the checkpoint it committed last)."""
         deadlines = [time.time() + DEFAULT_WAKE_SECONDS, progress.merge_due_at(self.options.merge_interval_seconds)]
         if self.options.stop_after_idle_seconds is not None:
             deadlines.append(progress.idle_since + self.options.stop_after_idle_seconds)
         if self.options.max_duration_seconds is not None:
             deadlines.append(progress.started + self.options.max_duration_seconds)
         wake_at = min(deadlines)
-        self.lease.check(until=wake_at + self.options.lease_seconds)
+        self.lease.check(until=wake_at + self.options.lease_seconds, clean_seq=checkpoint.seq)
         return wake_at
 
     @staticmethod

@@ -18,6 +18,16 @@ changes lost or doubled. So the stream takes ``_stream/lease.json`` before its f
 The lease is a small JSON document written like the checkpoint (whole, moved into place), not a
 compare-and-swap: two writers starting within the same instant can both believe they won, and the
 re-read right after writing (and at every commit) makes all but the last writer fail.
+
+The lease also says whether its last holder **left the lake clean**: a holder that stops or defers
+right after its checkpoint writes the checkpoint's sequence number as ``clean_seq`` when it releases or
+renews the lease for the wait; every writer clears it in the same write that takes the lease, before
+anything else can commit. A run killed between its Delta commits and its checkpoint cleared it when it
+took the lease and never wrote it again, so the next writer finds none and scans every changelog for
+rows past the checkpoint (``lake.stream_store.StreamStore.remove_uncommitted``). With it, a resume
+skips that scan: over a thousand tables it opened a thousand changelogs at every deferral's end, about
+1 s on local disk and more on an object store. It costs no request of its own: taking and renewing the
+lease read and write the document anyway.
 """
 
 from __future__ import annotations
@@ -37,8 +47,15 @@ def _lease_0_to_1(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-LEASE_FORMAT = DocumentFormat("stream lease", version=1, oldest=0, upgrades={0: _lease_0_to_1}, unversioned=0)
-"""0 (no ``format_version``): holder, token, expiry, never released; 1: the same, versioned."""
+def _lease_1_to_2(d: dict[str, Any]) -> dict[str, Any]:
+    """Before ``clean_seq``, nothing said the last holder left the lake clean: the next writer scans."""
+    return {**d, "clean_seq": None}
+
+
+LEASE_FORMAT = DocumentFormat("stream lease", version=2, oldest=0, upgrades={0: _lease_0_to_1, 1: _lease_1_to_2},
+                              unversioned=0)
+"""0 (no ``format_version``): holder, token, expiry, never released; 1: the same, versioned; 2: and
+``clean_seq``."""
 
 
 @dataclass(frozen=True)
@@ -48,15 +65,19 @@ class Lease:
     holder: str
     token: int
     expires_at: float
+    clean_seq: int | None = None
+    """The stream checkpoint's sequence number when the holder stopped or deferred with nothing committed
+    past it; None from the moment a writer takes the lease (it may commit from then on)."""
     FORMAT: ClassVar[DocumentFormat] = LEASE_FORMAT
 
     def to_dict(self) -> dict[str, Any]:
-        return self.FORMAT.write({"holder": self.holder, "token": self.token, "expires_at": self.expires_at})
+        return self.FORMAT.write({"holder": self.holder, "token": self.token, "expires_at": self.expires_at,
+                                  "clean_seq": self.clean_seq})
 
     @classmethod
     def from_dict(cls, document: dict[str, Any], path: str = "") -> Lease:
         d = cls.FORMAT.read(document, path)
-        return cls(d["holder"], d["token"], d["expires_at"])
+        return cls(d["holder"], d["token"], d["expires_at"], d["clean_seq"])
 
     def valid(self, now: float) -> bool:
         return now < self.expires_at
@@ -73,16 +94,19 @@ class StreamLease:
         self.lake, self.holder, self.seconds = lake, holder, seconds
         self.path = lake.lease
         self.token: int | None = None
+        self.left_clean_at: int | None = None
+        """What ``acquire`` found: the checkpoint's sequence number the last holder left the lake clean at."""
 
     def _read(self) -> Lease | None:
         document = self.lake.read_json(self.path)
         return Lease.from_dict(document, self.path) if document is not None else None
 
-    def _write(self, token: int, until: float) -> None:
-        self.lake.write_json(self.path, Lease(self.holder, token, until).to_dict())
+    def _write(self, token: int, until: float, clean_seq: int | None = None) -> None:
+        self.lake.write_json(self.path, Lease(self.holder, token, until, clean_seq).to_dict())
 
     def acquire(self) -> None:
-        """Take the lease (or keep it, for the same holder); fail while another holder's is valid."""
+        """Take the lease (or keep it, for the same holder); fail while another holder's is valid. Notes
+        the lease's ``clean_seq`` in ``left_clean_at`` and clears it: from here on this holder may commit."""
         current, now = self._read(), time.time()
         if current is not None and current.holder != self.holder and current.valid(now):
             raise LakeLeaseError(
@@ -94,10 +118,13 @@ class StreamLease:
             (current.token if current is not None else 0) + 1)
         self._write(token, now + self.seconds)
         self.token = token
+        self.left_clean_at = current.clean_seq if current is not None else None
         self.check()  # another writer that wrote in the same instant wins or loses here
 
-    def check(self, until: float | None = None) -> None:
-        """Fail unless the lease is still ours; then renew it until ``until`` (default: ``seconds`` from now)."""
+    def check(self, until: float | None = None, clean_seq: int | None = None) -> None:
+        """Fail unless the lease is still ours; then renew it until ``until`` (default: ``seconds`` from now).
+        ``clean_seq``: the holder leaves the lake clean at that checkpoint for a wait elsewhere (give it with
+        ``until``, after the last commit before the wait)."""
         current, now = self._read(), time.time()
         if self.token is None or current is None or (current.holder, current.token) != (self.holder, self.token):
             held = current.describe() if current is not None else "nobody"
@@ -107,11 +134,11 @@ class StreamLease:
             )
         # renewing is a write: only when half the lease is gone, or to hold it through a wait
         if until is not None or current.expires_at - now < self.seconds / 2:
-            self._write(self.token, max(until or 0.0, now + self.seconds))
+            self._write(self.token, max(until or 0.0, now + self.seconds), clean_seq)
 
-    def release(self) -> None:
-        """Let the next writer in at once (when the lease is still ours)."""
+    def release(self, clean_seq: int | None = None) -> None:
+        """Let the next writer in at once (when the lease is still ours); ``clean_seq`` as in ``check``."""
         current = self._read()
         if self.token is not None and current is not None and (current.holder, current.token) == (
                 self.holder, self.token):
-            self._write(self.token, 0.0)
+            self._write(self.token, 0.0, clean_seq)

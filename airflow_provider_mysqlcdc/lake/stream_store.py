@@ -31,6 +31,8 @@ A retried commit skips the tables whose changelog already holds its batch (their
 is at least its number), so nothing is doubled. A run killed between its Delta commits and its
 checkpoint leaves rows past the checkpoint; the next run removes them before its first commit
 (``remove_uncommitted``), because it may cut its batches elsewhere (on time, before a schema change).
+A run that follows one which stopped or deferred cleanly skips that scan: the lease says so
+(``lake.lease``, ``clean_seq``).
 
 The changelog follows the source's schema: a column added or dropped is a schema merge (a dropped
 column stays, NULL in later rows); a column whose type changes so that the stored type cannot hold
@@ -341,7 +343,8 @@ class StreamStore:
 
         The restarted run writes the same sequence numbers again, but not necessarily the same rows: its
         batch may close earlier (on time) or before a schema change, so the killed run's rows would be
-        doubled or left over. The stream calls this before its first commit.
+        doubled or left over. The stream calls this before its first commit, unless the lease says the
+        last writer left the lake clean at ``checkpoint``.
         """
         def ahead(table: TableId) -> TableVersion | None:
             changelog = self._changelog(table)

@@ -225,8 +225,9 @@ class MySqlBinlogStreamOperator(BaseOperator):
             self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.lake, summary)
             return summary.to_dict()
         progress.deferrals += 1
+        wake_at = runner.wait_until(progress, checkpoint)
         self.defer(
-            trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), runner.wait_until(progress),
+            trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), wake_at,
                                        options.poll_interval, progress.to_dict(), [str(t) for t in checkpoint.schemas],
                                        selection.to_dict() if (selection := options.selection()).by_pattern else None),
             method_name="execute_complete",

@@ -93,3 +93,57 @@ def test_a_stalled_stream_taken_over_cannot_commit(mariadb_server, admin, cdc_co
     schema = load_table_schema(cdc_conn, table)
     assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)
     assert read_changes(base_uri, str(table)).num_rows == 20
+
+
+def test_a_resume_after_a_clean_deferral_skips_the_scan_and_one_after_a_kill_does_not(
+        mariadb_server, admin, cdc_conn, database, tmp_path, monkeypatch) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS w (id INT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute("DELETE FROM w")
+    table, base_uri, writer = TableId(database, "w"), str(tmp_path / "lake"), "dag.stream in run 1"
+    first = runner(mariadb_server, base_uri, table, writer, "5658-5659")
+    control = first.config.connect()
+    checkpoint = first.open(control)
+    insert(admin, 1, 10)
+    progress = StreamProgress.start()
+    first.catch_up(control, checkpoint, progress)
+    first.wait_until(progress, checkpoint)  # the deferral: nothing committed past batch 1
+    control.close()
+
+    def scan(self: StreamStore, checkpoint: Any) -> int:
+        raise AssertionError("a resume after a clean deferral scanned the changelogs")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(StreamStore, "remove_uncommitted", scan)
+        resumed = runner(mariadb_server, base_uri, table, writer, "5660-5661")
+        control = resumed.config.connect()
+        checkpoint = resumed.open(control)
+    assert (resumed.lease.left_clean_at, checkpoint.seq) == (1, 1)
+    # killed between its Delta commit and its checkpoint: the fence's second call is the checkpoint's
+    fences = []
+
+    def killed_at_the_checkpoint() -> None:
+        fences.append(None)
+        if len(fences) == 2:
+            raise InterruptedError("killed")
+
+    resumed.store.fence = killed_at_the_checkpoint
+    insert(admin, 11, 10)
+    with pytest.raises(InterruptedError, match="killed"):
+        resumed.catch_up(control, checkpoint, StreamProgress.start())
+    control.close()
+    assert read_changes(base_uri, str(table)).num_rows == 10  # readers stop at the checkpoint's batch
+    changelog = Lake.at(base_uri).table(table).changelog.open()
+    assert changelog is not None and changelog.read().num_rows == 20  # the killed run's rows are in Delta
+
+    after_kill = runner(mariadb_server, base_uri, table, writer, "5662-5663")
+    control = after_kill.config.connect()
+    checkpoint = after_kill.open(control)
+    assert after_kill.lease.left_clean_at is None and checkpoint.seq == 1
+    reopened = Lake.at(base_uri).table(table).changelog.open()
+    assert reopened is not None and reopened.read().num_rows == 10  # removed before anything else
+    after_kill.catch_up(control, checkpoint, StreamProgress.start())
+    control.close()
+    schema = load_table_schema(cdc_conn, table)
+    assert canonical_rows(read_table(base_uri, str(table))) == table_rows(cdc_conn, schema)
+    assert read_changes(base_uri, str(table)).num_rows == 20

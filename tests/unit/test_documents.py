@@ -99,7 +99,7 @@ def test_every_document_round_trips_through_its_format() -> None:
     checkpoint = Checkpoint(5, off(300), {ORDERS: SCHEMA}, {ORDERS: [FinishedChunkInfo(None, None, off(200))]},
                             "2026-11-24T00:00:00+00:00", {OLD: StoppedTable(SCHEMA, off(250), [], "DROP TABLE old")},
                             4, off(280), {ORDERS: off(150)}, {ORDERS: SCHEMA})
-    lease = Lease("dag/run/task", 3, 1.5)
+    lease = Lease("dag/run/task", 3, 1.5, 12)
     report = VerifyReport(ORDERS, "r1", (ChunkVerdict(chunk, off(200), 3, 2, KeyList(1, ((7,),))),), 2.0, (0,))
     for document, kind in [(plan, Plan), (manifest, BatchManifest), (checkpoint, Checkpoint), (lease, Lease),
                            (report, VerifyReport)]:
@@ -153,4 +153,9 @@ def test_a_checkpoint_of_format_2_from_any_commit_is_read(era: str) -> None:
 
 
 def test_a_lease_from_before_it_was_versioned_is_read() -> None:
-    assert Lease.from_dict({"holder": "a", "token": 2, "expires_at": 9.0}) == Lease("a", 2, 9.0)
+    assert Lease.from_dict({"holder": "a", "token": 2, "expires_at": 9.0}) == Lease("a", 2, 9.0, None)
+
+
+def test_a_lease_of_format_1_says_nothing_of_a_clean_exit() -> None:
+    document = {"format_version": 1, "holder": "a", "token": 2, "expires_at": 9.0}
+    assert Lease.from_dict(document) == Lease("a", 2, 9.0, None)

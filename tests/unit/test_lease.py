@@ -61,8 +61,29 @@ def test_the_lease_is_a_versioned_document_and_an_unknown_version_is_refused(tmp
     lease = StreamLease(lake, "a", 60)
     lease.acquire()
     document = lake.read_json(lease.path)
-    assert document["format_version"] == 1 and document["holder"] == "a"
+    assert document["format_version"] == 2 and document["holder"] == "a"
     lake.write_json(lease.path, {**document, "format_version": 7})
     with pytest.raises(NewerLakeFormatError, match="format_version 7, written by a newer version.*reads formats 0 to "
-                                                   "1. Upgrade airflow-provider-mysqlcdc"):
+                                                   "2. Upgrade airflow-provider-mysqlcdc"):
         lease.check()
+
+
+def test_a_holder_says_it_left_the_lake_clean_and_the_next_taker_clears_it(tmp_path) -> None:
+    lake = Lake.at(str(tmp_path))
+    first = StreamLease(lake, "a", 60)
+    first.acquire()
+    assert first.left_clean_at is None
+    first.check(until=time.time() + 60, clean_seq=7)  # a deferral after batch 7's checkpoint
+    resumed = StreamLease(lake, "a", 60)
+    resumed.acquire()
+    assert resumed.left_clean_at == 7
+    resumed.check(until=time.time() + 60)  # renewed while running: it may have committed since
+    again = StreamLease(lake, "a", 60)
+    again.acquire()
+    assert again.left_clean_at is None
+    again.release(clean_seq=9)  # a stop after batch 9's checkpoint
+    taker = StreamLease(lake, "b", 60)
+    taker.acquire()
+    assert taker.left_clean_at == 9
+    # taking the lease cleared it before anything of the taker's could be committed
+    assert lake.read_json(taker.path)["clean_seq"] is None
