@@ -225,11 +225,12 @@ class MySqlBinlogStreamOperator(BaseOperator):
             self._lineage_facts = gather(stream_facts, self.mysql_cdc_conn_id, options.lake, summary)
             return summary.to_dict()
         progress.deferrals += 1
-        wake_at = runner.wait_until(progress, checkpoint)
+        wake_at, selection = runner.wait_until(progress, checkpoint), options.selection()
         self.defer(
             trigger=MySqlBinlogTrigger(self.mysql_cdc_conn_id, checkpoint.offset.to_dict(), wake_at,
                                        options.poll_interval, progress.to_dict(), [str(t) for t in checkpoint.schemas],
-                                       selection.to_dict() if (selection := options.selection()).by_pattern else None),
+                                       selection.to_dict() if selection.by_pattern else None,
+                                       [str(t) for t in checkpoint.stopped if selection.matches(t)]),
             method_name="execute_complete",
         )
         return None  # not reached: defer raises

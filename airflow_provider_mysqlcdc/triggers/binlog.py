@@ -4,7 +4,8 @@ The wait is cheap: one ``SHOW MASTER STATUS`` (or ``SHOW BINARY LOG STATUS``) ev
 ``poll_interval`` seconds, run in a thread so the triggerer's event loop never blocks. When the
 binlog has moved, the new stretch is read for a change of the captured ``tables``
 (``engine.change_watch``; other traffic does not wake the stream), or a table made or renamed under a
-name the stream's ``selection`` patterns match. It fires at such a change, or
+name the stream's ``selection`` patterns match or under a stopped table's name it still selects
+(``awaited``). It fires at such a change, or
 at ``wake_at`` (so the task can check its stop conditions and advance its checkpoint past other
 traffic). A trigger serialized without ``tables`` (by an older version) fires at any movement. Everything the
 resumed task needs travels in the event payload: ``dag.test()`` does not pass ``defer`` kwargs. A
@@ -39,6 +40,7 @@ class MySqlBinlogTrigger(BaseTrigger):
         state: dict[str, Any] | None = None,
         tables: list[str] | None = None,
         selection: dict[str, Any] | None = None,
+        awaited: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
@@ -48,13 +50,14 @@ class MySqlBinlogTrigger(BaseTrigger):
         self.state = state or {}
         self.tables = tables
         self.selection = selection
+        self.awaited = awaited
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             "airflow_provider_mysqlcdc.triggers.binlog.MySqlBinlogTrigger",
             {"mysql_cdc_conn_id": self.mysql_cdc_conn_id, "offset": self.offset, "wake_at": self.wake_at,
              "poll_interval": self.poll_interval, "state": self.state, "tables": self.tables,
-             "selection": self.selection},
+             "selection": self.selection, "awaited": self.awaited},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -86,7 +89,8 @@ class MySqlBinlogTrigger(BaseTrigger):
         try:  # the stream's own server id: it reads nothing while it waits here
             return first_captured_change(config, config.server_id.stream_id, control,
                                          [TableId.parse(t) for t in self.tables or []], start, stop,
-                                         TableSelection.from_dict(self.selection) if self.selection else None)
+                                         TableSelection.from_dict(self.selection) if self.selection else None,
+                                         [TableId.parse(t) for t in self.awaited or []])
         finally:
             control.close()
 

@@ -117,3 +117,41 @@ def test_a_table_made_under_the_streams_patterns_wakes_it(mariadb_server, admin,
         made_at = time.time()
     payload, fired_at = first_event(waiting)
     assert payload["reason"] == "moved" and fired_at >= made_at
+
+
+def test_a_captured_table_dropped_and_a_stopped_table_made_again_wake_it(mariadb_server, admin, cdc_conn,
+                                                                         database) -> None:
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        cur.execute("CREATE TABLE kept (id INT PRIMARY KEY)")
+        cur.execute("CREATE TABLE dropped (id INT PRIMARY KEY)")
+
+    def trigger(wake_in: float, tables: list[str], awaited: list[str] | None = None) -> MySqlBinlogTrigger:
+        offset = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False).to_dict()
+        return MySqlBinlogTrigger("mysql_cdc_default", offset, time.time() + wake_in, 0.2, {}, tables, None,
+                                  awaited)
+
+    # a captured table dropped while the stream waits: it wakes (the stream reads the DROP itself)
+    waiting = trigger(30, [f"{database}.kept", f"{database}.dropped"])
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE dropped")
+    payload, _ = first_event(waiting)
+    assert payload["reason"] == "moved"
+
+    # the stream stopped it: made again under its name, it wakes the stream that still names it ...
+    waiting = trigger(30, [f"{database}.kept"], [f"{database}.dropped"])
+    writes = busy(mariadb_server, database, 1.0)
+    writes.join()
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE dropped (id INT PRIMARY KEY)")
+        made_at = time.time()
+    payload, fired_at = first_event(waiting)
+    assert payload["reason"] == "moved" and fired_at >= made_at
+
+    # ... and not one that does not
+    waiting = trigger(2, [f"{database}.kept"])
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE dropped")
+        cur.execute("CREATE TABLE dropped (id INT PRIMARY KEY)")
+    payload, _ = first_event(waiting)
+    assert payload["reason"] == "timeout"
