@@ -173,7 +173,8 @@ class StreamRunner:
                 if stopped:
                     self._merge(merger, checkpoint, progress)  # current state readers see all
                     _log.info("%s", self.summary(progress, checkpoint, stopped).describe())
-                    self.lease.release(clean_seq=checkpoint.seq)  # nothing committed past the checkpoint
+                    # clean: whenever stream_batches yields, nothing is being written (its _Committer)
+                    self.lease.release(clean_seq=checkpoint.seq)
                     return stopped
                 idle = time.time() - progress.idle_since
                 if isinstance(item, CaughtUp) and may_wait and idle >= self.options.defer_after_idle_seconds:
@@ -264,7 +265,8 @@ class StreamRunner:
     def wait_until(self, progress: StreamProgress, checkpoint: Checkpoint) -> float:
         """When a wait elsewhere must end at the latest, so that the stop conditions are checked in
         time; the lease is held until then, and says the lake is left clean at ``checkpoint`` (call this
-        after ``run`` returned, with the checkpoint it committed last)."""
+        after ``run`` returned, with the checkpoint it committed last: ``run`` returns only where
+        ``stream_batches`` yielded, and nothing is being written then)."""
         deadlines = [time.time() + DEFAULT_WAKE_SECONDS, progress.merge_due_at(self.options.merge_interval_seconds)]
         if self.options.stop_after_idle_seconds is not None:
             deadlines.append(progress.idle_since + self.options.stop_after_idle_seconds)
