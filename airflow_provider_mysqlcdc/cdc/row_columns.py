@@ -16,7 +16,6 @@ from __future__ import annotations
 import codecs
 import struct
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -291,20 +290,57 @@ def column_values(located: Located, index: int) -> list[Any]:
     ]
 
 
+class LocatedImages:
+    """The images of consecutive located events of one layout, gathered as they come: their packets, their
+    image counts, and each segment's image starts in one list, without a Python object kept per event (a
+    batch over many tables holds tens of thousands of small events, and the garbage collector's passes
+    over them as objects cost more than reading them: bench/RESULTS.md "Stream over many tables").
+    ``columns`` joins the packets and reads the images into Arrow at once."""
+
+    __slots__ = ("first", "_packets", "_starts", "_counts")
+
+    def __init__(self, first: Located) -> None:
+        self.first = first  # its layout and decoder read every event of the run
+        self._packets: list[bytes] = []
+        self._starts: list[list[int]] = [[] for _ in range(first.layout.segments)]  # in each event's packet
+        self._counts: list[int] = []
+
+    def __len__(self) -> int:
+        """Images held."""
+        return len(self._starts[0])
+
+    def add(self, located: Located) -> None:
+        self._packets.append(located.data)
+        self._counts.append(len(located.starts[0]))
+        for joined, starts in zip(self._starts, located.starts, strict=True):
+            joined.extend(starts)
+
+    def columns(self, keep: np.ndarray | None, schema: TableSchema) -> list[pa.Array]:
+        """The columns of the images ``keep`` selects (all if None), as the canonical Arrow arrays of ``schema``."""
+        first, packets = self.first, self._packets
+        layout, plan = first.layout, _plan(first, schema)
+        buffer = b"".join([*packets, bytes(_PADDING)])
+        data = np.frombuffer(buffer, np.uint8)
+        sizes = np.fromiter(map(len, packets), np.int64, len(packets))
+        bases = np.repeat(np.cumsum(sizes) - sizes, np.array(self._counts, np.int64))
+        starts = [np.array(s, np.int64) + bases for s in self._starts]
+        if keep is not None:
+            starts = [s[keep] for s in starts]
+        return _read_columns(buffer, data, starts, layout, plan)
+
+
 def located_columns(events: Sequence[Located], keep: np.ndarray | None, schema: TableSchema) -> list[pa.Array]:
     """The columns of the images of ``events`` (one layout, in order), of the images ``keep`` selects
     (all if None), as the canonical Arrow arrays of ``schema``."""
-    first = events[0]
-    layout, plan = first.layout, _plan(first, schema)
-    buffer = b"".join([*(e.data for e in events), bytes(_PADDING)])
-    data = np.frombuffer(buffer, np.uint8)
-    counts = np.fromiter((e.count for e in events), np.int64, len(events))
-    bases = np.repeat(np.cumsum([0] + [len(e.data) for e in events[:-1]]), counts)
-    total = int(counts.sum())
-    starts = [np.fromiter(chain.from_iterable(e.starts[k] for e in events), np.int64, total) + bases
-              for k in range(layout.segments)]
-    if keep is not None:
-        starts = [s[keep] for s in starts]
+    images = LocatedImages(events[0])
+    for event in events:
+        images.add(event)
+    return images.columns(keep, schema)
+
+
+def _read_columns(buffer: bytes, data: np.ndarray, starts: list[np.ndarray], layout: Any,
+                  plan: _Plan) -> list[pa.Array]:
+    """Each column of the images whose segments start at ``starts`` in ``data`` (``buffer``'s bytes)."""
     images = len(starts[0])
     nulls = _unsigned(data, starts[0], layout.null_bytes, big_endian=False) if layout.null_bytes <= 8 else None
     arrays = []

@@ -36,6 +36,7 @@ from airflow_provider_mysqlcdc.cdc.binlog_reader import (
     SchemaChanged,
     SchemaStatement,
 )
+from airflow_provider_mysqlcdc.cdc.change_columns import ImageBuffer
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
@@ -81,51 +82,80 @@ class StreamCommit:
 
 @dataclass
 class _Pending:
-    """Changes of complete transactions not yet committed to the lake, per table and schema: rows
-    events, whose images become Arrow columns only when the batch is committed (``rows_table``).
+    """Changes of complete transactions not yet committed to the lake, per table and schema: the images of
+    rows events gathered in buffers (``ImageBuffer``: no Python object kept per event), which become Arrow
+    columns only when the batch is committed (``rows_table``).
 
     ``count`` counts the images taken; ``bytes`` their share of the events' sizes (what the values
-    take in Arrow is about what they take on the wire); ``last_ts`` the commit time of each table's last change.
+    take in Arrow is about what they take on the wire).
     """
 
-    parts: dict[TableId, list[tuple[TableSchema, list[ChangeRows]]]] = field(default_factory=dict)
-    last_ts: dict[TableId, int] = field(default_factory=dict)
+    parts: dict[TableId, list[ImageBuffer]] = field(default_factory=dict)
     count: int = 0
     bytes: int = 0
-    _schema: TableSchema | None = None
-    _events: list[ChangeRows] = field(default_factory=list)
+    _buffers: dict[int, ImageBuffer] = field(default_factory=dict)
+    """Each schema's buffer taking its events, by the schema's identity (a schema's object is its version:
+    a table whose columns change gets a new one; the buffer holds its schema, so the identity stays its)."""
 
     def add(self, schema: TableSchema, rows: ChangeRows, size: int) -> None:
-        if schema is not self._schema:
+        buffer = self._buffers.get(id(schema))
+        if buffer is None:
+            buffer = ImageBuffer(schema)
             parts = self.parts.setdefault(schema.id, [])
-            if not parts or parts[-1][0] is not schema:
-                parts.append((schema, []))
-            self._schema, self._events = schema, parts[-1][1]
-        self._events.append(rows)
-        self.last_ts[schema.id] = rows.ts_ms
+            if parts:  # the table's events before take no more events: its parts stay in order
+                self._buffers.pop(id(parts[-1].schema), None)
+            parts.append(buffer)
+            self._buffers[id(schema)] = buffer
+        buffer.add(rows)
         taken, count = rows.taken, rows.count
         self.count += taken
         self.bytes += size * taken // count if count else 0
 
-    def absorb(self, other: _Pending) -> None:
-        for table, parts in other.parts.items():
-            mine = self.parts.setdefault(table, [])
-            for schema, records in parts:
-                if mine and mine[-1][0] is schema:
-                    mine[-1][1].extend(records)
-                else:
-                    mine.append((schema, records))
-        self.last_ts.update(other.last_ts)
-        self.count += other.count
-        self.bytes += other.bytes
-        self._schema = None
+    def absorb(self, transaction: _Transaction) -> None:
+        """The events of a complete transaction."""
+        for schema, rows, size in transaction.events:
+            self.add(schema, rows, size)
+
+    def last_ts(self) -> dict[str, int]:
+        """Per table, the commit time of its last change."""
+        return {str(t): buffers[-1].last_ts for t, buffers in self.parts.items()}
 
     def over(self, limits: CommitLimits) -> bool:
         """Past ``max_bytes``, or past ``max_events`` times its tables up to ``spread_factor`` (nothing taken
         yet, e.g. every row filtered as already in the snapshot, is never over: a transaction is cut only
         for rows it holds)."""
-        return (self.bytes >= limits.max_bytes
-                or self.count >= limits.max_events * min(max(1, len(self.parts)), limits.spread_factor))
+        return _over(self.count, self.bytes, len(self.parts), limits)
+
+
+@dataclass
+class _Transaction:
+    """The rows events of the open transaction, kept as they came until its end adds them to a batch
+    (``_Pending.absorb``), or a cut commits them as a part of their own."""
+
+    events: list[tuple[TableSchema, ChangeRows, int]] = field(default_factory=list)
+    tables: set[TableId] = field(default_factory=set)
+    count: int = 0
+    bytes: int = 0
+
+    def add(self, schema: TableSchema, rows: ChangeRows, size: int) -> None:
+        self.events.append((schema, rows, size))
+        self.tables.add(schema.id)
+        taken, count = rows.taken, rows.count
+        self.count += taken
+        self.bytes += size * taken // count if count else 0
+
+    def over(self, limits: CommitLimits) -> bool:
+        """As ``_Pending.over``, for the transaction alone: one too big for a batch by itself."""
+        return _over(self.count, self.bytes, len(self.tables), limits)
+
+    def batch(self) -> _Pending:
+        pending = _Pending()
+        pending.absorb(self)
+        return pending
+
+
+def _over(count: int, size: int, tables: int, limits: CommitLimits) -> bool:
+    return size >= limits.max_bytes or count >= limits.max_events * min(max(1, tables), limits.spread_factor)
 
 
 def stream_batches(
@@ -169,7 +199,7 @@ def stream_batches(
     statement: SchemaStatement | None = None  # a DDL read, applied at its Committed
     server = ServerInfo.read(control) if follow is not None else None
     binlog_end = _binlog_end(control, server) if server else None
-    committed, uncommitted = _Pending(), _Pending()
+    committed, uncommitted = _Pending(), _Transaction()
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
     boundary_events, committed_ts = 0, 0  # ``events`` and ``last_ts`` at ``boundary``
@@ -192,15 +222,15 @@ def stream_batches(
                     if committed.count and boundary is not None:
                         yield from committer.submit(committed, boundary, schemas, boundary_events, committed_ts)
                         events -= boundary_events
-                    yield from committer.submit(uncommitted, item.offset, schemas, events, last_ts)
-                    committed, uncommitted, events, started = _Pending(), _Pending(), 0, time.monotonic()
+                    yield from committer.submit(uncommitted.batch(), item.offset, schemas, events, last_ts)
+                    committed, uncommitted, events, started = _Pending(), _Transaction(), 0, time.monotonic()
             elif isinstance(item, SchemaChanged):
                 _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id,
                              item.offset, ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
                 schemas[item.schema.id] = item.schema
             elif isinstance(item, SchemaStatement):
                 committed.absorb(uncommitted)  # nothing: a DDL commits the transaction before it
-                uncommitted = _Pending()
+                uncommitted = _Transaction()
                 if boundary is not None and (committed.count or boundary != checkpoint.offset):
                     yield from committer.submit(committed, boundary, schemas, events, last_ts)
                     committed, events, started = _Pending(), 0, time.monotonic()
@@ -211,7 +241,7 @@ def stream_batches(
                 statement, boundary, events, started = None, item.offset, 0, time.monotonic()
             elif isinstance(item, Committed):
                 committed.absorb(uncommitted)  # the transaction is complete
-                uncommitted = _Pending()
+                uncommitted = _Transaction()
                 boundary, boundary_events, committed_ts = item.offset, events, last_ts
                 elapsed = time.monotonic() - started
                 near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
@@ -293,12 +323,11 @@ class _Committer:
             t: chunks for t, chunks in current.chunks.items() if not max(c.high_watermark for c in chunks) < boundary
         })
         target.advance(current.seq + 1, boundary)
-        rows = {str(t): sum(e.taken for _, part in parts for e in part) for t, parts in pending.parts.items()}
+        rows = {str(t): sum(b.taken for b in buffers) for t, buffers in pending.parts.items()}
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="stream-commit")
         future = self._executor.submit(_write, self._store, target, pending)
-        table_ts = {str(t): ts for t, ts in pending.last_ts.items()}
-        self._running = (future, target, StreamCommit(target.seq, boundary, rows, events, last_ts, table_ts))
+        self._running = (future, target, StreamCommit(target.seq, boundary, rows, events, last_ts, pending.last_ts()))
 
     def done(self) -> bool:
         return self._running is not None and self._running[0].done()
@@ -375,8 +404,8 @@ def _write(store: StreamStore, target: Checkpoint, pending: _Pending) -> None:
     store.commit(target, changes)
 
 
-def _lake_rows(parts: list[tuple[TableSchema, list[ChangeRows]]], kept: TableSchema | None) -> list[pa.Table]:
-    return [_as_lake_rows(rows_table(events, schema), kept) for schema, events in parts]
+def _lake_rows(parts: list[ImageBuffer], kept: TableSchema | None) -> list[pa.Table]:
+    return [_as_lake_rows(rows_table(images), kept) for images in parts]
 
 
 def _as_lake_rows(rows: pa.Table, kept: TableSchema | None) -> pa.Table:

@@ -17,21 +17,18 @@ lake does with the rows. This module only lays the lake's metadata columns next 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.change_columns import image_columns, tuple_columns
+from airflow_provider_mysqlcdc.cdc.change_columns import EVENT_FIELDS, ImageBuffer, tuple_columns
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.lake.delta import cast_to
-
-if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 
 METADATA_FIELDS = [
     pa.field("_op", pa.string()),
@@ -121,24 +118,22 @@ def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
     return _with_metadata(tuple_columns([r.values for r in records], schema), schema, metadata)
 
 
-_KINDS = list(ChangeKind)
-_KIND_NAMES = pa.array([k.value for k in _KINDS], pa.string())
+_KIND_NAMES = pa.array([k.value for k in ChangeKind], pa.string())
 
 
-def rows_table(events: list[ChangeRows], schema: TableSchema) -> pa.Table:
-    """The images of rows events of one table (all with ``schema``'s columns) as lake rows, in changelog
-    order: the columnar stream's form of ``changes_table``, with no Python object per value or row.
+def rows_table(images: ImageBuffer) -> pa.Table:
+    """The images of rows events of one table gathered in ``images`` as lake rows, in changelog order: the
+    columnar stream's form of ``changes_table``, with no Python object per value or row.
 
     The images' values become the table's columns in the core (``cdc.change_columns``); the metadata
     columns come from one value per event, spread over its images with numpy.
     """
-    columns, keep = image_columns(events, schema)
-    counts = np.fromiter((e.count for e in events), np.int64, len(events))
-    files = {e.base.file for e in events}
-    index = {file: file_index(file) for file in files}
-    # per event: its first image's kind, width (2 for an update), commit time, file, position, index
-    per_event = np.array([(_KINDS.index(e.kinds[0]), len(e.kinds), e.ts_ms, index[e.base.file], e.base.position,
-                           e.base.events_to_skip) for e in events], np.int64).reshape(-1, 6)
+    schema = images.schema
+    columns, keep = images.columns()
+    # per event (``EVENT_FIELDS``): its first image's kind, width (2 for an update), commit time, file,
+    # position, index, and its images
+    per_event = np.frombuffer(images.events, np.int64).reshape(-1, EVENT_FIELDS)
+    counts = per_event[:, 6]
     kind, width, ts, file, position, event_index = (np.repeat(per_event[:, i], counts) for i in range(6))
     local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)  # image in its event
     after = local % width  # an update's images: before (UPDATE_BEFORE), then after (UPDATE_AFTER)

@@ -20,6 +20,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
 from airflow_provider_mysqlcdc.cdc.binlog_events import Query
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
+from airflow_provider_mysqlcdc.cdc.change_columns import ImageBuffer
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
@@ -91,7 +92,7 @@ def test_reader_yields_exactly_the_changes(compressed, mariadb_server, admin, cd
     assert [(r.op, r.values) for r in reader(5702) if isinstance(r, ChangeRecord)] == expected
     events = [r for r in reader(5703).rows() if isinstance(r, ChangeRows)]
     assert all(isinstance(e.images, Located) for e in events)  # read from the packet, not left to the fallback
-    lake = rows_table(events, schema)
+    lake = rows_table(ImageBuffer.of(schema, events))
     assert list(zip(lake.column("_op").to_pylist(), canonical_rows(lake.select(schema.column_names)),
                     strict=True)) == expected
 

@@ -19,6 +19,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
 from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
+from airflow_provider_mysqlcdc.cdc.change_columns import ImageBuffer
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
@@ -197,7 +198,7 @@ def lake_rows(reader: BinlogReader, schema: TableSchema) -> pa.Table:
     """The columnar stream's lake rows of every rows event the reader passes."""
     events = [r for r in reader.rows() if isinstance(r, ChangeRows)]
     assert len(events) > 1  # several events joined into one buffer
-    return rows_table(events, schema)
+    return rows_table(ImageBuffer.of(schema, events))
 
 
 @pytest.fixture(scope="module", params=DECODERS)
