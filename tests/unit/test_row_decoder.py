@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -13,7 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap
+from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
+from airflow_provider_mysqlcdc.cdc.change_columns import EVENT_FIELDS, ImageBuffer
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.row_columns import column_values, located_columns
 from airflow_provider_mysqlcdc.cdc.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
@@ -125,6 +129,33 @@ def test_columns_of_many_events_at_once_equal_the_records() -> None:
     kept = located_columns(located, np.array([False, True, True]), table)  # type: ignore[arg-type]
     assert list(zip(*(a.to_pylist() for a in kept), strict=True)) == records[1:]
     assert column_values(located[0], 1) == ["aé", None]  # type: ignore[arg-type]
+
+
+def test_a_table_s_buffer_gathers_events_read_alike_and_by_value() -> None:
+    """``ImageBuffer``: located events of one layout joined, an event by value tuples between them, and the
+    images an event's ``keep`` leaves out left out; the columns and the per-event facts are in order."""
+    table = schema(ID, NOTE_NULL, AMOUNT, WHEN)
+    decoders = RowDecoders()
+    plus = bytes.fromhex("80000000010c")  # 1.12
+    first = decoders.locate(event(WIDE, wide_image(0, 1, b"a", plus, datetime2(2024, 11, 1, 12, 0, 0, 123))
+                                  + wide_image(0b1110, 2, None, None, None), present=b"\x0f"), table)
+    second = decoders.locate(event(WIDE, wide_image(0b1110, 4, None, None, None)
+                                   + wide_image(0b1110, 5, None, None, None), present=b"\x0f"), table)
+    assert first is not None and second is not None
+    at = BinlogOffset("mysql-bin.000007", 400)
+    insert = (ChangeKind.INSERT,)
+    buffer = ImageBuffer.of(table, [
+        ChangeRows(insert, table.id, first, 2, at, at, 1_000),
+        ChangeRows(insert, table.id, [(3, "c", None, None)], 1, replace(at, events_to_skip=1), at, 2_000),
+        ChangeRows(insert, table.id, second, 2, replace(at, events_to_skip=2), at, 3_000, keep=(False, True)),
+    ])
+    columns, keep = buffer.columns()
+    assert [c.to_pylist() for c in columns][:2] == [[1, 2, 3, 5], ["a", None, "c", None]]
+    assert keep is not None and keep.tolist() == [True, True, True, False, True]
+    assert (buffer.images, buffer.taken, buffer.last_ts) == (5, 4, 3_000)
+    # kind, images per row, commit time, file, position, index in the transaction, images
+    assert np.frombuffer(buffer.events, np.int64).reshape(-1, EVENT_FIELDS).tolist() == [
+        [0, 1, 1_000, 7, 400, 0, 2], [0, 1, 2_000, 7, 400, 1, 1], [0, 1, 3_000, 7, 400, 2, 2]]
 
 
 def test_places_after_a_column_became_nullable() -> None:
