@@ -29,7 +29,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
-from airflow_provider_mysqlcdc.cdc.binlog_events import Format, Gtid, Query, Rotate, Rows, Undecoded, Xid
+from airflow_provider_mysqlcdc.cdc.binlog_events import (
+    Format,
+    Gtid,
+    Query,
+    Rotate,
+    Rows,
+    TableMap,
+    TableMaps,
+    Undecoded,
+    Xid,
+)
 from airflow_provider_mysqlcdc.cdc.binlog_events import Heartbeat as HeartbeatEvent
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.compressed_events import refuse_undecoded
@@ -46,6 +56,7 @@ from airflow_provider_mysqlcdc.cdc.types import RowConverter
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
+_UNSEEN: Any = object()  # a table map ``BinlogReader._captured`` has not answered for
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
 _SIGNED_TYPES = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                            BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE})
@@ -94,7 +105,7 @@ class ChangeRows:
     the row decoder cannot read the event. Image ``i`` is of kind ``kinds[i % len(kinds)]`` (an
     update's row is a before and an after image) and of row ``i // len(kinds)``; ``keep`` selects the
     images taken (None: all). ``base`` is the event's offset (its index in the transaction), ``offset``
-    where to resume after it."""
+    where to resume after it (made when asked for: the stream asks for few of them)."""
 
     kinds: tuple[ChangeKind, ...]
     table: TableId
@@ -102,9 +113,12 @@ class ChangeRows:
     count: int
     """Images in the event, taken or not."""
     base: BinlogOffset
-    offset: BinlogOffset
     ts_ms: int
     keep: tuple[bool, ...] | None = None
+
+    @property
+    def offset(self) -> BinlogOffset:
+        return _with_rows_skipped(self.base, self.count // len(self.kinds))
 
     @property
     def taken(self) -> int:
@@ -211,6 +225,8 @@ class BinlogReader:
         self._server_id = server_id
         self._server_ids = server_ids
         self._schemas = dict(schemas)
+        self._keys = {t: t for t in self._schemas}  # each captured table's id as ``_schemas`` holds it
+        self._table_of: dict[TableMap, TableId | None] = {}  # ``_captured``'s answers
         self._converters = {t: RowConverter(s, session_time_zone) for t, s in schemas.items()}
         self._time_zone = session_time_zone
         self._start = start
@@ -226,12 +242,16 @@ class BinlogReader:
     def track(self, schema: TableSchema) -> None:
         """Capture ``schema``'s table with these columns from the next event on (after a DDL)."""
         self._schemas[schema.id] = schema
+        self._keys.setdefault(schema.id, schema.id)
+        self._table_of.clear()
         self._converters[schema.id] = RowConverter(schema, self._time_zone)
         self._described.pop(schema.id, None)
 
     def untrack(self, table: TableId) -> None:
         """Capture ``table`` no more (dropped or renamed away); its DDL is still followed."""
         self._schemas.pop(table, None)
+        self._keys.pop(table, None)
+        self._table_of.clear()
         self._described.pop(table, None)
         self._watched = self._watched | {table}
 
@@ -249,15 +269,18 @@ class BinlogReader:
 
         resume, failures = self._start, 0
         while True:
+            last: Item | RowsItem | None = None  # the last item yielded, which the next read resumes after
             try:
                 for item in self._read_from(resume, columnar):
                     yield item
-                    resume = item.offset if not isinstance(item, SchemaChanged) else resume
+                    if not isinstance(item, SchemaChanged):
+                        last = item
                     failures = 0
                 return
             except OperationalError as exc:
                 code = exc.args[0] if exc.args else None
                 if code in _CONNECTION_LOST and failures < self._reconnects:
+                    resume = last.offset if last is not None else resume
                     failures += 1
                     time.sleep(min(2.0**failures / 4, 10.0))
                     continue
@@ -271,12 +294,15 @@ class BinlogReader:
                           self._heartbeat)
         position = _Position(start)
         skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
+        table_of = self._table_of
         try:
             for event in dump:
                 ts_ms = event.timestamp * 1000
                 if isinstance(event, Rows):
-                    table = event.table_map.table
-                    if table not in self._schemas:
+                    table = table_of.get(event.table_map, _UNSEEN)
+                    if table is _UNSEEN:
+                        table = self._captured(event.table_map)
+                    if table is None:
                         continue
                     index = position.row_events
                     position.row_events += 1
@@ -327,6 +353,15 @@ class BinlogReader:
                     refuse_undecoded(event, self._schemas, dump.log_file, position.boundary)
         finally:
             dump.close()
+
+    def _captured(self, table_map: TableMap) -> TableId | None:
+        """The captured table of ``table_map`` as ``_schemas`` holds its id, or None if it is not captured;
+        remembered per table map (one object per definition: ``binlog_events.TableMaps``), so that a rows
+        event costs no comparison of names, and the dictionaries find its table by that same object."""
+        if len(self._table_of) >= TableMaps.MAX_ENTRIES:
+            self._table_of.clear()
+        table = self._table_of[table_map] = self._keys.get(table_map.table)
+        return table
 
     def _statement(self, event: Query, position: _Position, ts_ms: int) -> SchemaStatement | None:
         """The event's DDL if it names a captured or watched table."""
@@ -387,7 +422,7 @@ class BinlogReader:
         width = len(ops)
         skipped = min(skip_rows * width, count)
         keep = (False,) * skipped + (True,) * (count - skipped) if skipped else None
-        return ChangeRows(ops, table, images, count, base, _with_rows_skipped(base, count // width), ts_ms, keep)
+        return ChangeRows(ops, table, images, count, base, ts_ms, keep)
 
     def _records(
         self, event: Rows, table: TableId, base: BinlogOffset, ts_ms: int, skip_rows: int, fmt: Format

@@ -145,9 +145,9 @@ def test_a_table_s_buffer_gathers_events_read_alike_and_by_value() -> None:
     at = BinlogOffset("mysql-bin.000007", 400)
     insert = (ChangeKind.INSERT,)
     buffer = ImageBuffer.of(table, [
-        ChangeRows(insert, table.id, first, 2, at, at, 1_000),
-        ChangeRows(insert, table.id, [(3, "c", None, None)], 1, replace(at, events_to_skip=1), at, 2_000),
-        ChangeRows(insert, table.id, second, 2, replace(at, events_to_skip=2), at, 3_000, keep=(False, True)),
+        ChangeRows(insert, table.id, first, 2, at, 1_000),
+        ChangeRows(insert, table.id, [(3, "c", None, None)], 1, replace(at, events_to_skip=1), 2_000),
+        ChangeRows(insert, table.id, second, 2, replace(at, events_to_skip=2), 3_000, keep=(False, True)),
     ])
     columns, keep = buffer.columns()
     assert [c.to_pylist() for c in columns][:2] == [[1, 2, 3, 5], ["a", None, "c", None]]

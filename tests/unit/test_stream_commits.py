@@ -30,8 +30,7 @@ def pending(position: int, *images: tuple[int, str]) -> _Pending:
     """One insert event of ``images`` (as value tuples, the form of events the row decoder cannot read)."""
     base = offset(position)
     batch = _Pending()
-    batch.add(SCHEMA, ChangeRows((ChangeKind.INSERT,), ORDERS, list(images), len(images), base,
-                                 offset(position, 0, len(images)), 1_000), 100)
+    batch.add(SCHEMA, ChangeRows((ChangeKind.INSERT,), ORDERS, list(images), len(images), base, 1_000), 100)
     return batch
 
 
@@ -74,7 +73,7 @@ def images_of(table: TableId, count: int, size: int = 100) -> tuple[TableSchema,
     """One insert event of ``count`` images of ``table`` (``size`` bytes on the wire), as ``_Pending.add`` takes it."""
     schema = TableSchema(table, SCHEMA.columns, ("id",))
     images = [(i, "x") for i in range(count)]
-    return schema, ChangeRows((ChangeKind.INSERT,), table, images, count, offset(4), offset(4, 0, count), 1_000), size
+    return schema, ChangeRows((ChangeKind.INSERT,), table, images, count, offset(4), 1_000), size
 
 
 def test_a_batch_over_many_tables_closes_on_max_events_times_its_tables() -> None:
