@@ -10,10 +10,12 @@ then see the first parts of that transaction before the rest. Changes are emitte
 filter built from the finished chunks' high watermarks; a table past its highest HW drops its chunks
 from the checkpoint. The stream runner calls this between its waits.
 
-Changes travel as whole rows events (``BinlogReader.rows``): a batch keeps the events' packets and
-where their values are, and becomes Arrow columns only when it is committed (``rows_table``), in a
-thread of its own while the binlog is read on. A Python object per value or row image cost more than
-everything else together (bench/RESULTS.md).
+Changes travel as whole rows events (``BinlogReader.rows``): a batch gathers, per table, the events'
+packets and where their values are (``ImageBuffer``, no Python object kept per event), and becomes
+Arrow columns only when it is committed (``rows_table``), in a thread of its own while the binlog is
+read on. A Python object per value or row image cost more than everything else together, and one per
+event of a batch spread over many tables cost a third of its reading in garbage collection
+(bench/RESULTS.md).
 """
 
 from __future__ import annotations
