@@ -2,12 +2,20 @@
 
 connectorx reads MySQL rows in native code into Arrow (763k rows/s measured here, against 69k for
 pymysql), but it panics on some values (DECIMAL wider than 28 digits, zero dates, negative or long
-TIME) and refuses GEOMETRY. So every column is selected through an SQL expression chosen from its
-type, producing something connectorx reads exactly (integers, strings, bytes), and the Arrow
-column is then cast to the canonical type. Temporal values travel as integers (days or
-microseconds since the epoch), which also makes the result independent of the session time zone.
-Each type's expression and cast are in its row of ``type_registry``, with the reason next to it.
-The type-matrix test checks this path against the binlog too.
+TIME) and refuses GEOMETRY. So a column of such a type is selected through an SQL expression chosen
+from its type, producing something connectorx reads exactly (integers, strings, bytes), and the Arrow
+column is then cast to the canonical type. Each type's expression and cast are in its row of
+``type_registry``, with the reason next to it. The type-matrix test checks this path against the
+binlog too.
+
+Dates, DATETIMEs and TIMESTAMPs are the exception: the values connectorx panics on (zero and invalid
+dates) are rare, and an expression around every value costs the server more than the rest of the
+column (0.11-0.19 CPU s per 1,000,000 rows of the benchmark table, ``bench/RESULTS.md``). So they are
+read as they are until connectorx panics on one; that SELECT is then repeated, and every later one of
+the table made, with the type's ``connectorx_exact`` expression, which turns those values into NULL.
+Repeating a SELECT between the chunk's watermarks changes nothing the chunk reader relies on (it was
+selected after LW and before HW). connectorx's session is at time zone +00:00, where the wall clock a
+TIMESTAMP is read as is its UTC instant.
 
 connectorx takes no query parameters, so chunk bounds are written as literals: strings and bytes
 as hex literals, which need no escaping whatever the server's sql_mode.
@@ -16,6 +24,7 @@ as hex literals, which need no escaping whatever the server's sql_mode.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from decimal import Decimal
@@ -33,6 +42,8 @@ from airflow_provider_mysqlcdc.cdc.tls import only_the_ca
 from airflow_provider_mysqlcdc.cdc.type_registry import select_item, type_of
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema, arrow_type
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+
+_log = logging.getLogger(__name__)
 
 
 def literal(value: Any) -> str:
@@ -60,9 +71,20 @@ def literal(value: Any) -> str:
     )
 
 
-def select_expression(column: Column) -> str:
-    """What connectorx reads for a column (named as the column)."""
-    return select_item(column, type_of(column).connectorx_sql)
+SESSION = "SET time_zone = '+00:00'"
+"""What connectorx's session runs before each SELECT: TIMESTAMPs are read as the wall clock of UTC."""
+
+
+def select_expression(column: Column, exact: bool = False) -> str:
+    """What connectorx reads for a column (named as the column): what it reads exactly, or (``exact``) also what
+    it panics on (``MySqlType.connectorx_exact``)."""
+    spec = type_of(column)
+    return select_item(column, spec.connectorx_exact if exact and spec.connectorx_exact else spec.connectorx_sql)
+
+
+def _unreadable_date(exc: BaseException) -> bool:
+    """Whether connectorx panicked on a date, DATETIME or TIMESTAMP it cannot read (a zero or invalid date)."""
+    return type(exc).__name__ == "PanicException" and "Couldn't convert the value `Date(" in str(exc)
 
 
 def _canonical(column: Column, values: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -124,15 +146,25 @@ class ArrowSelect:
         self._schema = schema
         self._arrow_schema = arrow_schema(schema)
         self._key = schema.chunk_key_column
-        columns = ", ".join(select_expression(c) for c in schema.columns)
-        self._select = f"SELECT {columns} FROM {schema.id.quoted} WHERE "  # noqa: S608 (quoted names)
+        self._select, self._select_exact = (self._select_list(exact) for exact in (False, True))
+
+    def _select_list(self, exact: bool) -> str:
+        columns = ", ".join(select_expression(c, exact) for c in self._schema.columns)
+        return f"SELECT {columns} FROM {self._schema.id.quoted} WHERE "  # noqa: S608 (quoted names)
+
+    @property
+    def reads_dates_exactly(self) -> bool:
+        """Whether the SELECT reads every column through the expressions that read zero and invalid dates."""
+        return self._select == self._select_exact
 
     def query(self, chunk: Chunk) -> str:
-        where, _ = chunk_where(chunk, self._key, inline=literal)
-        return self._select + where
+        return self._select + self._where(chunk)
+
+    def _where(self, chunk: Chunk) -> str:
+        return chunk_where(chunk, self._key, inline=literal)[0]
 
     def read(self, chunk: Chunk) -> pa.Table:
-        return self._read(self.query(chunk))
+        return self._read(self._where(chunk))
 
     @property
     def reads_together(self) -> bool:
@@ -142,13 +174,16 @@ class ArrowSelect:
     def query_many(self, chunks: Sequence[Chunk]) -> str:
         """One SELECT of the rows of all ``chunks``: neighbours (one's end the next one's start) as one key
         range, the ranges joined by OR."""
+        return self._select + self._where_many(chunks)
+
+    def _where_many(self, chunks: Sequence[Chunk]) -> str:
         ranges: list[Chunk] = []
         for chunk in chunks:
             if ranges and ranges[-1].end is not None and ranges[-1].end == chunk.start:
                 ranges[-1] = replace(ranges[-1], end=chunk.end)
             else:
                 ranges.append(chunk)
-        return self._select + " OR ".join(f"({chunk_where(r, self._key, inline=literal)[0]})" for r in ranges)
+        return " OR ".join(f"({self._where(r)})" for r in ranges)
 
     def read_many(self, chunks: Sequence[Chunk]) -> list[pa.Table]:
         """The rows of each of ``chunks`` (of an integer key), read by one SELECT and parted by their key in
@@ -158,21 +193,36 @@ class ArrowSelect:
         if not self.reads_together:
             raise ValueError(f"chunks of {self._schema.id} are read together only on an integer key, not on "
                              f"{self._key.name} {self._key.column_type}")
-        return part_by_key(self._read(self.query_many(chunks)), self._key.name, chunks, self._key.nullable)
+        return part_by_key(self._read(self._where_many(chunks)), self._key.name, chunks, self._key.nullable)
 
-    def _read(self, query: str) -> pa.Table:
+    def _read(self, where: str) -> pa.Table:
+        """The canonical rows ``where`` selects: dates read as they are, unless (or until) connectorx panics on
+        one (see the module's docstring)."""
+        try:
+            raw = self._select_raw(self._select + where)
+        except BaseException as exc:  # a Rust panic is a BaseException
+            if self.reads_dates_exactly or not _unreadable_date(exc):
+                raise
+            _log.warning("%s holds a zero or invalid date, which connectorx cannot read (the panic above says which): "
+                         "its SELECTs read dates through expressions that make them NULL from now on, and this one "
+                         "is read again", self._schema.id)
+            self._select = self._select_exact
+            raw = self._select_raw(self._select + where)
+        if raw.num_rows == 0:
+            return self._arrow_schema.empty_table()
+        columns = [_canonical(c, raw.column(i)) for i, c in enumerate(self._schema.columns)]
+        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+
+    def _select_raw(self, query: str) -> pa.Table:
         import connectorx
 
         try:
             with only_the_ca(self._config.ssl):
-                raw: pa.Table = connectorx.read_sql(self._url, query, return_type="arrow")
+                raw: pa.Table = connectorx.read_sql(self._url, query, return_type="arrow", pre_execution_query=SESSION)
         except RuntimeError as exc:  # connectorx's connection errors are RuntimeErrors with the driver's words
             explained = self._config.explain(exc)
             if explained is exc:
                 raise
             raise explained from None
-        if raw.num_rows == 0:
-            return self._arrow_schema.empty_table()
-        columns = [_canonical(c, raw.column(i)) for i, c in enumerate(self._schema.columns)]
-        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+        return raw
 

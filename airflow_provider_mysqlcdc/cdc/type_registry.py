@@ -5,7 +5,8 @@ value (measured on MariaDB 10.11):
 
 - SELECT through pymysql (``types.RowConverter.from_select``),
 - SELECT through connectorx straight into Arrow (``arrow_select``), which panics on some values and
-  so reads each column through an SQL expression, cast to the canonical Arrow type after,
+  so reads such columns through an SQL expression (dates: only once it has met one), cast to the
+  canonical Arrow type after,
 - the binlog, decoded by mysql-replication (``types.RowConverter.from_binlog``) or by our own
   ``row_decoder``, which reads the wire format of the table map's column types.
 
@@ -107,6 +108,10 @@ class MySqlType:
     """What pymysql's SELECT reads instead of the column itself."""
     connectorx_sql: Sql | None = None
     """What connectorx's SELECT reads instead of the column itself."""
+    connectorx_exact: Sql | None = None
+    """What connectorx's SELECT reads instead of the column once it has met a value of the table that it
+    cannot read as it is (``arrow_select``): for a type read as it is until then, because the SQL costs the
+    server more than the column and the values that need it (zero and invalid dates) are rare."""
     from_connectorx: FromConnectorx = _cast
     """Turns what connectorx read into the canonical column: a cast unless the row says otherwise."""
     from_select: SelectConverter = _as_is
@@ -177,6 +182,15 @@ def _bits_from_text(value: str) -> int:
 
 def _bit_from_connectorx(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     return pc.not_equal(values, 0) if target == pa.bool_() else values.cast(target)
+
+
+def _from_year_1(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Dates (or DATETIMEs) read as they are: year 0, which connectorx reads and Python's dates (so SELECT
+    and the binlog) have not, becomes NULL."""
+    values = values.cast(target)
+    first = pa.scalar(dt.datetime(1, 1, 1) if pa.types.is_timestamp(target) else dt.date(1, 1, 1), target)
+    before = pc.less(values, first)
+    return pc.if_else(before, pa.scalar(None, target), values) if pc.any(before).as_py() else values
 
 
 def _temporal_or_null(kind: type) -> Converter:
@@ -295,12 +309,12 @@ TYPES: tuple[MySqlType, ...] = (
     # YEAR 0000: SELECT gives 0, mysql-replication 1900 (no valid YEAR): it becomes 0.
     MySqlType(("year",), _always(pa.int16()), frozenset({BinlogType.YEAR}),
               from_binlog=_every(lambda v: 0 if v == 1900 else v)),
-    # Zero and invalid dates ('0000-00-00', '2020-00-00'): SELECT gives strings, the binlog None, and
-    # connectorx panics; they all become NULL. Temporal values travel through connectorx as integers
-    # (days or microseconds since the epoch), which also makes them independent of the session time zone.
+    # Zero and invalid dates ('0000-00-00', '2020-00-00', '2020-02-30' under ALLOW_INVALID_DATES): SELECT gives
+    # strings, the binlog None, and connectorx panics; they all become NULL. connectorx reads the column as it is
+    # (the cheapest SELECT for the server) until it meets one, then ``col + INTERVAL 0 DAY``, which is NULL for
+    # them and the same type, whatever the sql_mode. Year 0 becomes NULL too (Python has no year 0).
     MySqlType(("date",), _always(pa.date32()), frozenset({BinlogType.DATE}),
-              connectorx_sql=lambda q: f"DATEDIFF({q}, '1970-01-01')",  # NULL for zero and invalid dates
-              from_connectorx=lambda values, target: values.cast(pa.int32()).cast(target),
+              connectorx_exact=lambda q: f"({q} + INTERVAL 0 DAY)", from_connectorx=_from_year_1,
               from_select=_every(_temporal_or_null(dt.date)), from_binlog=_every(_temporal_or_null(dt.date))),
     # TIME(fsp) < 0 with a fraction: mysql-replication decodes it wrongly; the value is repaired.
     # connectorx panics on negative or over-24h TIME.
@@ -308,13 +322,14 @@ TYPES: tuple[MySqlType, ...] = (
               connectorx_sql=lambda q: f"CAST(TIME_TO_SEC({q}) * 1000000 AS SIGNED)",
               from_binlog=lambda column: _negative_time_from_binlog if column.datetime_precision else None),
     MySqlType(("datetime",), _always(pa.timestamp("us")), frozenset({BinlogType.DATETIME2}),
-              connectorx_sql=lambda q: f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {q})",
+              connectorx_exact=lambda q: f"({q} + INTERVAL 0 SECOND)", from_connectorx=_from_year_1,
               from_select=_every(_temporal_or_null(dt.datetime)),
               from_binlog=_every(_temporal_or_null(dt.datetime))),
     # The binlog carries a UTC instant; SELECT gives the wall clock of the session time zone, which is
-    # converted to UTC. The zero TIMESTAMP is stored as epoch 0 and becomes NULL.
+    # converted to UTC (connectorx's session is at +00:00, where the wall clock is the UTC instant). The zero
+    # TIMESTAMP is stored as epoch 0 and becomes NULL (connectorx panics on it, like on zero dates).
     MySqlType(("timestamp",), _always(pa.timestamp("us", tz="UTC")), frozenset({BinlogType.TIMESTAMP2}),
-              connectorx_sql=lambda q: f"NULLIF(CAST(UNIX_TIMESTAMP({q}) * 1000000 AS SIGNED), 0)",
+              connectorx_exact=lambda q: f"({q} + INTERVAL 0 SECOND)",
               from_select=_timestamp_from_select,
               from_binlog=_every(lambda v: None if v == _EPOCH else v)),
     _string_row(("char",), BinlogType.STRING),

@@ -319,3 +319,57 @@ def test_arrow_arrays_build_for_every_column(captured) -> None:
     assert table.column("ts").type == pa.timestamp("us", tz="UTC")
     assert arrow_type(schema.column("d65")) == pa.decimal256(65, 30)
     assert table.column("d65")[0].as_py() == Decimal(MAX_DEC)
+
+
+DATES = {  # column -> (type, SQL literals for rows 1.., which connectorx reads as they are)
+    "da": ("DATE", ["'1000-01-01'", "'9999-12-31'", "'1969-12-31'", "'0001-01-01'", "'0000-01-01'"]),
+    "dm": ("DATETIME", ["'1000-01-01 00:00:00'", "'9999-12-31 23:59:59'", "'1969-12-31 23:59:59'",
+                        "'0999-12-31 23:59:59'", "'0000-01-01 00:00:00'"]),
+    "dm6": ("DATETIME(6)", ["'9999-12-31 23:59:59.999999'", "'1969-12-31 23:59:59.999999'", "'2024-02-29 12:00:00.5'",
+                            "'0001-01-01 00:00:00.000001'", "'0000-12-31 23:59:59.999999'"]),
+    "ts": ("TIMESTAMP NULL", ["'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'", "'2024-03-31 01:30:00'"]),
+    "ts6": ("TIMESTAMP(6) NULL", ["'2038-01-19 03:14:07.999999'", "'1970-01-01 00:00:01.000001'",
+                                  "'2024-10-27 01:30:00.25'"]),
+}
+
+
+def test_connectorx_reads_dates_as_they_are_until_it_meets_one_it_cannot(mariadb_server, database) -> None:
+    """Valid dates, DATETIMEs and TIMESTAMPs are selected as they are (the server's cheapest SELECT) and read as
+    pymysql's SELECT and the binlog read them: year 0, which Python has not, as NULL; TIMESTAMPs as the UTC
+    instant whatever the server's time zone. A zero date added afterwards makes the reader select every date
+    through the expressions that read it as NULL, the SELECT that met it included."""
+    admin = mariadb_server.admin_connect(database)
+    rows = max(len(values) for _, values in DATES.values()) + 1  # the last row NULL everywhere
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE TABLE dates (id INT PRIMARY KEY, "
+                    f"{', '.join(f'`{n}` {ddl} NULL' for n, (ddl, _) in DATES.items())})")
+        cur.execute("SET SESSION sql_mode = ''")  # dates before 1000
+        for row in range(1, rows + 1):
+            names = [n for n, (_, values) in DATES.items() if row <= len(values)]
+            cur.execute(f"INSERT INTO dates (id{''.join(', `' + n + '`' for n in names)}) "
+                        f"VALUES ({row}{''.join(', ' + DATES[n][1][row - 1] for n in names)})")
+    config = ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                              mariadb_server.port)
+    conn = mariadb_server.cdc_connect(database, init_command="SET time_zone = '+00:00'")
+    schema = load_table_schema(conn, TableId(database, "dates"))
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM dates ORDER BY id")
+        expected = [RowConverter(schema).from_select(r) for r in cur.fetchall()]
+    assert expected[4][1:4] == (None, None, None) and expected[3][1] == dt.date(1, 1, 1)  # year 0; year 1
+    select = ArrowSelect(config, schema)
+    with admin.cursor() as cur:
+        cur.execute("SET GLOBAL time_zone = '+05:00'")  # connectorx's new connections start at +05:00
+        try:
+            table = select.read(Chunk(schema.id, 0, None, None)).sort_by("id")
+        finally:
+            cur.execute("SET GLOBAL time_zone = '+00:00'")
+    assert not select.reads_dates_exactly
+    assert canonical_rows(table) == expected
+
+    with admin.cursor() as cur:
+        cur.execute(f"INSERT INTO dates (id, dm) VALUES ({rows + 1}, '0000-00-00 00:00:00')")
+    table = select.read(Chunk(schema.id, 0, None, None)).sort_by("id")
+    assert select.reads_dates_exactly
+    assert canonical_rows(table) == [*expected, (rows + 1, None, None, None, None, None)]
+    admin.close()
+    conn.close()

@@ -80,9 +80,29 @@ def test_an_unsupported_type_is_read_as_it_is() -> None:
 
 def test_connectorx_reads_what_it_would_panic_on_through_sql() -> None:
     assert connectorx_expression(col("decimal", precision=65, scale=30)) == "CAST(`c` AS CHAR) AS `c`"
-    assert connectorx_expression(col("date")) == "DATEDIFF(`c`, '1970-01-01') AS `c`"
     assert connectorx_expression(col("point")) == "ST_AsWKB(`c`) AS `c`"
-    assert connectorx_expression(col("varchar")) == "`c`"
+    assert connectorx_expression(col("varchar")) == connectorx_expression(col("varchar"), exact=True) == "`c`"
+
+
+def test_connectorx_reads_dates_as_they_are_until_it_panics_on_one() -> None:
+    for name, unit in (("date", "DAY"), ("datetime", "SECOND"), ("timestamp", "SECOND")):
+        assert connectorx_expression(col(name)) == "`c`"
+        assert connectorx_expression(col(name), exact=True) == f"(`c` + INTERVAL 0 {unit}) AS `c`"
+    assert connectorx_expression(col("time"), exact=True) == connectorx_expression(col("time"))
+
+
+def test_year_0_read_by_connectorx_becomes_null() -> None:
+    """connectorx reads year 0 (the proleptic calendar's 1 BC), which Python's dates, SELECT and the binlog
+    have not."""
+    year_0 = pa.scalar(-62_167_219_200_000_000, pa.int64()).cast(pa.timestamp("us"))
+    year_1 = pa.scalar(dt.datetime(1, 1, 1), pa.timestamp("us"))
+    values = pa.chunked_array([pa.array([year_0, year_1, None], pa.timestamp("us"))])
+    assert type_of(col("datetime")).from_connectorx(values, pa.timestamp("us")).to_pylist() == [
+        None, dt.datetime(1, 1, 1), None]
+    days = pa.chunked_array([pa.array([-719_528, -719_162, 0], pa.int32()).cast(pa.date32())])
+    assert type_of(col("date")).from_connectorx(days, pa.date32()).to_pylist() == [
+        None, dt.date(1, 1, 1), dt.date(1970, 1, 1)]
+    assert type_of(col("date")).from_connectorx(days[1:], pa.date32()).equals(days[1:])
 
 
 def test_empty_binary_strings_from_mysql_replication_are_bytes() -> None:
