@@ -71,6 +71,8 @@ MATRIX: dict[str, tuple[str, list[str], dict[int, Any]]] = {
     "dm": ("DATETIME", ["'1000-01-01 00:00:00'", "'9999-12-31 23:59:59'", "'0000-00-00 00:00:00'"], {3: None}),
     "dm3": ("DATETIME(3)", ["'2024-02-29 12:00:00.123'"], {}),
     "dm6": ("DATETIME(6)", ["'9999-12-31 23:59:59.999999'", "'2020-02-00 10:00:00'"], {2: None}),
+    "da0": ("DATE", ["'0000-01-01'", "'2024-02-29'"], {1: None, 2: dt.date(2024, 2, 29)}),  # Python has no year 0
+    "dm0": ("DATETIME(3)", ["'0000-12-31 23:59:59.5'"], {1: None}),
     "ts": ("TIMESTAMP NULL", ["'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'", "'0000-00-00 00:00:00'"],
            {1: dt.datetime(1970, 1, 1, 0, 0, 1), 3: None}),
     "ts3": ("TIMESTAMP(3) NULL", ["'2001-02-03 04:05:06.789'"], {}),
@@ -337,7 +339,8 @@ def test_connectorx_reads_dates_as_they_are_until_it_meets_one_it_cannot(mariadb
     """Valid dates, DATETIMEs and TIMESTAMPs are selected as they are (the server's cheapest SELECT) and read as
     pymysql's SELECT and the binlog read them: year 0, which Python has not, as NULL; TIMESTAMPs as the UTC
     instant whatever the server's time zone. A zero date added afterwards makes the reader select every date
-    through the expressions that read it as NULL, the SELECT that met it included."""
+    through the expressions that read it as NULL, the SELECT that met it included; so are invalid dates (not the
+    next valid one)."""
     admin = mariadb_server.admin_connect(database)
     rows = max(len(values) for _, values in DATES.values()) + 1  # the last row NULL everywhere
     with admin.cursor() as cur:
@@ -367,7 +370,9 @@ def test_connectorx_reads_dates_as_they_are_until_it_meets_one_it_cannot(mariadb
     assert canonical_rows(table) == expected
 
     with admin.cursor() as cur:
-        cur.execute(f"INSERT INTO dates (id, dm) VALUES ({rows + 1}, '0000-00-00 00:00:00')")
+        cur.execute("SET SESSION sql_mode = 'ALLOW_INVALID_DATES'")
+        cur.execute(f"INSERT INTO dates (id, da, dm, dm6, ts) VALUES ({rows + 1}, '2020-02-30', '2021-02-29 10:00:00', "
+                    f"'2020-04-31 00:00:00.5', '0000-00-00 00:00:00')")
     table = select.read(Chunk(schema.id, 0, None, None)).sort_by("id")
     assert select.reads_dates_exactly
     assert canonical_rows(table) == [*expected, (rows + 1, None, None, None, None, None)]
