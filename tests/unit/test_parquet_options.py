@@ -1,0 +1,31 @@
+"""Which columns of a snapshot file are dictionary-encoded: those whose values repeat in its first chunk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_provider_mysqlcdc.engine.snapshot_batch import parquet_options
+
+
+def test_only_columns_whose_first_chunk_repeats_few_values_get_a_dictionary(tmp_path: Path) -> None:
+    def chunk(first: int) -> pa.Table:
+        keys = range(first, first + 8096)
+        return pa.table({"id": pa.array(keys, pa.int64()),
+                         "note": [f"note for order {k}" for k in keys],
+                         "status": [("new", "paid", "shipped")[k % 3] for k in keys],
+                         "_op": ["+I"] * 8096,
+                         "gone": pa.nulls(8096, pa.string())})
+
+    options = parquet_options(chunk(0))
+    assert options["use_dictionary"] == ["status", "_op", "gone"]
+    with pq.ParquetWriter(tmp_path / "part.parquet", chunk(0).schema, **options) as writer:
+        for first in (0, 8096):
+            writer.write_table(chunk(first))
+    footer = pq.read_metadata(tmp_path / "part.parquet")
+    for group in range(footer.num_row_groups):
+        columns = [footer.row_group(group).column(i) for i in range(footer.num_columns)]
+        encoded = {c.path_in_schema for c in columns if "RLE_DICTIONARY" in c.encodings}
+        assert encoded == {"status", "_op", "gone"}
