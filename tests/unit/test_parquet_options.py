@@ -29,3 +29,11 @@ def test_only_columns_whose_first_chunk_repeats_few_values_get_a_dictionary(tmp_
         columns = [footer.row_group(group).column(i) for i in range(footer.num_columns)]
         encoded = {c.path_in_schema for c in columns if "RLE_DICTIONARY" in c.encodings}
         assert encoded == {"status", "_op", "gone"}
+
+
+def test_a_wide_column_is_judged_by_its_first_values() -> None:
+    """Not hashed whole (a chunk of wide rows would be copied): its first MiB repeats, so it gets a dictionary,
+    which the writer gives up at the page limit if later values do not."""
+    wide = pa.table({"blob": [b"x" * 1024] * 2048 + [bytes([i % 256]) * 1024 + bytes(i) for i in range(2048)]})
+    assert parquet_options(wide)["use_dictionary"] == ["blob"]
+    assert parquet_options(wide.slice(2048))["use_dictionary"] == []
