@@ -12,11 +12,9 @@ Starts a throwaway MariaDB of its own and stops it afterwards; the lake is a tem
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 import uuid
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schemas
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
@@ -25,15 +23,12 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
 from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
-from bench.server import load_small_tables, many_tables_arguments, throwaway_server
+from bench.server import many_tables_arguments, small_tables_database
 
 
 def main(argv: list[str] | None = None) -> int:
     args = many_tables_arguments(__doc__, argv, tables=200, rows=300, port=33092)
-    with throwaway_server(args.port) as server, tempfile.TemporaryDirectory(prefix="bench-lake-") as folder:
-        with server.admin_connect("bench").cursor() as cur:
-            tables = load_small_tables(cur, args.tables, args.rows)
-        config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
+    with small_tables_database(args) as (_server, tables, config, folder):
         control = config.connect()
         try:
             schemas = load_table_schemas(control, tables)

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema, load_table_schemas
@@ -30,15 +29,17 @@ from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from bench.server import load_small_tables, many_tables_arguments, throwaway_server
+from bench.server import many_tables_arguments, small_tables_database
 
 ROUNDS = 3
+T = TypeVar("T")
 
 
-def _seconds(work: Callable[[], object]) -> float:
+def _timed(work: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``work(*args)`` and the seconds it took."""
     started = time.perf_counter()
-    work()
-    return time.perf_counter() - started
+    result = work(*args)
+    return result, time.perf_counter() - started
 
 
 def _update(server: Any, tables: Sequence[TableId]) -> None:
@@ -50,49 +51,48 @@ def _update(server: Any, tables: Sequence[TableId]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = many_tables_arguments(__doc__, argv, tables=1000, rows=100, port=33093)
-    with throwaway_server(args.port) as server, tempfile.TemporaryDirectory(prefix="bench-lake-") as folder:
-        with server.admin_connect("bench").cursor() as cur:
-            tables = load_small_tables(cur, args.tables, args.rows)
-        config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
+    with small_tables_database(args) as (server, tables, config, folder):
         control = config.connect()
-        one_by_one, together = [], []
-        for _ in range(ROUNDS):
-            one_by_one.append(_seconds(lambda: {t: load_table_schema(control, t) for t in tables}))
-            together.append(_seconds(lambda: load_table_schemas(control, tables)))
-        print(f"the trigger's read of {len(tables)} tables' schemas: table by table "
-              f"{statistics.median(one_by_one):.3f} s, in two queries {statistics.median(together):.3f} s "
-              f"(medians of {ROUNDS})", flush=True)
-
-        options = StreamOptions(folder, tuple(tables), StartupMode.LATEST, writer="bench")
-        runner = StreamRunner(options, config)
-        checkpoint = runner.open(control)
-        _update(server, tables)  # a first batch: every changelog made
-        progress = StreamProgress.start()
-        runner.catch_up(control, checkpoint, progress)
-        runner.wait_until(progress, checkpoint)
-        lake = Lake.at(folder)
-        for touched in (tables, tables[::100]):
-            for _ in range(ROUNDS):
-                for clean in (True, False):
-                    if not clean:  # what the lease says after a crash (and before this change, always)
-                        document = lake.read_json(lake.lease)
-                        lake.write_json(lake.lease, {**document, "clean_seq": None})
-                    resumed = StreamRunner(options, config)
-                    started = time.perf_counter()
-                    checkpoint = resumed.open(control)
-                    opened = time.perf_counter() - started
-                    _update(server, touched)
-                    progress = StreamProgress.start()
-                    started = time.perf_counter()
-                    resumed.catch_up(control, checkpoint, progress)
-                    batch = time.perf_counter() - started
-                    resumed.wait_until(progress, checkpoint)
-                    way = "after a clean deferral" if clean else "scanning every changelog (before)"
-                    print(f"resume over {len(tables)} tables, {way}: open {opened:.3f} s, then the first batch "
-                          f"changing {len(touched)} of them {batch:.3f} s", flush=True)
-        control.close()
+        try:
+            _schema_reads(control, tables)
+            _resumes(server, tables, config, folder, control)
+        finally:
+            control.close()
     return 0
 
+
+def _schema_reads(control: Any, tables: list[TableId]) -> None:
+    one_by_one, together = [], []
+    for _ in range(ROUNDS):
+        one_by_one.append(_timed(lambda: {t: load_table_schema(control, t) for t in tables})[1])
+        together.append(_timed(load_table_schemas, control, tables)[1])
+    print(f"the trigger's read of {len(tables)} tables' schemas: table by table {statistics.median(one_by_one):.3f} s, "
+          f"in two queries {statistics.median(together):.3f} s (medians of {ROUNDS})", flush=True)
+
+
+def _resumes(server: Any, tables: list[TableId], config: ConnectionConfig, folder: str, control: Any) -> None:
+    options = StreamOptions(folder, tuple(tables), StartupMode.LATEST, writer="bench")
+    runner = StreamRunner(options, config)
+    checkpoint = runner.open(control)
+    _update(server, tables)  # a first batch: every changelog made
+    progress = StreamProgress.start()
+    runner.catch_up(control, checkpoint, progress)
+    runner.wait_until(progress, checkpoint)
+    lake = Lake.at(folder)
+    for touched in (tables, tables[::100]):
+        for _ in range(ROUNDS):
+            for clean in (True, False):
+                if not clean:  # what the lease says after a crash (and before this change, always)
+                    lake.write_json(lake.lease, {**lake.read_json(lake.lease), "clean_seq": None})
+                resumed = StreamRunner(options, config)
+                checkpoint, opened = _timed(resumed.open, control)
+                _update(server, touched)
+                progress = StreamProgress.start()
+                _, batch = _timed(resumed.catch_up, control, checkpoint, progress)
+                resumed.wait_until(progress, checkpoint)
+                way = "after a clean deferral" if clean else "scanning every changelog (before)"
+                print(f"resume over {len(tables)} tables, {way}: open {opened:.3f} s, then the first batch changing "
+                      f"{len(touched)} of them {batch:.3f} s", flush=True)
 
 if __name__ == "__main__":
     sys.exit(main())

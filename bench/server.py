@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dev import mariadb
 
 if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableId
 
 
@@ -112,3 +113,16 @@ def load_small_tables(cur: Any, tables: int, rows: int) -> list[TableId]:
     cur.execute("ANALYZE TABLE " + ", ".join(f"bench.{name}" for name in names))
     cur.fetchall()
     return [TableId("bench", name) for name in names]
+
+
+@contextlib.contextmanager
+def small_tables_database(args: argparse.Namespace) -> Iterator[
+        tuple[mariadb.MariaDbServer, list[TableId], ConnectionConfig, str]]:
+    """A throwaway server holding ``args.tables`` tables of ``args.rows`` rows (``load_small_tables``; options of
+    ``many_tables_arguments``), the CDC user's connection settings and a temporary folder for the lake."""
+    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+
+    with throwaway_server(args.port) as server, tempfile.TemporaryDirectory(prefix="bench-lake-") as folder:
+        with server.admin_connect("bench").cursor() as cur:
+            tables = load_small_tables(cur, args.tables, args.rows)
+        yield server, tables, ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port), folder
