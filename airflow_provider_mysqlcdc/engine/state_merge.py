@@ -52,9 +52,9 @@ class StateMerger:
         some, with how many (those an interrupted earlier run left unmerged included).
 
         The tables are merged on a bounded pool, several at once (delta-rs reads and merges without the
-        GIL), so a round over many tables takes about what its largest tables take; only the snapshot
-        batches of the changed keys are found one table at a time, because that may ask the server
-        (string keys' collation weights) on the one control connection."""
+        GIL), so a round over many tables takes about what its largest tables take; only the questions to
+        the server (string keys' collation weights, to find the changed keys' snapshot batches) go one at a
+        time, on the one control connection: the plans and changelogs are read at once."""
         through = checkpoint.visible[0]
         due = [(t, schema) for t in self.due(checkpoint) if (schema := checkpoint.schema_of(t)) is not None]
         rows = each(lambda item: self._merge_table(*item, through), due, COMMIT_THREADS, "stream-merge")
@@ -81,13 +81,13 @@ class StateMerger:
         if not changes.num_rows:
             return 0
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
-        with self._control:
-            batches = self._batches(table, schema, changes)
+        batches = self._batches(table, schema, changes)
         changes = changes.append_column(BATCH_COLUMN, pa.array(batches, pa.int32()))
         if schema.keyless:  # a multiset: every change counts once (lake.multiset says why)
-            report = merge_multiset(location, changes, schema.column_names, schema.chunk_key, through_seq)
+            report = merge_multiset(location, changes, schema.column_names, schema.chunk_key, through_seq,
+                                    opened=current)
         else:
-            report = merge_changes(location, changes, list(schema.state_key), through_seq)
+            report = merge_changes(location, changes, list(schema.state_key), through_seq, opened=current)
         _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
                   "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
                   through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
@@ -95,13 +95,17 @@ class StateMerger:
         return int(changes.num_rows)
 
     def _batches(self, table: TableId, schema: TableSchema, changes: pa.Table) -> list[int]:
+        """The snapshot batch of each change (its current-state partition). A table is merged by one thread at
+        a time, so its entry of ``_ranges`` is not raced for; only the server's answers are taken one at a time."""
         if table not in self._ranges:
             self._ranges[table] = self._batch_ranges(table, schema)
         found = self._ranges[table]
         if found is None:
             return [0] * changes.num_rows
         column, ranges, numbers = found
-        return [numbers[i] for i in ranges.positions(changes.column(column).to_pylist())]
+        with self._control:  # string keys' collation weights come from the server
+            positions = ranges.positions(changes.column(column).to_pylist())
+        return [numbers[i] for i in positions]
 
     def _batch_ranges(self, table: TableId, schema: TableSchema) -> tuple[str, KeyRanges, list[int]] | None:
         """The chunk-key column, the key ranges of the table's snapshot batches in key order and their
@@ -110,6 +114,7 @@ class StateMerger:
         if plan is None or not plan.batches:
             return None
         column = plan.schema.chunk_key
-        order = KeyOrder.for_column(self.control, plan.schema.column(column))
         firsts = [plan.chunks[b.first_chunk].start for b in plan.batches[1:]]
-        return column, KeyRanges(firsts, order.sort_keys), [b.number for b in plan.batches]
+        with self._control:  # string keys' sort keys are the server's collation weights
+            ranges = KeyRanges(firsts, KeyOrder.for_column(self.control, plan.schema.column(column)).sort_keys)
+        return column, ranges, [b.number for b in plan.batches]

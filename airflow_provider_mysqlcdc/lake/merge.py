@@ -252,7 +252,7 @@ def merged_through(table: TableVersion) -> int:
 
 def merge_changes(
     current: ReplicaTable, changes: pa.Table, row_key: Sequence[str], through_seq: int | None, *, force: bool = False,
-    changed_only: bool = False,
+    changed_only: bool = False, opened: TableVersion | None = None,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one table, any number per key, any order, each with its
     ``_batch``) to the current-state table at ``current``, in one commit that records
@@ -261,14 +261,15 @@ def merge_changes(
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
     ``through_seq`` None: rows that are no stream batch (a re-snapshot's, ``engine.resnapshot``), merged by
     the same rule into an existing table, whose merged sequence stays as it is; with ``changed_only`` a
-    matched row is replaced only when a value differs (see ``_merge``).
+    matched row is replaced only when a value differs (see ``_merge``). ``opened``: the table as the caller
+    opened it already (the state merge reads its merged sequence first), so that its log is not loaded twice.
 
     Raises InvalidOptionError when ``changes`` lack the key, ``_batch`` or metadata columns, and
     SchemaChangeError when a column's type in the changes differs from the table's.
     """
     started = time.perf_counter()
     source = prepare_source(changes, row_key)
-    table = current.open()
+    table = opened if opened is not None else current.open()
     if table is not None and not force and through_seq is not None and merged_through(table) >= through_seq:
         return _report(table.version(), through_seq, changes, source, started, skipped=True)
     if table is None:

@@ -143,16 +143,17 @@ def _expanded(counts: Counter[Image], schema: pa.Schema) -> pa.Table:
 
 def merge_multiset(
     current: ReplicaTable, changes: pa.Table, columns: Sequence[str], chunk_key: str, through_seq: int,
-    *, force: bool = False,
+    *, force: bool = False, opened: TableVersion | None = None,
 ) -> MergeReport:
     """Apply ``changes`` (changelog rows of one keyless table, any order, with ``_batch``) to its current
     table at ``current`` as a multiset, in one commit recording ``(MERGE_APP_ID, through_seq)``; skipped
-    when the table has it already (unless ``force``), created from the changes when missing."""
+    when the table has it already (unless ``force``), created from the changes when missing. ``opened``: the
+    table as the caller opened it already (``merge_changes`` says why)."""
     started = time.perf_counter()
     if STREAM_SEQ_COLUMN in changes.column_names:
         changes = changes.drop_columns([STREAM_SEQ_COLUMN])
     changes = changes.sort_by(ORDER)
-    table = current.open()
+    table = opened if opened is not None else current.open()
     if table is not None and not force and merged_through(table) >= through_seq:
         return _report(table.version(), through_seq, changes, changes, started, skipped=True)
     if table is None:
