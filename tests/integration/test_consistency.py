@@ -144,7 +144,11 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
     writer = Writer(mariadb_server, database, table, make_key)
     writer.start()
     time.sleep(0.2)
-    with ChunkReader(config, schema, server_id=5420, fetch_size=97, use_connectorx=use_connectorx) as reader:
+    # groups of 2 chunks: a dozen high watermarks over the read, so that the writer's changes fall between them
+    # (with the default 16, the 24 chunks had 2, and a writer held back during the second group's short read
+    # left no change for the filter to drop)
+    with ChunkReader(config, schema, server_id=5420, fetch_size=97, use_connectorx=use_connectorx,
+                     group_size=2) as reader:
         snapshots: list[ChunkSnapshot] = list(reader.read(chunks))
     time.sleep(0.2)
     writer.stopping.set()
