@@ -60,7 +60,7 @@ def history_server(events: Path, base: Path) -> Iterator[None]:
     env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOG_DIR": str(base), "SPARK_DAEMON_MEMORY": "256m",
                 "SPARK_CONF_DIR": str(base), "SPARK_LOCAL_IP": "127.0.0.1",
                 "SPARK_HISTORY_OPTS": f"-Dspark.history.fs.logDirectory={events.as_uri()} "
-                                      f"-Dspark.history.ui.port={HISTORY_PORT}"})
+                                      f"-Dspark.history.ui.port={HISTORY_PORT} -Dspark.history.fs.update.interval=1s"})
     with (base / "history-server.log").open("wb") as log:
         server = subprocess.Popen([str(spark_home() / "bin" / "spark-class"),
                                    "org.apache.spark.deploy.history.HistoryServer"],
@@ -176,9 +176,13 @@ def test_snapshot_sends_metrics_and_every_task_links_its_places(
     (event_log,) = [p.name.removeprefix("eventlog_v2_") for p in spark_defaults.iterdir()]  # Spark 4 rolls its logs
     url = link(tis["snapshot"], "Spark application")
     assert url == f"http://127.0.0.1:{HISTORY_PORT}/history/{event_log}/"
-    with history_server(spark_defaults, tmp_path):
-        title = page_title(fetch(url))
     application = f"mysql-cdc snapshot {plan.batches[0].label}"
+    with history_server(spark_defaults, tmp_path):
+        title, deadline = page_title(fetch(url)), time.monotonic() + 60
+        # until the server has listed the new event log, the application's URL answers with its own page
+        while title == "History Server" and time.monotonic() < deadline:
+            time.sleep(1)
+            title = page_title(fetch(url))
     assert title.startswith(application), title
     # while the job ran, the same link was its live UI, which served that application's pages
     assert live.url is not None and re.fullmatch(r"http://[^/:]+:\d+", live.url), live.url
