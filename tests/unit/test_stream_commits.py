@@ -69,6 +69,47 @@ def test_a_failed_commit_is_raised_and_the_checkpoint_stays(tmp_path) -> None:
     assert store.read_checkpoint().seq == 0  # type: ignore[union-attr]
 
 
+def test_a_commit_that_landed_and_then_failed_is_not_doubled_by_its_retry(tmp_path, monkeypatch) -> None:
+    """The store knows each changelog's last batch from its own commits and asks delta-rs once (its first use),
+    and again after a commit of it failed: that commit may have landed, and its retry must then skip it."""
+    from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
+    from airflow_provider_mysqlcdc.lake import stream_store
+    from airflow_provider_mysqlcdc.lake.changelog import changes_table
+
+    asked: list[int] = []
+    version_of, append = stream_store._stream_version, stream_store._append
+    monkeypatch.setattr(stream_store, "_stream_version", lambda changelog: asked.append(1) or version_of(changelog))
+    store = StreamStore(Lake.at(str(tmp_path)))
+    checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
+    store.commit(checkpoint, {})
+
+    def commit(seq: int) -> None:
+        checkpoint.advance(seq, offset(100 * seq))
+        record = ChangeRecord(ChangeKind.INSERT, ORDERS, (seq, "x"), offset(100 * seq), 1_000)
+        store.commit(checkpoint, {ORDERS: [changes_table([record], SCHEMA)]})
+
+    for seq in (1, 2, 3):
+        commit(seq)
+    assert asked == []  # batch 1 made the changelog: known since
+
+    def lands_then_fails(*args: object) -> None:
+        append(*args)  # type: ignore[arg-type]
+        raise OSError("connection reset after the commit landed")
+
+    monkeypatch.setattr(stream_store, "_append", lands_then_fails)
+    with pytest.raises(OSError, match="connection reset"):
+        commit(4)
+    monkeypatch.setattr(stream_store, "_append", append)
+    store.commit(checkpoint, {ORDERS: [changes_table([ChangeRecord(ChangeKind.INSERT, ORDERS, (4, "x"), offset(400),
+                                                                    1_000)], SCHEMA)]})  # the retry of batch 4
+    assert len(asked) == 1
+    assert sorted(read_changes(str(tmp_path), "shop.orders").column("id").to_pylist()) == [1, 2, 3, 4]
+    store = StreamStore(Lake.at(str(tmp_path)))  # another process: asks at its first use
+    commit(5)
+    commit(6)
+    assert len(asked) == 2
+
+
 def images_of(table: TableId, count: int, size: int = 100) -> tuple[TableSchema, ChangeRows, int]:
     """One insert event of ``count`` images of ``table`` (``size`` bytes on the wire), as ``_Pending.add`` takes it."""
     schema = TableSchema(table, SCHEMA.columns, ("id",))
