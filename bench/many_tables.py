@@ -221,7 +221,21 @@ def stream_rows(stream: dict[str, dict[str, dict[str, Any]]], label: str, args: 
         row("open of that lake again (s)", "open_seconds", ",.2f"),
         row(f"{args.events:,} row updates: steady row events/s", "steady_events_per_second", ",.0f"),
         row("the same, overall (from the call to open)", "events_per_second", ",.0f"),
+        *same_statements(stream, label, args),
     ]
+
+
+def same_statements(stream: dict[str, dict[str, dict[str, Any]]], label: str, args: argparse.Namespace) -> list[str]:
+    """The line that separates the cost of the tables from the cost of the statements: one table written with
+    the whole database's statements (each transaction ``touch`` UPDATEs of a few rows, a rows event and a table
+    map each, against one UPDATE of 1,000 rows in the one-table layout)."""
+    if "statements" not in stream:
+        return []
+    small, many = stream["statements"][label]["steady_events_per_second"], stream["many"][label]
+    rows = 1000 // args.touch
+    return ["", f"One table written with the same statements as the whole database's ({args.touch} UPDATEs of "
+                f"{rows} rows a transaction): {small:,.0f} steady row events/s; the whole database's "
+                f"{many['steady_events_per_second']:,.0f} are {many['steady_events_per_second'] / small:.2f}x of it."]
 
 
 STREAM_HEADER = ("| | one table | whole database, every transaction over all touched tables | ratio "
@@ -252,7 +266,10 @@ def layouts(sizes: dict[str, int], touch: int) -> dict[str, tuple[list[str], lis
     """The stream's layouts: captured tables, the tables written to, and whether a transaction spreads over
     all of them (else each transaction updates one of them, in turn)."""
     return {"one": (["one.t"], ["one.t"], True), "many": (list(sizes), list(sizes)[:touch], True),
-            "turns": (list(sizes), list(sizes)[:touch], False)}
+            "turns": (list(sizes), list(sizes)[:touch], False),
+            # one table written with the statements of "many" (``touch`` UPDATEs of a few rows a transaction):
+            # what those statements cost apart from the tables they spread over
+            "statements": (["one.t"], ["one.t"] * touch, True)}
 
 
 def connection(server: Any) -> dict[str, Any]:
