@@ -21,7 +21,7 @@ table and batch, the commit (with its upkeep) over the last half of the batches 
 table over the same half, and the whole run's wall time. Writes the section "A long-running stream: the
 checkpoint interval" of ``bench/RESULTS.md``.
 
-    .venv/bin/python -m bench.long_stream_commits [--tables 10] [--batches 250] [--intervals 100,10] [--repeat 2]
+    .venv/bin/python -m bench.long_stream_commits [--tables 10] [--batches 200] [--intervals 100,20] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.delta_overhead import alternate, run_child
 from bench.measure import machine, scratch_dir, write_sections
 from bench.stream_commit_bench import _changes, _commit, _offset, _schemas
 
@@ -46,10 +46,10 @@ SECTION = "A long-running stream: the checkpoint interval"
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=10, help="captured tables, every batch touches all")
-    parser.add_argument("--batches", type=int, default=250, help="stream batches of a run")
+    parser.add_argument("--batches", type=int, default=200, help="stream batches of a run")
     parser.add_argument("--rows", type=int, default=200, help="inserts a batch, spread over the tables")
     parser.add_argument("--merge-every", type=int, default=10, help="batches between two MERGE rounds")
-    parser.add_argument("--intervals", default="100,10", help="checkpoint intervals to compare")
+    parser.add_argument("--intervals", default="100,20", help="checkpoint intervals to compare")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each interval")
     parser.add_argument("--tombstones", default="1000,10000", help="tombstones of the checkpoint-cost tables")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -90,8 +90,7 @@ def child_run(spec: dict[str, Any]) -> dict[str, Any]:
     half = spec["batches"] // 2
     return {"commit_ms": statistics.mean(commits[half:]) * 1000 / len(tables),
             "merge_ms": statistics.mean(s for b, s in merges if b > half) * 1000 / len(tables),
-            "wall_s": wall, "log_files": len(os.listdir(lake.path(*lake.table(tables[0]).changelog.parts,
-                                                                     "_delta_log")))}
+            "wall_s": wall}
 
 
 def checkpoint_cost(path: str, tombstones: int) -> dict[str, float]:
@@ -129,15 +128,12 @@ def measure(args: argparse.Namespace) -> dict[int, list[dict[str, Any]]]:
     intervals = [int(i) for i in args.intervals.split(",")]
     home = scratch_dir("bench-long-stream-")
     runs: dict[int, list[dict[str, Any]]] = {i: [] for i in intervals}
-    for round_ in range(args.repeat):
-        for interval in intervals if round_ % 2 == 0 else intervals[::-1]:
-            spec = {"lake": f"{home}/lake-{interval}-{round_}", "tables": args.tables, "batches": args.batches,
-                    "rows": args.rows, "merge_every": args.merge_every, "interval": interval}
-            out = subprocess.run([sys.executable, "-m", "bench.long_stream_commits", "--child", json.dumps(spec)],
-                                 cwd=ROOT, check=True, capture_output=True, text=True).stdout
-            result = json.loads(out.strip().splitlines()[-1])
-            print(f"interval {interval}: {result}", flush=True)
-            runs[interval].append(result)
+    for round_, _, interval in alternate({str(i): i for i in intervals}, args.repeat):
+        spec = {"lake": f"{home}/lake-{interval}-{round_}", "tables": args.tables, "batches": args.batches,
+                "rows": args.rows, "merge_every": args.merge_every, "interval": interval}
+        result = run_child(ROOT, spec, "", script=__file__)  # no server: no password
+        print(f"interval {interval}: {result}", flush=True)
+        runs[interval].append(result)
     return runs
 
 
@@ -180,7 +176,7 @@ def report(runs: dict[int, list[dict[str, Any]]], costs: dict[int, dict[str, flo
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     if args.child:
-        print(json.dumps(child_run(json.loads(args.child))), flush=True)
+        print("RESULT " + json.dumps(child_run(json.loads(args.child))), flush=True)
         return 0
     start_load = os.getloadavg()[0]
     runs = measure(args)

@@ -41,6 +41,7 @@ from typing import Any
 
 from bench.measure import PeakRss, machine, scratch_dir, seconds_until_in_lake, write_sections
 from bench.server import TABLE, throwaway_server
+from bench.stream_spread import PER_TRANSACTION
 from bench.stream_spread import measure as measure_stream
 from dev.dag_file import load_dag, start_execution_api
 
@@ -229,10 +230,8 @@ def same_statements(stream: dict[str, dict[str, dict[str, Any]]], label: str, ar
     """The line that separates the cost of the tables from the cost of the statements: one table written with
     the whole database's statements (each transaction ``touch`` UPDATEs of a few rows, a rows event and a table
     map each, against one UPDATE of 1,000 rows in the one-table layout)."""
-    if "statements" not in stream:
-        return []
     small, many = stream["statements"][label]["steady_events_per_second"], stream["many"][label]
-    rows = 1000 // args.touch
+    rows = PER_TRANSACTION // args.touch
     return ["", f"One table written with the same statements as the whole database's ({args.touch} UPDATEs of "
                 f"{rows} rows a transaction): {small:,.0f} steady row events/s; the whole database's "
                 f"{many['steady_events_per_second']:,.0f} are {many['steady_events_per_second'] / small:.2f}x of it."]

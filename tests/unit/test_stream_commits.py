@@ -4,6 +4,7 @@ caller and leaves the checkpoint where it was, and a commit never overlaps the n
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
@@ -83,10 +84,13 @@ def test_a_commit_that_landed_and_then_failed_is_not_doubled_by_its_retry(tmp_pa
     checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
     store.commit(checkpoint, {})
 
+    def changes(seq: int) -> dict[TableId, list[pa.Table]]:
+        return {ORDERS: [changes_table([ChangeRecord(ChangeKind.INSERT, ORDERS, (seq, "x"), offset(100 * seq), 1_000)],
+                                       SCHEMA)]}
+
     def commit(seq: int) -> None:
         checkpoint.advance(seq, offset(100 * seq))
-        record = ChangeRecord(ChangeKind.INSERT, ORDERS, (seq, "x"), offset(100 * seq), 1_000)
-        store.commit(checkpoint, {ORDERS: [changes_table([record], SCHEMA)]})
+        store.commit(checkpoint, changes(seq))
 
     for seq in (1, 2, 3):
         commit(seq)
@@ -100,8 +104,7 @@ def test_a_commit_that_landed_and_then_failed_is_not_doubled_by_its_retry(tmp_pa
     with pytest.raises(OSError, match="connection reset"):
         commit(4)
     monkeypatch.setattr(stream_store, "_append", append)
-    store.commit(checkpoint, {ORDERS: [changes_table([ChangeRecord(ChangeKind.INSERT, ORDERS, (4, "x"), offset(400),
-                                                                    1_000)], SCHEMA)]})  # the retry of batch 4
+    store.commit(checkpoint, changes(4))  # the retry of batch 4
     assert len(asked) == 1
     assert sorted(read_changes(str(tmp_path), "shop.orders").column("id").to_pylist()) == [1, 2, 3, 4]
     store = StreamStore(Lake.at(str(tmp_path)))  # another process: asks at its first use
