@@ -13,7 +13,8 @@ and the log grows by an entry a commit. Three Delta operations bound that:
   listing the table's folder (cheap on S3); files a crashed writer left unreferenced are only found by a
   full vacuum (:func:`vacuum` with ``full=True``), worth an occasional manual run;
 * **checkpoints and log cleanup**: delta-rs writes a checkpoint every ``delta.checkpointInterval`` commits
-  by itself (a post-commit hook); log entries older than ``delta.logRetentionDuration`` and before a
+  by itself (a post-commit hook), and so do the stream's appends of their own log entries (``lake.delta_log``);
+  log entries older than ``delta.logRetentionDuration`` and before a
   checkpoint that is itself that old are deleted by ``cleanup_metadata``. Both are table properties,
   which :func:`maintain` sets from the policy once.
 

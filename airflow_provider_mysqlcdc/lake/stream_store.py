@@ -298,10 +298,12 @@ class StreamStore:
         """The table's changelog table, or None before the stream's first change of it."""
         return self.lake.table(table).changelog.open()
 
-    def _changelog(self, table: TableId) -> TableVersion | None:
-        """``changelog``, kept loaded across batches: a table loaded before is brought to its newest version
-        (reading the log entries since, not the whole log), so commits of other handles (a type rewrite,
-        upkeep's compaction, a commit that failed after it landed) are seen before every use."""
+    def _changelog(self, table: TableId, fresh: bool = False) -> TableVersion | None:
+        """``changelog``, kept loaded across batches. An append through it needs no refresh: it commits at the
+        version after the newest it knows, and a commit of another handle at that version (upkeep's
+        compaction) makes it read the log and take the next one (``TableVersion.append``). ``fresh``: brought
+        to its newest version first (reading the log entries since, not the whole log), for a use that must
+        see other handles' commits. A commit that failed lets go of the table (``_append``): it may have landed."""
         changelog = self._loaded.get(table)
         if changelog is None:
             changelog = self.changelog(table)
@@ -310,7 +312,7 @@ class StreamStore:
                     if len(self._loaded) >= KEPT_CHANGELOGS:
                         del self._loaded[next(iter(self._loaded))]
                     self._loaded[table] = changelog
-        else:
+        elif fresh:
             changelog.refresh()
         return changelog
 
@@ -344,7 +346,10 @@ class StreamStore:
             try:
                 _append(self.lake.table(table).changelog, changelog, rows, checkpoint)
             except BaseException:
-                self._versions.pop(table, None)  # the commit may have landed before it failed: ask next time
+                # the commit may have landed before it failed: load the changelog again and ask next time
+                self._versions.pop(table, None)
+                with self._loading:
+                    self._loaded.pop(table, None)
                 raise
             self._versions[table] = checkpoint.seq
         return bool(rows)
@@ -366,7 +371,7 @@ class StreamStore:
         last writer left the lake clean at ``checkpoint``.
         """
         def ahead(table: TableId) -> tuple[TableId, TableVersion] | None:
-            changelog = self._changelog(table)
+            changelog = self._changelog(table, fresh=True)
             return (table, changelog) if changelog is not None and self._version(table, changelog) > checkpoint.seq \
                 else None
 

@@ -1,0 +1,111 @@
+"""Appends committed by log entries of our own (``lake.delta_log``): read back by delta-rs as its own commits,
+ordered against other writers by put-if-absent, checkpointed at the table's interval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
+from airflow_provider_mysqlcdc.lake import delta_log
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+
+APP = "test-app"
+
+
+def rows(*ids: int) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids])})
+
+
+def tag(version: int) -> CommitTag:
+    return CommitTag(APP, version, {"stream_seq": str(version)})
+
+
+def opened(path: Path, configuration: dict[str, str | None] | None = None) -> DeltaVersion:
+    write_deltalake(str(path), rows(0), configuration=configuration)
+    table = DeltaLocation(str(path)).open()
+    assert table is not None
+    return table
+
+
+def engines(path: Path) -> list[str]:
+    """Each commit's engine, oldest first."""
+    return [str(c.get("engineInfo", "")) for c in reversed(DeltaTable(str(path)).history())]
+
+
+def test_appends_are_entries_of_our_own_that_delta_rs_reads_back(tmp_path: Path) -> None:
+    table = opened(tmp_path)
+    for version in (1, 2, 3):
+        table.append(rows(version), tag(version))
+    assert engines(tmp_path)[1:] == [delta_log.ENGINE] * 3
+    fresh = DeltaTable(str(tmp_path))
+    assert (fresh.version(), fresh.transaction_version(APP)) == (3, 3)
+    assert sorted(fresh.to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3]
+    # the handle moved past what delta-rs loaded without loading again, and its reads see the appends
+    assert table.version() == 3
+    assert sorted(table.read().column("id").to_pylist()) == [0, 1, 2, 3]
+    assert [(c.version, c.appended_rows, c.metadata["stream_seq"]) for c in table.history(2)] == [(3, 1, "3"),
+                                                                                                  (2, 1, "2")]
+
+
+def test_a_version_another_writer_took_is_read_and_the_next_one_taken(tmp_path: Path) -> None:
+    mine, other = opened(tmp_path), DeltaLocation(str(tmp_path)).open()
+    assert other is not None
+    mine.append(rows(1), tag(1))
+    other.refresh()
+    other.append(rows(2), CommitTag(None, -1, {}))  # version 2, unknown to ``mine``
+    mine.append(rows(3), tag(3))
+    assert mine.version() == 3
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_a_batch_whose_entry_landed_already_is_not_appended_again(tmp_path: Path) -> None:
+    """A commit that landed and then failed (its caller saw an error) is retried through a handle loaded before:
+    the version it tries is taken, and the taken one holds the batch."""
+    stale, first = opened(tmp_path), DeltaLocation(str(tmp_path)).open()
+    assert first is not None
+    first.append(rows(1), tag(1))
+    stale.append(rows(1), tag(1))
+    assert DeltaTable(str(tmp_path)).to_pyarrow_table().num_rows == 2
+    assert stale.version() == 1
+
+
+def test_a_schema_another_writer_changed_stops_the_append(tmp_path: Path) -> None:
+    stale = opened(tmp_path)
+    write_deltalake(str(tmp_path), rows(1).append_column("extra", pa.array([1], pa.int64())), mode="append",
+                    schema_mode="merge")
+    with pytest.raises(TableCommitConflictError, match="changed the schema"):
+        stale.append(rows(2), tag(2))
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1]
+
+
+def test_a_checkpoint_at_the_tables_interval(tmp_path: Path) -> None:
+    table = opened(tmp_path, {"delta.checkpointInterval": "4"})
+    for version in range(1, 6):
+        table.append(rows(version), tag(version))
+    log = tmp_path / "_delta_log"
+    assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [f"{4:020d}.checkpoint.parquet"]
+    assert not list(log.glob("_commit_*"))
+    fresh = DeltaTable(str(tmp_path))
+    assert (fresh.version(), fresh.transaction_version(APP), fresh.to_pyarrow_table().num_rows) == (5, 5, 6)
+
+
+def test_a_protocol_asking_more_of_a_writer_commits_through_delta_rs(tmp_path: Path) -> None:
+    table = opened(tmp_path)
+    table.delta.alter.add_constraint({"positive": "id >= 0"})  # writer version 3: CHECK constraints
+    table.refresh()
+    table.append(rows(1), tag(1))
+    assert engines(tmp_path)[-1].startswith("delta-rs")
+    assert table.version() == 2 and table.applied(APP) == 1
+
+
+def test_put_if_absent_keeps_an_existing_entry(tmp_path: Path) -> None:
+    path = str(tmp_path / "00000000000000000001.json")
+    assert delta_log.put_if_absent(path, b"first\n")
+    assert not delta_log.put_if_absent(path, b"second\n")
+    assert Path(path).read_bytes() == b"first\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["00000000000000000001.json"]
