@@ -208,8 +208,6 @@ def stream_batches(
     committer = _Committer(store, checkpoint)
     try:
         for item in reader.rows():
-            if committer.done():
-                yield from committer.finish()
             if isinstance(item, ChangeRows):
                 events += item.count
                 emitted = _emitted(item, emit, orders, schemas) if emit.tables else item
@@ -220,7 +218,9 @@ def stream_batches(
                 # transactions before it are committed first, at their boundary: only a batch that ends at
                 # a boundary becomes visible to readers, so cutting them together with the open part would
                 # leave a writer whose large transactions come within max_events of each other invisible
-                if uncommitted.over(limits):
+                # the cheap bounds first: a transaction is over only past max_events or max_bytes
+                if (uncommitted.count >= limits.max_events or uncommitted.bytes >= limits.max_bytes) \
+                        and uncommitted.over(limits):
                     if committed.count and boundary is not None:
                         yield from committer.submit(committed, boundary, schemas, boundary_events, committed_ts)
                         events -= boundary_events
@@ -242,6 +242,8 @@ def stream_batches(
                 yield _apply_statement(statement, item, checkpoint, store, schema_changes, reader, schemas, events)
                 statement, boundary, events, started = None, item.offset, 0, time.monotonic()
             elif isinstance(item, Committed):
+                if committer.done():  # the report of a commit done meanwhile, at the first boundary after it
+                    yield from committer.finish()
                 committed.absorb(uncommitted)  # the transaction is complete
                 uncommitted = _Transaction()
                 boundary, boundary_events, committed_ts = item.offset, events, last_ts
