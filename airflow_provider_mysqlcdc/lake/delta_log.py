@@ -63,13 +63,31 @@ def log_path(folder: str, version: int) -> str:
     return f"{folder}/_delta_log/{version:020d}.json"
 
 
-def append_entry(add: Any, app_id: str | None, app_version: int, metadata: Mapping[str, str]) -> bytes:
+def protocol(timestamp_ntz: bool) -> dict[str, Any]:
+    """The protocol of a new table: the oldest one, or the ``timestampNtz`` feature's where a column is a
+    timestamp without time zone (as delta-rs creates it)."""
+    if not timestamp_ntz:
+        return {"minReaderVersion": 1, "minWriterVersion": 2}
+    return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
+            "writerFeatures": ["timestampNtz"]}
+
+
+def append_entry(add: Any, app_id: str | None, app_version: int, metadata: Mapping[str, str],
+                 create: tuple[str, bool] | None = None) -> bytes:
     """The log entry of one append: its commit info (``metadata`` as its own keys, as delta-rs writes a commit's
-    custom metadata), the application's transaction version if any, and ``add`` (a delta-rs ``AddAction``)."""
+    custom metadata), the application's transaction version if any, and ``add`` (a delta-rs ``AddAction``).
+    ``create``: the entry makes the table (version 0), of this Delta schema JSON and whether a column is a
+    timestamp without time zone: its protocol and metadata come first."""
     now = int(time.time() * 1000)
     info = {"timestamp": now, "operation": "WRITE", "operationParameters": {"mode": "Append"},
             "engineInfo": ENGINE, "clientVersion": ENGINE, **metadata}
     actions: list[dict[str, Any]] = [{"commitInfo": info}]
+    if create is not None:
+        schema_json, timestamp_ntz = create
+        actions += [{"protocol": protocol(timestamp_ntz)},
+                    {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                                  "schemaString": schema_json, "partitionColumns": [], "configuration": {},
+                                  "createdTime": now}}]
     if app_id is not None:
         actions.append({"txn": {"appId": app_id, "version": app_version, "lastUpdated": now}})
     actions.append({"add": {"path": add.path, "partitionValues": dict(add.partition_values), "size": add.size,

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SnapshotJobError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake import delta_log
+from airflow_provider_mysqlcdc.lake import delta_log, storage
 from airflow_provider_mysqlcdc.lake.table_format import (
     SCAN_BATCH_BYTES,
     SCAN_BATCH_ROWS,
@@ -183,9 +183,31 @@ class DeltaLocation:
 
     def append(self, rows: pa.Table, tag: CommitTag, *, loaded: DeltaTable | None = None) -> None:
         """Append ``rows``; ``loaded``: the table as already loaded (its features allowed for the rows), written
-        through without loading its log again."""
+        through without loading its log again. Without it, on a local filesystem, a table not there yet is made
+        by a log entry of our own (``lake.delta_log``: 1.8 ms against 7.3 ms through ``write_deltalake``, the
+        first batch of a stream over a whole database makes hundreds)."""
+        if loaded is None and self._create_own(rows, tag):
+            return
         self._write(rows, loaded is not None, mode="append", schema_mode="merge", loaded=loaded,
                     writer_properties=_stream_writer_properties(), commit_properties=_properties(tag))
+
+    def _create_own(self, rows: pa.Table, tag: CommitTag) -> bool:
+        """The table made with ``rows`` by our own log entry at version 0; False where that path does not apply
+        or the table is there (another writer made it first: the caller appends through delta-rs)."""
+        from deltalake import Schema
+
+        fs, folder = self.files_at()
+        if not delta_log.supports(fs):
+            return False
+        fs.create_dir(f"{folder}/_delta_log", recursive=True)
+        path = delta_log.log_path(folder, 0)
+        if storage.exists(fs, path):
+            return False
+        rows = rows.replace_schema_metadata(None)
+        add = self.write_file(rows)
+        create = (Schema.from_arrow(rows.schema).to_json(), _needs_ntz(rows.schema))
+        metadata = {**tag.metadata, _APPENDED_ROWS: str(rows.num_rows)}
+        return delta_log.put_if_absent(path, delta_log.append_entry(add, tag.app_id, tag.app_version, metadata, create))
 
     def overwrite(self, rows: pa.Table | pa.RecordBatchReader, tag: CommitTag,
                   partition_by: Sequence[str] = ()) -> None:

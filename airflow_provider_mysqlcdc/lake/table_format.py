@@ -169,8 +169,8 @@ class TableVersion(Protocol):
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
         """``ReplicaTable.append`` to this table (which exists), from this version as loaded (its log is not
-        read again: ``refresh`` first if it was changed since, through this handle too: the handle may stay at
-        the version it was loaded at, and a commit from there would lose the race with the append)."""
+        read again: an append that finds the version after taken by another writer reads the log then, and
+        commits at the next one, since appends commute)."""
         ...
 
     def delete(self, predicate: str, tag: CommitTag) -> int:

@@ -109,3 +109,28 @@ def test_put_if_absent_keeps_an_existing_entry(tmp_path: Path) -> None:
     assert not delta_log.put_if_absent(path, b"second\n")
     assert Path(path).read_bytes() == b"first\n"
     assert [p.name for p in tmp_path.iterdir()] == ["00000000000000000001.json"]
+
+
+def test_a_table_made_by_our_first_entry_is_the_table_delta_rs_would_make(tmp_path: Path) -> None:
+    first = rows(1, 2).append_column("at", pa.array([1, 2], pa.timestamp("us")))  # a DATETIME: timestampNtz
+    DeltaLocation(str(tmp_path / "ours")).append(first, tag(1))
+    write_deltalake(str(tmp_path / "theirs"), first)
+    ours, theirs = DeltaTable(str(tmp_path / "ours")), DeltaTable(str(tmp_path / "theirs"))
+    assert engines(tmp_path / "ours") == [delta_log.ENGINE]
+    assert ours.schema() == theirs.schema()
+    assert (ours.protocol().min_reader_version, ours.protocol().min_writer_version) == (3, 7)
+    assert ours.protocol().writer_features == theirs.protocol().writer_features == ["timestampNtz"]
+    assert ours.to_pyarrow_table() == theirs.to_pyarrow_table()
+    assert ours.transaction_version(APP) == 1
+    table = DeltaLocation(str(tmp_path / "ours")).open()
+    assert table is not None
+    table.append(rows(3).append_column("at", pa.array([3], pa.timestamp("us"))), tag(2))  # and appends by ours
+    assert engines(tmp_path / "ours") == [delta_log.ENGINE] * 2
+    assert sorted(DeltaTable(str(tmp_path / "ours")).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_a_table_another_writer_made_first_is_appended_to(tmp_path: Path) -> None:
+    write_deltalake(str(tmp_path), rows(1))
+    DeltaLocation(str(tmp_path)).append(rows(2), tag(1))
+    assert engines(tmp_path)[-1].startswith("delta-rs")
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
