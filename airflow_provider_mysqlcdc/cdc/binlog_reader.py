@@ -148,6 +148,18 @@ class _Position:
     in_transaction: bool = False
     pending_gtid: str | None = None
     row_events: int = 0
+    _gtids: tuple[str, MariaDbGtidPosition | GtidSet] | None = None
+    """The boundary's GTIDs as text and parsed: each commit adds one to the parsed form (parsing the text
+    again took most of a small transaction's bookkeeping)."""
+
+    def advanced(self, gtid: str, transaction: str) -> str:
+        """``gtid`` (the boundary's, of its flavour) with the ``transaction`` GTID added."""
+        parsed = self._gtids[1] if self._gtids is not None and self._gtids[0] == gtid else (
+            MariaDbGtidPosition.parse(gtid) if self.boundary.flavor == MARIADB else GtidSet.parse(gtid))
+        after = parsed.advance(transaction) if isinstance(parsed, MariaDbGtidPosition) else parsed.add(transaction)
+        text = str(after)
+        self._gtids = (text, after)
+        return text
 
 
 def _with_skips(base: BinlogOffset, events: int, rows: int) -> BinlogOffset:
@@ -156,6 +168,14 @@ def _with_skips(base: BinlogOffset, events: int, rows: int) -> BinlogOffset:
     name) and ``replace`` cost more per row than decoding the row."""
     offset = object.__new__(BinlogOffset)
     offset.__dict__.update(base.__dict__, events_to_skip=events, rows_to_skip=rows)
+    return offset
+
+
+def _moved(base: BinlogOffset, file: str, position: int, gtid: str | None) -> BinlogOffset:
+    """``base`` at another transaction boundary, without the constructor's checks (as ``_with_skips``): the file
+    is one the server named, the position one it reported."""
+    offset = object.__new__(BinlogOffset)
+    offset.__dict__.update(base.__dict__, file=file, position=position, gtid=gtid, events_to_skip=0, rows_to_skip=0)
     return offset
 
 
@@ -343,9 +363,7 @@ class BinlogReader:
                     # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
                     if isinstance(event, Query) and (statement := self._statement(event, position, ts_ms)):
                         yield statement
-                    end = BinlogOffset(dump.log_file, dump.log_pos, position.boundary.gtid, start.flavor,
-                                       server=start.server)
-                    yield from self._commit(position, end, ts_ms)
+                    yield from self._commit(position, dump.log_file, dump.log_pos, ts_ms)
                     if self._reached(position):
                         return
                     continue
@@ -377,14 +395,13 @@ class BinlogReader:
     def _reached(self, position: _Position) -> bool:
         return self._stop is not None and not position.boundary < self._stop
 
-    def _commit(self, position: _Position, end: BinlogOffset, ts_ms: int) -> Iterator[Committed]:
-        gtid, transaction_gtid = position.boundary.gtid, position.pending_gtid
-        if position.pending_gtid and gtid is not None:
-            if position.boundary.flavor == MARIADB:
-                gtid = str(MariaDbGtidPosition.parse(gtid).advance(position.pending_gtid))
-            else:
-                gtid = str(GtidSet.parse(gtid).add(position.pending_gtid))
-        position.boundary = replace(end, gtid=gtid)
+    def _commit(self, position: _Position, log_file: str, log_pos: int, ts_ms: int) -> Iterator[Committed]:
+        """The boundary after the transaction ending at ``log_file``:``log_pos``, its GTID added."""
+        boundary, transaction_gtid = position.boundary, position.pending_gtid
+        gtid = boundary.gtid
+        if transaction_gtid and gtid is not None:
+            gtid = position.advanced(gtid, transaction_gtid)
+        position.boundary = _moved(boundary, log_file, log_pos, gtid)
         position.in_transaction, position.pending_gtid, position.row_events = False, None, 0
         yield Committed(position.boundary, ts_ms, transaction_gtid)
 

@@ -142,7 +142,10 @@ class MariaDbGtidPosition:
         return all(n <= theirs.get(d, 0) for d, n in self._seqs().items())
 
     def advance(self, gtid: str) -> MariaDbGtidPosition:
-        """The position after the transaction ``gtid`` (``domain-server-seq``) commits."""
+        """The position after the transaction ``gtid`` (``domain-server-seq``) commits (the stream does this at
+        every commit: the domain's entry is replaced in place, the others stay sorted)."""
         (new,) = MariaDbGtidPosition.parse(gtid).domains
+        if len(self.domains) == 1 and self.domains[0][0] == new[0]:
+            return MariaDbGtidPosition((new,))
         kept = [d for d in self.domains if d[0] != new[0]]
         return MariaDbGtidPosition(tuple(sorted([*kept, new])))
