@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -27,7 +28,7 @@ from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import merge_changes, merged_through
+from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
 from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.read import unmerged_changes
@@ -35,6 +36,9 @@ from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoint
 
 _log = logging.getLogger(__name__)
+ROUND_DETAIL_TABLES = 10
+"""A MERGE round over more tables logs one line for the round at INFO and each table's at DEBUG: a round over
+a whole database would log a line for each of its tables."""
 
 
 class StateMerger:
@@ -55,11 +59,21 @@ class StateMerger:
         GIL), so a round over many tables takes about what its largest tables take; only the questions to
         the server (string keys' collation weights, to find the changed keys' snapshot batches) go one at a
         time, on the one control connection: the plans and changelogs are read at once."""
-        through = checkpoint.visible[0]
+        through, started = checkpoint.visible[0], time.monotonic()
         due = [(t, schema) for t in self.due(checkpoint) if (schema := checkpoint.schema_of(t)) is not None]
-        rows = each(lambda item: self._merge_table(*item, through), due, COMMIT_THREADS, "stream-merge")
+        level = logging.INFO if len(due) <= ROUND_DETAIL_TABLES else logging.DEBUG
+        reports = each(lambda item: self._merge_table(*item, through, level), due, COMMIT_THREADS, "stream-merge")
         checkpoint.merged_seq = through  # written with the next checkpoint
-        return {table: n for (table, _), n in zip(due, rows, strict=True) if n}
+        merged = {table: r for (table, _), r in zip(due, reports, strict=True) if r is not None}
+        if level != logging.INFO and merged:
+            slowest = max(merged, key=lambda t: merged[t].seconds)
+            _log.info("merged %d changes of %d tables into their current states in %.1f s: %d inserted, %d updated, "
+                      "%d deleted, %d files rewritten; the slowest table %s (%d changes, %.2f s)",
+                      sum(r.change_rows for r in merged.values()), len(merged), time.monotonic() - started,
+                      *(sum(getattr(r, f) for r in merged.values())
+                        for f in ("rows_inserted", "rows_updated", "rows_deleted", "files_removed")),
+                      slowest, merged[slowest].change_rows, merged[slowest].seconds)
+        return {table: r.change_rows for table, r in merged.items()}
 
     @staticmethod
     def due(checkpoint: Checkpoint) -> list[TableId]:
@@ -71,15 +85,16 @@ class StateMerger:
         after = checkpoint.merged_seq
         return [t for t in tables if checkpoint.touched.get(t, -1) > after]
 
-    def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int) -> int:
+    def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int, level: int) -> MergeReport | None:
+        """The table's changes through ``through_seq`` merged (None: it had none), logged at ``level``."""
         location = self.lake.table(table).current
         current = location.open()
         merged = merged_through(current) if current is not None else -1
         if merged >= through_seq:
-            return 0
+            return None
         changes = unmerged_changes(self.lake, table, schema, merged, through_seq)
         if not changes.num_rows:
-            return 0
+            return None
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         batches = self._batches(table, schema, changes)
         changes = changes.append_column(BATCH_COLUMN, pa.array(batches, pa.int32()))
@@ -88,11 +103,11 @@ class StateMerger:
                                     opened=current)
         else:
             report = merge_changes(location, changes, list(schema.state_key), through_seq, opened=current)
-        _log.info("merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d inserted, "
-                  "%d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
-                  through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
-                  report.files_removed)
-        return int(changes.num_rows)
+        _log.log(level, "merged %d changes of %s (stream batches %d-%d) into its current state in %.2f s: %d "
+                 "inserted, %d updated, %d deleted, %d files rewritten", changes.num_rows, table, max(merged, 0) + 1,
+                 through_seq, report.seconds, report.rows_inserted, report.rows_updated, report.rows_deleted,
+                 report.files_removed)
+        return report
 
     def _batches(self, table: TableId, schema: TableSchema, changes: pa.Table) -> list[int]:
         """The snapshot batch of each change (its current-state partition). A table is merged by one thread at

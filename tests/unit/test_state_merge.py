@@ -37,3 +37,36 @@ def test_a_key_belongs_to_the_batch_of_its_chunk_with_half_open_bounds(tmp_path:
 
 def test_a_table_without_snapshot_is_one_partition(tmp_path: Path) -> None:
     assert StateMerger(Lake.at(str(tmp_path / "lake")), control=None)._batch_ranges(ORDERS, SCHEMA) is None
+
+
+def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """Each table's MERGE at INFO for a few tables; past ``ROUND_DETAIL_TABLES``, one line for the round (each
+    table's at DEBUG), with the totals."""
+    import logging
+
+    from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
+    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+    from airflow_provider_mysqlcdc.engine.state_merge import ROUND_DETAIL_TABLES
+    from airflow_provider_mysqlcdc.lake.changelog import changes_table
+    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+
+    def merged_lines(tables: int) -> list[str]:
+        lake = Lake.at(str(tmp_path / f"lake-{tables}"))
+        schemas = {s.id: s for s in (TableSchema(TableId("shop", f"t{i}"), SCHEMA.columns, ("id",), "id")
+                                     for i in range(tables))}
+        store, at = StreamStore(lake), BinlogOffset("mysql-bin.000001", 100)
+        checkpoint = Checkpoint(0, BinlogOffset("mysql-bin.000001", 4), schemas)
+        store.commit(checkpoint, {})
+        checkpoint.advance(1, at)
+        store.commit(checkpoint, {t: [changes_table([ChangeRecord(ChangeKind.INSERT, t, (k,), at, 1_000)
+                                                     for k in range(3)], s)] for t, s in schemas.items()})
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="airflow_provider_mysqlcdc.engine.state_merge"):
+            assert StateMerger(lake, control=None).merge(checkpoint) == dict.fromkeys(schemas, 3)
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+
+    few = merged_lines(2)
+    assert len(few) == 2 and all(line.startswith("merged 3 changes of shop.t") for line in few)
+    (line,) = merged_lines(ROUND_DETAIL_TABLES + 1)
+    assert line.startswith(f"merged {3 * (ROUND_DETAIL_TABLES + 1)} changes of {ROUND_DETAIL_TABLES + 1} tables")
+    assert f"{3 * (ROUND_DETAIL_TABLES + 1)} inserted, 0 updated, 0 deleted" in line
