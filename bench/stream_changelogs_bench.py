@@ -3,6 +3,7 @@ batches after it (appends to existing changelogs), the code on main (``--old``) 
 (``--new``), in one run (issue 27).
 
     .venv/bin/python -m bench.stream_changelogs_bench [--old main] [--new HEAD] [--tables 1000] [--repeat 3]
+        [--old-what "..."] [--new-what "..."]
 
 No server: as in ``bench.stream_commit_bench`` (whose lake and change rows this uses), each child process
 captures ``--tables`` tables of 8 columns and commits through ``StreamStore.commit`` a first batch and
@@ -37,6 +38,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tables", type=int, default=1000, help="captured tables, every one in every batch")
     parser.add_argument("--rows", type=int, default=20000, help="change rows of a batch")
     parser.add_argument("--batches", type=int, default=3, help="batches after the first")
+    parser.add_argument("--old-what", default="the code before", help="what the old commit does, for the report")
+    parser.add_argument("--new-what", default="this branch", help="what the new commit does, for the report")
     return parser.parse_args(argv)
 
 
@@ -92,10 +95,7 @@ def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str
 
     lines = [
         *old_new_heading(SECTION, "bench.stream_changelogs_bench", args.repeat,
-                         f"{commits['old']} (main: each table's changelog loaded anew for every batch, appended "
-                         f"through `write_deltalake`)",
-                         f"{commits['new']} (changelogs kept loaded across batches and refreshed, appends as a "
-                         f"Parquet file of the store's own committed as an add action)", load),
+                         f"{commits['old']} ({args.old_what})", f"{commits['new']} ({args.new_what})", load),
         f"{args.tables:,} captured tables, every batch {args.rows:,} inserts (8 columns) spread evenly over all of "
         f"them: the first batch creates every changelog, the {args.batches} after it append to them. "
         f"`StreamStore.commit` per table (its wall time over the tables, the process's CPU time over the tables), "
