@@ -202,8 +202,8 @@ class DeltaLocation:
             return False
         fs.create_dir(f"{folder}/_delta_log", recursive=True)
         path = delta_log.log_path(folder, 0)
-        if storage.exists(fs, path):
-            return False
+        if storage.exists(fs, path) or storage.exists(fs, f"{folder}/_delta_log/_last_checkpoint"):
+            return False  # a table, its first entries perhaps removed after a checkpoint
         rows = rows.replace_schema_metadata(None)
         add = self.write_file(rows)
         create = (Schema.from_arrow(rows.schema).to_json(), _needs_ntz(rows.schema))

@@ -134,3 +134,14 @@ def test_a_table_another_writer_made_first_is_appended_to(tmp_path: Path) -> Non
     DeltaLocation(str(tmp_path)).append(rows(2), tag(1))
     assert engines(tmp_path)[-1].startswith("delta-rs")
     assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+
+
+def test_a_table_whose_first_entries_were_cleaned_up_is_not_made_again(tmp_path: Path) -> None:
+    """After a checkpoint, log cleanup removes the first entries: version 0 missing does not mean no table."""
+    table = opened(tmp_path, {"delta.checkpointInterval": "2"})
+    for version in (1, 2):
+        table.append(rows(version), tag(version))
+    (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()  # as cleanup_metadata does once it has expired
+    DeltaLocation(str(tmp_path)).append(rows(3), tag(3))
+    assert not (tmp_path / "_delta_log" / f"{0:020d}.json").exists()
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3]
