@@ -162,21 +162,22 @@ class _Position:
         return text
 
 
-def _with_skips(base: BinlogOffset, events: int, rows: int) -> BinlogOffset:
-    """``replace(base, events_to_skip=events, rows_to_skip=rows)`` without the constructor: ``base``
-    passed its checks and counts >= 0 keep it valid, and the checks (a regular expression on the file
-    name) and ``replace`` cost more per row than decoding the row."""
+def _unchecked(base: BinlogOffset, **fields: Any) -> BinlogOffset:
+    """``replace(base, **fields)`` without the constructor: the checks (a regular expression on the file name)
+    and ``replace`` cost more per row than decoding the row. Only for values valid by where they come from."""
     offset = object.__new__(BinlogOffset)
-    offset.__dict__.update(base.__dict__, events_to_skip=events, rows_to_skip=rows)
+    offset.__dict__.update(base.__dict__, **fields)
     return offset
+
+
+def _with_skips(base: BinlogOffset, events: int, rows: int) -> BinlogOffset:
+    """``base`` (checked) with counts >= 0: still valid."""
+    return _unchecked(base, events_to_skip=events, rows_to_skip=rows)
 
 
 def _moved(base: BinlogOffset, file: str, position: int, gtid: str | None) -> BinlogOffset:
-    """``base`` at another transaction boundary, without the constructor's checks (as ``_with_skips``): the file
-    is one the server named, the position one it reported."""
-    offset = object.__new__(BinlogOffset)
-    offset.__dict__.update(base.__dict__, file=file, position=position, gtid=gtid, events_to_skip=0, rows_to_skip=0)
-    return offset
+    """``base`` at another transaction boundary: a file the server named, a position it reported."""
+    return _unchecked(base, file=file, position=position, gtid=gtid, events_to_skip=0, rows_to_skip=0)
 
 
 def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:

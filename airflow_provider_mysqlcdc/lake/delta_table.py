@@ -19,8 +19,9 @@ What is Delta's here and nowhere else:
   its footer (``file_stats``) and the rows it added in the commit's info: ``write_deltalake`` cost 4.4 ms
   of CPU for an append of 20 rows of 12 columns, the file and the commit 3.2 ms (delta-rs 1.6.6), which a
   batch over 1,000 tables pays 1,000 times. On a local filesystem the commit is a log entry of our own
-  (``lake.delta_log``: delta-rs replays the log since its last checkpoint at every commit and refresh, 7.5 ms
-  just after a checkpoint and 40 ms ninety commits later), elsewhere delta-rs's transaction. Rows that add a
+  (``lake.delta_log``: delta-rs replays the log since its last checkpoint at every commit and refresh; a batch
+  over 1,000 changelogs 2.55 against 4.45 ms a table, bench/RESULTS.md "Stream batches over many changelogs"),
+  elsewhere delta-rs's transaction. Rows that add a
   column or change a type go through ``write_deltalake`` (its schema merge);
 * a partition replacement commits the Spark tasks' files as add actions built from their Parquet footers
   (``file_stats``: the statistics Delta readers skip files by), and finds the version it made in the log
