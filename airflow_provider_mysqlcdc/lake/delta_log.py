@@ -20,36 +20,87 @@ What keeps it exact (the Delta protocol's rules for a blind append):
   delta-rs's post-commit hook does;
 * only on a local filesystem (``supports``): an object store's put-if-absent (S3's conditional PUT) is not in
   pyarrow's filesystems, so there delta-rs commits, with its conditional PUT.
+
+A handle kept for appends need not load the table with delta-rs at all (``read_state``): what an append needs of
+the log (its newest version, protocol, configuration, schema and application transactions) is in the newest
+checkpoint's three columns and the entries after it, read here without the table's file list that delta-rs builds
+as it loads. A stream opening a whole database's lake reads every changelog's transaction version
+(``bench.many_tables --stream-only``, "open of that lake again"). Only logs of a protocol our entries can append to are read so; any other log (a checkpoint in
+parts or of version 2, a gap in the entries) raises ``LogNotReadable``, and delta-rs loads the table.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from airflow_provider_mysqlcdc.lake import storage
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 ENGINE = "airflow-provider-mysqlcdc"
 """``commitInfo.engineInfo`` of our entries."""
-APPENDABLE_FEATURES = frozenset({"timestampNtz", "appendOnly"})
-"""Writer features that ask nothing of an append of a file with the table's own columns and types."""
+APPENDABLE_FEATURES = frozenset({"timestampNtz", "appendOnly", "invariants", "variantType"})
+"""Writer features that ask nothing of an append of a file with the table's own columns and types, but for a
+table with a column invariant or a variant column (``plain_schema``). delta-rs names all four when it sets a
+property of a table of writer version 7 (upkeep does, on its first look at a changelog)."""
+_SCHEMA_DEMANDS = ('"delta.invariants"', '"type":"variant"')
+"""What in a table's schema JSON asks a writer to check or encode values: a column invariant, a variant."""
 DEFAULT_CHECKPOINT_INTERVAL = 100
 """``delta.checkpointInterval`` when the table does not set it (the Delta protocol's default)."""
+_ENTRY = re.compile(r"(\d{20})\.json")
+_CHECKPOINT = re.compile(r"(\d{20})\.checkpoint(\.parquet|\..+)")  # group 2: a single file, or parts / version 2
+_SKIPPED = (b'{"add":', b'{"remove":', b'{"commitInfo":', b'{"cdc":')
+"""Lines of an entry that say nothing of its state (``read_state``); any other line is parsed."""
+_STATE_COLUMNS = ("protocol", "metaData", "txn")
+
+
+class LogNotReadable(Exception):
+    """A log ``read_state`` leaves to delta-rs: the message says why."""
+
+
+@dataclass
+class LogState:
+    """What an append by our own entry needs of a table's log, read without delta-rs (``read_state``) and
+    moved on by our own entries (``appended``)."""
+
+    version: int
+    min_writer_version: int
+    writer_features: list[str] | None
+    configuration: dict[str, str]
+    schema_json: str
+    transactions: dict[str, int]
+
+    def appended(self, version: int, app_id: str | None, app_version: int) -> None:
+        """Our own entry of ``version`` landed, with the application's transaction version if any."""
+        self.version = version
+        if app_id is not None:
+            self.transactions[app_id] = app_version
 
 
 def supports(fs: pafs.FileSystem) -> bool:
     """Whether our entries can be written to ``fs`` with put-if-absent: a local filesystem."""
-    return bool(fs.type_name == "local")
+    return storage.is_local(fs)
 
 
 def appendable(min_writer_version: int, writer_features: list[str] | None) -> bool:
-    """Whether a table of this protocol takes an append by our own log entry."""
+    """Whether a table of this protocol takes an append by our own log entry (of a ``plain_schema``): it asks
+    nothing beyond ``APPENDABLE_FEATURES`` (writer version 2 is invariants and appendOnly)."""
     return min_writer_version <= 2 or (min_writer_version == 7 and set(writer_features or ()) <= APPENDABLE_FEATURES)
+
+
+def plain_schema(schema_json: str) -> bool:
+    """Whether no column of a table of this schema (Delta's JSON) has an invariant to check or is a variant: the
+    rows of another table may then be appended as a file of our own (delta-rs's ``write_deltalake`` checks them)."""
+    compact = schema_json.replace(" ", "")
+    return not any(demand in compact for demand in _SCHEMA_DEMANDS)
 
 
 def checkpoint_due(version: int, configuration: Mapping[str, str | None]) -> bool:
@@ -70,6 +121,82 @@ def protocol(timestamp_ntz: bool) -> dict[str, Any]:
         return {"minReaderVersion": 1, "minWriterVersion": 2}
     return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"],
             "writerFeatures": ["timestampNtz"]}
+
+
+def read_state(folder: str) -> LogState | None:
+    """The log state of the table in ``folder`` (a local path), or None if it has no log: the newest single-file
+    checkpoint's protocol, metadata and transactions, then every entry after it in order. ``LogNotReadable``
+    for a log read only by delta-rs (module docstring); a table whose protocol our entries cannot append to is
+    one of them, so a state read here always belongs to a table ``appendable`` accepts."""
+    log = f"{folder}/_delta_log"
+    try:
+        names = os.listdir(log)
+    except FileNotFoundError:
+        return None
+    entries: set[int] = set()
+    checkpoints: dict[int, bool] = {}  # version: whether it is one Parquet file (else in parts, or version 2)
+    for name in names:
+        if entry := _ENTRY.fullmatch(name):
+            entries.add(int(entry.group(1)))
+        elif checkpoint := _CHECKPOINT.fullmatch(name):
+            version = int(checkpoint.group(1))
+            checkpoints[version] = checkpoints.get(version, True) and checkpoint.group(2) == ".parquet"
+    if not entries and not checkpoints:
+        return None
+    newest = max(entries | set(checkpoints))
+    base = max(checkpoints, default=-1)
+    if base >= 0 and not checkpoints[base]:
+        raise LogNotReadable(f"the checkpoint of version {base} in {log} is in parts or of version 2")
+    missing = sorted(set(range(base + 1, newest + 1)) - entries)
+    if missing:
+        raise LogNotReadable(f"{log} lacks the entry of version {missing[0]}")
+    actions: list[dict[str, Any]] = _checkpoint_actions(f"{log}/{base:020d}.checkpoint.parquet") if base >= 0 else []
+    try:
+        for version in range(base + 1, newest + 1):
+            with open(f"{log}/{version:020d}.json", "rb") as entry_file:
+                actions += [json.loads(line) for line in entry_file if line.strip() and not line.startswith(_SKIPPED)]
+    except FileNotFoundError as error:  # removed meanwhile by a log cleanup after a newer checkpoint
+        raise LogNotReadable(f"an entry of {log} went away while it was read") from error
+    return _state(newest, actions, log)
+
+
+def _checkpoint_actions(path: str) -> list[dict[str, Any]]:
+    """The protocol, metadata and transaction actions of a single-file checkpoint."""
+    import pyarrow.parquet as pq  # only here: most tables are read before their first checkpoint
+
+    file = pq.ParquetFile(path)
+    columns = [c for c in _STATE_COLUMNS if c in file.schema_arrow.names]
+    table = file.read(columns=columns)
+    actions: list[dict[str, Any]] = []
+    for column in columns:
+        for value in table.column(column).to_pylist():
+            if value is not None:
+                if column == "metaData":  # Parquet's maps come as (key, value) pairs, JSON's as objects
+                    value = {**value, "configuration": dict(value.get("configuration") or [])}
+                actions.append({column: value})
+    return actions
+
+
+def _state(version: int, actions: list[dict[str, Any]], log: str) -> LogState:
+    protocol: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    transactions: dict[str, int] = {}
+    for action in actions:
+        if "protocol" in action:
+            protocol = action["protocol"]
+        elif "metaData" in action:
+            metadata = action["metaData"]
+        elif "txn" in action:
+            transactions[action["txn"]["appId"]] = int(action["txn"]["version"])
+    if protocol is None or metadata is None:
+        raise LogNotReadable(f"{log} has no protocol or no metadata up to version {version}")
+    state = LogState(version, int(protocol["minWriterVersion"]), protocol.get("writerFeatures"),
+                     dict(metadata.get("configuration") or {}), metadata["schemaString"], transactions)
+    if not appendable(state.min_writer_version, state.writer_features):
+        raise LogNotReadable(f"the protocol of {log} asks more of a writer than an append of ours")
+    if "delta.setTransactionRetentionDuration" in state.configuration:
+        raise LogNotReadable(f"{log} expires application transactions")
+    return state
 
 
 def append_entry(add: Any, app_id: str | None, app_version: int, metadata: Mapping[str, str],

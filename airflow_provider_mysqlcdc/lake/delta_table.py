@@ -37,6 +37,7 @@ time, and delta-rs is loaded only when a table is touched.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -142,7 +143,22 @@ class DeltaLocation:
     def _options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None
 
-    def open(self) -> DeltaVersion | None:
+    def open(self, appends: bool = False) -> DeltaVersion | None:
+        """``appends``: a handle kept mostly for appends (the stream's changelogs): on a local filesystem its log
+        is read without delta-rs where ``delta_log.read_state`` can (delta-rs loads the table at its first other
+        use)."""
+        if appends:
+            fs, folder = self.files_at()
+            if delta_log.supports(fs):
+                try:
+                    state = delta_log.read_state(folder)
+                except delta_log.LogNotReadable:
+                    pass
+                else:
+                    if state is None:
+                        return None
+                    self._refuse_column_mapping(state.configuration)
+                    return DeltaVersion(self, None, state)
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
@@ -150,13 +166,16 @@ class DeltaLocation:
             table = DeltaTable(self.uri, storage_options=self._options())
         except TableNotFoundError:
             return None
-        mode = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+        self._refuse_column_mapping(table.metadata().configuration)
+        return DeltaVersion(self, table)
+
+    def _refuse_column_mapping(self, configuration: Mapping[str, str | None]) -> None:
+        mode = configuration.get("delta.columnMapping.mode") or "none"
         if mode != "none":
             raise LakeFormatError(
                 f"the Delta table at {self.uri} has column mapping (delta.columnMapping.mode={mode}), which another "
                 f"writer turned on; this provider writes and reads plain Delta tables only: recreate the table "
                 f"without column mapping (or re-snapshot the replica into a new base_uri)")
-        return DeltaVersion(self, table)
 
     def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,
                               tag: CommitTag) -> int:
@@ -265,10 +284,14 @@ class DeltaVersion:
 
     Appends committed by log entries of our own (``lake.delta_log``) move the table past the version delta-rs
     loaded without loading it again: ``version`` counts them, and ``delta`` brings delta-rs's table up to date
-    before any other use, so every read sees them."""
+    before any other use, so every read sees them. A handle opened for appends from the log alone (``_log``)
+    has no delta-rs table until such a use loads it."""
 
     location: DeltaLocation
-    _table: DeltaTable
+    _table: DeltaTable | None
+    """delta-rs's table; None while the handle holds the log's state instead (``_log``)."""
+    _log: delta_log.LogState | None = None
+    """The table's state as read from its log and moved on by our own entries, until delta-rs loads it."""
     _head: int = field(default=-1, init=False)
     """When ``_behind``: the version of our own last entry, past delta-rs's."""
     _behind: bool = field(default=False, init=False)
@@ -276,19 +299,32 @@ class DeltaVersion:
     @property
     def delta(self) -> DeltaTable:
         """delta-rs's table, at least at ``version``."""
-        if self._behind:
+        if self._table is None or self._behind:
             self.refresh()
-        return self._table
+        return self._loaded()
 
     @property
     def uri(self) -> str:
         return self.location.uri
 
     def version(self) -> int:
-        return self._head if self._behind else int(self._table.version())
+        if self._log is not None:
+            return self._log.version
+        return self._head if self._behind else int(self._loaded().version())
 
     def schema(self) -> pa.Schema:
-        return pa.schema(self._table.schema().to_arrow())  # our own entries add files, never columns
+        # our own entries add files, never columns: delta-rs's table as loaded (or the log's) has the schema
+        if self._log is not None:
+            return _arrow_schema(self._log.schema_json)
+        return pa.schema(self._loaded().schema().to_arrow())
+
+    def _schema_json(self) -> str:
+        return self._log.schema_json if self._log is not None else str(self._loaded().schema().to_json())
+
+    def _loaded(self) -> DeltaTable:
+        """delta-rs's table as loaded, perhaps behind our own entries (there is one unless ``_log`` is)."""
+        assert self._table is not None
+        return self._table
 
     def count(self) -> int:
         return int(self.delta.count())
@@ -308,15 +344,16 @@ class DeltaVersion:
 
     def append(self, rows: pa.Table, tag: CommitTag) -> None:
         """Rows of the table's own columns (or some of them) and types go in a Parquet file of ours, committed
-        as an add action (module docstring); rows that change the schema through ``write_deltalake``."""
+        as an add action (module docstring); rows that change the schema, or of a table with a column invariant
+        or a variant column (``delta_log.plain_schema``), through ``write_deltalake``."""
         stored = self.schema()
+        types = {f.name: f.type for f in stored}
+        if any(types.get(f.name) != f.type for f in rows.schema) or not delta_log.plain_schema(self._schema_json()):
+            allow_types_of(self.delta, rows.schema)
+            self.location.append(rows, tag, loaded=self.delta)
+            self.refresh()
+            return
         if rows.schema != stored:
-            types = {f.name: f.type for f in stored}
-            if any(types.get(f.name) != f.type for f in rows.schema):
-                allow_types_of(self.delta, rows.schema)
-                self.location.append(rows, tag, loaded=self.delta)
-                self.refresh()
-                return
             names = set(rows.column_names)  # every column of the table, in its order
             rows = pa.Table.from_arrays([rows.column(f.name) if f.name in names else pa.nulls(rows.num_rows, f.type)
                                          for f in stored], schema=stored)
@@ -337,20 +374,22 @@ class DeltaVersion:
         fs, folder = self.location.files_at()
         if not delta_log.supports(fs):
             return False
-        protocol = self._table.protocol()
-        if not delta_log.appendable(protocol.min_writer_version, protocol.writer_features):
-            return False
+        if self._log is None and not delta_log.appendable(*self._protocol()):
+            return False  # (a state read from the log is of an appendable protocol: ``read_state``)
         entry = delta_log.append_entry(add, tag.app_id, tag.app_version, tag.metadata)
         for _ in range(_OWN_COMMIT_TRIES):
             version = self.version() + 1
             if delta_log.put_if_absent(delta_log.log_path(folder, version), entry):
-                self._head, self._behind = version, True
-                configuration = self._table.metadata().configuration
+                configuration = self._configuration()
+                if self._log is not None:
+                    self._log.appended(version, tag.app_id, tag.app_version)
+                else:
+                    self._head, self._behind = version, True
                 if delta_log.checkpoint_due(version, configuration):
-                    self.refresh()
-                    self._table.create_checkpoint()  # as delta-rs's post-commit hook: then the expired entries
+                    table = self.delta  # loaded at the entry just written
+                    table.create_checkpoint()  # as delta-rs's post-commit hook: then the expired entries
                     if str(configuration.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
-                        self._table.cleanup_metadata()
+                        table.cleanup_metadata()
                 return True
             self.refresh()  # another writer took the version: read its entry
             if tag.app_id is not None and self.applied(tag.app_id) >= tag.app_version:
@@ -358,7 +397,18 @@ class DeltaVersion:
             if self.schema() != schema:
                 raise TableCommitConflictError(f"another writer changed the schema of {self.uri} while a batch "
                                                f"was appended to it; the batch is committed again")
+            if not delta_log.appendable(*self._protocol()):
+                return False  # the other writer asked more of writers: delta-rs commits the file
         raise TableCommitConflictError(f"{_OWN_COMMIT_TRIES} commits to {self.uri} in a row lost to other writers")
+
+    def _protocol(self) -> tuple[int, list[str] | None]:
+        """The table's writer version and features, from delta-rs's table as loaded (the protocol our entries
+        were appended under: a change of it by another writer loses them their race)."""
+        protocol = self._loaded().protocol()
+        return protocol.min_writer_version, protocol.writer_features
+
+    def _configuration(self) -> Mapping[str, str | None]:
+        return self._log.configuration if self._log is not None else self._loaded().metadata().configuration
 
     def read(self, columns: Sequence[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         return self.delta.to_pyarrow_dataset().to_table(columns=None if columns is None else list(columns),
@@ -391,6 +441,8 @@ class DeltaVersion:
         return pa.RecordBatchReader.from_batches(schema, batches())
 
     def applied(self, app_id: str) -> int:
+        if self._log is not None:
+            return self._log.transactions.get(app_id, -1)
         version: int | None = self.delta.transaction_version(app_id)
         return -1 if version is None else version
 
@@ -486,8 +538,13 @@ class DeltaVersion:
             self.delta.alter.set_table_properties(dict(properties))
 
     def refresh(self) -> None:
-        self._table.update_incremental()
-        self._behind = False
+        if self._table is None:
+            from deltalake import DeltaTable
+
+            self._table = DeltaTable(self.uri, storage_options=self.location._options())
+        else:
+            self._table.update_incremental()
+        self._log, self._behind = None, False
 
     def compact(self, target_file_bytes: int) -> Compaction:
         with _conflicts():
@@ -507,6 +564,14 @@ class DeltaVersion:
 
     def cleanup_log(self) -> None:
         self.delta.cleanup_metadata()
+
+
+@functools.lru_cache(maxsize=1024)
+def _arrow_schema(schema_json: str) -> pa.Schema:
+    """A Delta schema's JSON as Arrow's (a whole database's changelogs share a few)."""
+    from deltalake import Schema
+
+    return pa.schema(Schema.from_json(schema_json).to_arrow())
 
 
 def _type_name(kind: Any) -> str:

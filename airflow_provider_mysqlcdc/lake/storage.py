@@ -42,6 +42,11 @@ def is_object_store(fs: pafs.FileSystem) -> bool:
     return fs.type_name in _OBJECT_STORES
 
 
+def is_local(fs: pafs.FileSystem) -> bool:
+    """True for this machine's filesystem (where a file can be linked into place only if its name is free)."""
+    return bool(fs.type_name == "local")
+
+
 def read_json(fs: pafs.FileSystem, path: str) -> Any | None:
     """The document at ``path``, or None when there is none.
 

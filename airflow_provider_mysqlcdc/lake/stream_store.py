@@ -296,7 +296,7 @@ class StreamStore:
 
     def changelog(self, table: TableId) -> TableVersion | None:
         """The table's changelog table, or None before the stream's first change of it."""
-        return self.lake.table(table).changelog.open()
+        return self.lake.table(table).changelog.open(appends=True)
 
     def _changelog(self, table: TableId, fresh: bool = False) -> TableVersion | None:
         """``changelog``, kept loaded across batches. An append through it needs no refresh: it commits at the

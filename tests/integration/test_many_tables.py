@@ -99,7 +99,8 @@ def test_a_stream_of_many_tables_commits_and_merges_what_changed(mariadb_server,
     real_open = DeltaLocation.open
 
     def recording() -> Iterator[None]:
-        monkeypatch.setattr(DeltaLocation, "open", lambda self: opened.append(self.uri) or real_open(self))
+        monkeypatch.setattr(DeltaLocation, "open",
+                            lambda self, appends=False: opened.append(self.uri) or real_open(self, appends))
         yield
         monkeypatch.setattr(DeltaLocation, "open", real_open)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
+from airflow_provider_mysqlcdc.exceptions import LakeFormatError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake import delta_log
 from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag
@@ -103,6 +103,34 @@ def test_a_protocol_asking_more_of_a_writer_commits_through_delta_rs(tmp_path: P
     assert table.version() == 2 and table.applied(APP) == 1
 
 
+def test_properties_set_by_upkeep_leave_appends_to_our_entries(tmp_path: Path) -> None:
+    """delta-rs adds the invariants, variantType and appendOnly features when it sets a property of a table of
+    writer version 7 (a DATETIME column's timestampNtz): upkeep does on its first look at every changelog."""
+    table = opened(tmp_path.joinpath("ntz"))
+    write_deltalake(str(tmp_path / "ntz"), rows(1).append_column("at", pa.array([1], pa.timestamp("us"))),
+                    mode="append", schema_mode="merge")
+    table.refresh()
+    table.set_properties({"delta.checkpointInterval": "50"})
+    table.refresh()
+    assert set(table.delta.protocol().writer_features or ()) >= {"invariants", "variantType"}
+    table.append(rows(2).append_column("at", pa.array([2], pa.timestamp("us"))), tag(1))
+    assert engines(tmp_path / "ntz")[-1] == delta_log.ENGINE
+
+
+def test_a_column_invariant_is_checked_by_delta_rs(tmp_path: Path) -> None:
+    """Writer version 2 asks a writer to check the columns' invariants: our entries would not."""
+    checked = pa.schema([pa.field("id", pa.int64(), metadata={"delta.invariants": '{"expression": {"expression": '
+                                                                                   '"id >= 0"}}'}), ("v", pa.string())])
+    write_deltalake(str(tmp_path), rows(0).cast(checked))
+    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    assert table is not None
+    with pytest.raises(Exception, match="failed validation"):
+        table.append(rows(-1).cast(checked), tag(1))
+    table.append(rows(1).cast(checked), tag(1))
+    assert engines(tmp_path)[-1].startswith("delta-rs")
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1]
+
+
 def test_put_if_absent_keeps_an_existing_entry(tmp_path: Path) -> None:
     path = str(tmp_path / "00000000000000000001.json")
     assert delta_log.put_if_absent(path, b"first\n")
@@ -145,3 +173,103 @@ def test_a_table_whose_first_entries_were_cleaned_up_is_not_made_again(tmp_path:
     DeltaLocation(str(tmp_path)).append(rows(3), tag(3))
     assert not (tmp_path / "_delta_log" / f"{0:020d}.json").exists()
     assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3]
+
+
+# -- a handle for appends, from the log alone ------------------------------------------------------------
+
+
+def same_state_as_delta_rs(path: Path, app_ids: tuple[str, ...] = (APP,)) -> delta_log.LogState:
+    """The log's state as ``read_state`` reads it, checked against delta-rs's loading of the same table."""
+    state = delta_log.read_state(str(path))
+    assert state is not None
+    theirs = DeltaTable(str(path))
+    protocol = theirs.protocol()
+    assert state.version == theirs.version()
+    assert (state.min_writer_version, state.writer_features) == (protocol.min_writer_version,
+                                                                   protocol.writer_features)
+    assert state.configuration == theirs.metadata().configuration
+    assert pa.schema(DeltaTable(str(path)).schema().to_arrow()) == DeltaLocation(str(path)).open(appends=True).schema()
+    assert {a: state.transactions.get(a, -1) for a in app_ids} == \
+        {a: -1 if theirs.transaction_version(a) is None else theirs.transaction_version(a) for a in app_ids}
+    return state
+
+
+def test_the_log_state_read_alone_is_delta_rs_state(tmp_path: Path) -> None:
+    """Entries of both writers, a checkpoint with entries after it, properties set later, two applications."""
+    assert delta_log.read_state(str(tmp_path / "none")) is None
+    write_deltalake(str(tmp_path), rows(0).append_column("at", pa.array([0], pa.timestamp("us"))),
+                    configuration={"delta.checkpointInterval": "3"})
+    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    assert table is not None
+    assert same_state_as_delta_rs(tmp_path).writer_features == ["timestampNtz"]
+    for version in (1, 2, 3, 4):
+        table.append(rows(version).append_column("at", pa.array([version], pa.timestamp("us"))), tag(version))
+    assert sorted(p.name for p in (tmp_path / "_delta_log").glob("*.checkpoint.parquet")) == [
+        f"{3:020d}.checkpoint.parquet"]
+    other = DeltaTable(str(tmp_path))
+    other.alter.set_table_properties({"delta.logRetentionDuration": "interval 2 days"})
+    write_deltalake(other, rows(5).append_column("at", pa.array([5], pa.timestamp("us"))), mode="append",
+                    commit_properties=CommitProperties(app_transactions=[Transaction("other-app", 7)]))
+    state = same_state_as_delta_rs(tmp_path, (APP, "other-app", "nobody"))
+    assert (state.version, state.transactions) == (6, {APP: 4, "other-app": 7})
+    assert state.configuration["delta.logRetentionDuration"] == "interval 2 days"
+
+
+def test_a_handle_for_appends_commits_without_loading_the_table(tmp_path: Path) -> None:
+    write_deltalake(str(tmp_path), rows(0))
+    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    assert table is not None and table._table is None
+    for version in (1, 2):
+        table.append(rows(version), tag(version))
+    assert table._table is None  # the appends needed nothing delta-rs loads
+    assert (table.version(), table.applied(APP)) == (2, 2)
+    assert engines(tmp_path)[1:] == [delta_log.ENGINE] * 2
+    assert sorted(table.read().column("id").to_pylist()) == [0, 1, 2]  # a read loads it, at the newest version
+    assert table._table is not None and table.version() == 2 and table.applied(APP) == 2
+
+
+def test_a_handle_for_appends_that_lost_a_race_reads_the_winner(tmp_path: Path) -> None:
+    write_deltalake(str(tmp_path), rows(0))
+    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    assert table is not None
+    write_deltalake(str(tmp_path), rows(1), mode="append")  # version 1, unknown to the handle
+    table.append(rows(2), tag(1))
+    assert table.version() == 2 and table.applied(APP) == 1
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2]
+
+
+def test_a_protocol_raised_by_the_winner_of_a_race_is_obeyed(tmp_path: Path) -> None:
+    write_deltalake(str(tmp_path), rows(0))
+    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    assert table is not None
+    DeltaTable(str(tmp_path)).alter.add_constraint({"positive": "id >= 0"})  # version 1: writer version 3
+    table.append(rows(1), tag(1))
+    assert engines(tmp_path)[-1].startswith("delta-rs")
+    assert table.version() == 2 and table.applied(APP) == 1
+
+
+def test_logs_left_to_delta_rs(tmp_path: Path) -> None:
+    """A checkpoint in parts, a gap in the entries, a protocol our entries cannot append to: delta-rs loads those."""
+    parts, gap, checked = tmp_path / "parts", tmp_path / "gap", tmp_path / "checked"
+    for path in (parts, gap, checked):
+        write_deltalake(str(path), rows(0))
+        write_deltalake(str(path), rows(1), mode="append")
+    DeltaTable(str(parts)).create_checkpoint()
+    (parts / "_delta_log" / f"{1:020d}.checkpoint.parquet").rename(
+        parts / "_delta_log" / f"{1:020d}.checkpoint.0000000001.0000000001.parquet")
+    (gap / "_delta_log" / f"{0:020d}.json").unlink()
+    DeltaTable(str(checked)).alter.add_constraint({"positive": "id >= 0"})  # writer version 3
+    for path, why in ((parts, "in parts or of version 2"), (gap, "lacks the entry of version 0"),
+                      (checked, "asks more of a writer")):
+        with pytest.raises(delta_log.LogNotReadable, match=why):
+            delta_log.read_state(str(path))
+    table = DeltaLocation(str(checked)).open(appends=True)
+    assert table is not None and table._table is not None
+    table.append(rows(2), tag(1))
+    assert engines(checked)[-1].startswith("delta-rs")
+
+
+def test_column_mapping_is_refused_by_a_handle_for_appends_too(tmp_path: Path) -> None:
+    write_deltalake(str(tmp_path), rows(0), configuration={"delta.columnMapping.mode": "name"})
+    with pytest.raises(LakeFormatError, match="column mapping"):
+        DeltaLocation(str(tmp_path)).open(appends=True)
