@@ -191,6 +191,11 @@ class Lake:
         """True for S3, GCS and Azure: objects are uploaded whole, folders are only key prefixes."""
         return storage.is_object_store(self.fs)
 
+    @property
+    def local(self) -> bool:
+        """True for a lake on this machine's filesystem."""
+        return storage.is_local(self.fs)
+
     def exists(self, path: str) -> bool:
         return storage.exists(self.fs, path)
 

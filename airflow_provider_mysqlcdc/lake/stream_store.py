@@ -267,8 +267,12 @@ Parts = list[pa.Table] | Callable[[], list[pa.Table]]
 pool (the rows of one table are then made while other tables' commits wait for their storage)."""
 
 COMMIT_THREADS = 8
-"""The Delta commits of one batch made at once (bench/stream_commit_bench.py measured 4, 8 and 16); also the
-MERGEs of one round (``engine.state_merge``)."""
+"""The Delta commits of one batch made at once on a lake reached over the network, where they wait for its round
+trips (bench/stream_commit_bench.py measured 4, 8 and 16); also the MERGEs of one round (``engine.state_merge``)."""
+LOCAL_COMMIT_THREADS = 2
+"""The same on a local lake, where a table's commit is work of the CPU that holds the GIL most of the time (its
+Arrow columns, the statistics of its Parquet file, the log entry): more threads than a small machine's cores
+only contend with each other and with the binlog's reading (bench/RESULTS.md "Stream over many tables")."""
 _THREAD_NAME = "stream-table"
 KEPT_CHANGELOGS = 1_000
 """Changelogs the store keeps loaded at most (about 85-140 KB each: module docstring); beyond them the one
@@ -278,12 +282,13 @@ loaded first is let go, and opened again when a batch needs it."""
 class StreamStore:
     """The stream's changelogs and checkpoint in ``lake``; a writer passes its lease's check as
     ``fence``, called before a batch's first Delta commit and again before its checkpoint, so a writer
-    taken over never makes anything visible. ``threads`` bounds the Delta commits made at once."""
+    taken over never makes anything visible. ``threads`` bounds the Delta commits made at once (by default
+    ``COMMIT_THREADS``, or ``LOCAL_COMMIT_THREADS`` on a local lake)."""
 
-    def __init__(self, lake: Lake, fence: Callable[[], None] | None = None, threads: int = COMMIT_THREADS) -> None:
+    def __init__(self, lake: Lake, fence: Callable[[], None] | None = None, threads: int | None = None) -> None:
         self.lake = lake
         self.fence = fence
-        self.threads = threads
+        self.threads = threads if threads is not None else LOCAL_COMMIT_THREADS if lake.local else COMMIT_THREADS
         self.schemas = SchemaDocuments(lake)
         self._loaded: dict[TableId, TableVersion] = {}
         self._versions: dict[TableId, int] = {}
