@@ -151,13 +151,13 @@ def read_state(folder: str) -> LogState | None:
     missing = sorted(set(range(base + 1, newest + 1)) - entries)
     if missing:
         raise LogNotReadable(f"{log} lacks the entry of version {missing[0]}")
-    actions: list[dict[str, Any]] = _checkpoint_actions(f"{log}/{base:020d}.checkpoint.parquet") if base >= 0 else []
     try:
+        actions = _checkpoint_actions(f"{log}/{base:020d}.checkpoint.parquet") if base >= 0 else []
         for version in range(base + 1, newest + 1):
             with open(f"{log}/{version:020d}.json", "rb") as entry_file:
                 actions += [json.loads(line) for line in entry_file if line.strip() and not line.startswith(_SKIPPED)]
     except FileNotFoundError as error:  # removed meanwhile by a log cleanup after a newer checkpoint
-        raise LogNotReadable(f"an entry of {log} went away while it was read") from error
+        raise LogNotReadable(f"an entry or the checkpoint of {log} went away while it was read") from error
     return _state(newest, actions, log)
 
 

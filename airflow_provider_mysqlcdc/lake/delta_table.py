@@ -603,7 +603,7 @@ def file_stats(metadata: pq.FileMetaData) -> str:
             continue
         if all(s.has_null_count for s in stats):
             nulls[column.name] = sum(s.null_count for s in stats)
-        bounds = _bounds(column.type, stats)
+        bounds = _bounds(column.type, stats) if _bounded(column.type) else None
         if bounds is not None:
             minimum[column.name], maximum[column.name] = bounds
     return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum,
@@ -620,6 +620,12 @@ def _bounds(kind: pa.DataType, stats: list[Any]) -> tuple[Any, Any] | None:
     low = _stat_value(kind, min(s.min for s in with_values))
     high = _stat_value(kind, max(s.max for s in with_values))
     return None if low is None or high is None else (low, high)
+
+
+def _bounded(kind: pa.DataType) -> bool:
+    """Whether a column of this type may get min/max statistics (``_stat_value``): the others' Parquet
+    bounds are not even read (a timestamp's or decimal's become Python objects first)."""
+    return bool(pa.types.is_signed_integer(kind) or pa.types.is_string(kind) or pa.types.is_date32(kind))
 
 
 def _stat_value(kind: pa.DataType, value: Any) -> Any:

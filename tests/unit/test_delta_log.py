@@ -269,6 +269,15 @@ def test_logs_left_to_delta_rs(tmp_path: Path) -> None:
     assert engines(checked)[-1].startswith("delta-rs")
 
 
+def test_a_checkpoint_gone_between_listing_and_reading_leaves_the_log_to_delta_rs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_deltalake(str(tmp_path), rows(0))
+    listed = [f"{0:020d}.json", f"{1:020d}.checkpoint.parquet", f"{1:020d}.json"]  # a listing made before a cleanup
+    monkeypatch.setattr(delta_log.os, "listdir", lambda folder: listed)
+    with pytest.raises(delta_log.LogNotReadable, match="went away"):
+        delta_log.read_state(str(tmp_path))
+
+
 def test_column_mapping_is_refused_by_a_handle_for_appends_too(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0), configuration={"delta.columnMapping.mode": "name"})
     with pytest.raises(LakeFormatError, match="column mapping"):
