@@ -11,15 +11,17 @@ carrying the application transaction ``(STREAM_APP_ID, seq)`` and a ``_stream_se
 batch's sequence number, then writes the checkpoint naming that number: the commit point. One batch
 touches several Delta tables, which no single Delta commit can, so the checkpoint stays the stream's
 commit point across tables and readers take changelog rows up to its number only. The tables' commits
-of one batch run at once on a bounded pool of threads (delta-rs works without the GIL; a commit is
-mostly waiting for its log and its file), and the checkpoint is written only once all of them
-succeeded: one failure fails the batch, and its retry skips the tables already committed.
+of one batch run at once on a bounded pool of threads (on an object store a commit is mostly waiting for
+its log and its file; on a local lake it is CPU work, and the pool is small: ``LOCAL_COMMIT_THREADS``), and
+the checkpoint is written only once all of them succeeded: one failure fails the batch, and its retry skips
+the tables already committed.
 
-The store keeps each changelog it opened loaded across batches and brings it to its newest version
-before each use (reading only the log entries since: loading a table's whole log again cost more than
-its append), so whatever else committed meanwhile is seen first: upkeep's compaction, a type rewrite,
-the store's own last append, a commit that failed after it landed. A loaded changelog holds about 85 KB
-(140 KB after 20 more commits; measured with 12 columns), so the store keeps ``KEPT_CHANGELOGS`` at most.
+The store keeps each changelog it opened across batches. On a local lake it opens it from its Delta log
+alone (``TableVersion`` opened with ``appends``: what an append needs, without delta-rs's load); an append
+commits at the version after the newest it knows, and a version another writer took meanwhile (upkeep's
+compaction, a type rewrite) makes it read the log and take the next one. A commit that failed lets go of the
+changelog: it may have landed. A changelog loaded by delta-rs holds about 85 KB (140 KB after 20 more
+commits; measured with 12 columns), so the store keeps ``KEPT_CHANGELOGS`` at most.
 
 The checkpoint names each table's schema by the ref of its document, which is written before the
 first checkpoint naming it, so a batch's checkpoint does not grow with the columns of the tables it did
@@ -28,10 +30,11 @@ the MERGE compares with the batch it last merged all tables through (``merged_se
 tables without new changes unopened (``engine.state_merge``).
 
 A retried commit skips the tables whose changelog already holds its batch (their transaction version
-is at least its number), so nothing is doubled. The store asks delta-rs for a changelog's transaction
-version once (its first use in the process, or after a commit of it failed): later it knows it, having
-made every commit with that application id since, as the lease's only writer. delta-rs finds the version
-by reading the log again: 12% of the appends' time in a batch of 700 tables (sampled with py-spy).
+is at least its number), so nothing is doubled. The store asks a changelog for its transaction version
+once (its first use in the process, or after a commit of it failed): later it knows it, having made every
+commit with that application id since, as the lease's only writer. A changelog opened from its log has the
+version in hand; delta-rs finds it by reading the log again (12% of the appends' time in a batch of 700
+tables, sampled with py-spy before the log was read without it).
 
 A run killed between its Delta commits and its checkpoint leaves rows past the checkpoint; the next run
 removes them before its first commit (``remove_uncommitted``), because it may cut its batches elsewhere
