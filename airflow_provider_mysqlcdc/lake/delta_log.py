@@ -32,6 +32,7 @@ entries) raises ``LogNotReadable``, and delta-rs loads the table.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -97,6 +98,7 @@ def appendable(min_writer_version: int, writer_features: list[str] | None) -> bo
     return min_writer_version <= 2 or (min_writer_version == 7 and set(writer_features or ()) <= APPENDABLE_FEATURES)
 
 
+@functools.lru_cache(maxsize=1024)
 def plain_schema(schema_json: str) -> bool:
     """Whether no column of a table of this schema (Delta's JSON) has an invariant to check or is a variant: the
     rows of another table may then be appended as a file of our own (delta-rs's ``write_deltalake`` checks them)."""

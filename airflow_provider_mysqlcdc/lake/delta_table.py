@@ -40,7 +40,7 @@ import datetime as dt
 import functools
 import json
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -603,7 +603,7 @@ def file_stats(metadata: pq.FileMetaData) -> str:
             continue
         if all(s.has_null_count for s in stats):
             nulls[column.name] = sum(s.null_count for s in stats)
-        bounds = _bounds(column.type, stats) if _bounded(column.type) else None
+        bounds = _bounds(column.type, stats)
         if bounds is not None:
             minimum[column.name], maximum[column.name] = bounds
     return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum,
@@ -612,31 +612,27 @@ def file_stats(metadata: pq.FileMetaData) -> str:
 
 def _bounds(kind: pa.DataType, stats: list[Any]) -> tuple[Any, Any] | None:
     """The file's (min, max) of one column, or None when any row group has none or they are unsafe."""
+    form = _stat_form(kind)
+    if form is None:
+        return None  # its Parquet bounds not even read (a timestamp's or decimal's become Python objects first)
     with_values = [s for s in stats if s.has_min_max]
     if not with_values:
         return None
     if len(with_values) < len(stats) and not all(s.null_count == s.num_values for s in stats if not s.has_min_max):
         return None  # a row group with values but without bounds
-    low = _stat_value(kind, min(s.min for s in with_values))
-    high = _stat_value(kind, max(s.max for s in with_values))
+    low, high = form(min(s.min for s in with_values)), form(max(s.max for s in with_values))
     return None if low is None or high is None else (low, high)
 
 
-def _bounded(kind: pa.DataType) -> bool:
-    """Whether a column of this type may get min/max statistics (``_stat_value``): the others' Parquet
-    bounds are not even read (a timestamp's or decimal's become Python objects first)."""
-    return bool(pa.types.is_signed_integer(kind) or pa.types.is_string(kind) or pa.types.is_date32(kind))
-
-
-def _stat_value(kind: pa.DataType, value: Any) -> Any:
-    """A Parquet statistic as Delta's JSON value, or None where it could mislead a reader: unsigned
-    integers (Delta's are signed; a BIGINT UNSIGNED max would wrap), floats (NaN is left out of Parquet
-    bounds), decimals, timestamps (Delta keeps milliseconds, which would cut a max below its value),
-    binary and booleans."""
-    if pa.types.is_signed_integer(kind) and isinstance(value, int):
-        return value
-    if pa.types.is_string(kind) and isinstance(value, str) and len(value) <= MAX_STRING_STAT:
-        return value
-    if pa.types.is_date32(kind) and isinstance(value, dt.date):
-        return value.isoformat()
+def _stat_form(kind: pa.DataType) -> Callable[[Any], Any] | None:
+    """How a Parquet statistic of a column of ``kind`` becomes Delta's JSON value (None for a value that could
+    mislead a reader), or None for the types that get no bounds: unsigned integers (Delta's are signed; a
+    BIGINT UNSIGNED max would wrap), floats (NaN is left out of Parquet bounds), decimals, timestamps (Delta
+    keeps milliseconds, which would cut a max below its value), binary and booleans."""
+    if pa.types.is_signed_integer(kind):
+        return lambda value: value if isinstance(value, int) else None
+    if pa.types.is_string(kind):
+        return lambda value: value if isinstance(value, str) and len(value) <= MAX_STRING_STAT else None
+    if pa.types.is_date32(kind):
+        return lambda value: value.isoformat() if isinstance(value, dt.date) else None
     return None
