@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
+from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY, MaintenancePolicy, maintain
 from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 _log = logging.getLogger(__name__)
@@ -27,10 +27,11 @@ _log = logging.getLogger(__name__)
 class TableUpkeep:
     """Counts the commits to each Delta table of one lake and maintains a table when they are due."""
 
-    def __init__(self, lake: Lake, policy: MaintenancePolicy = MaintenancePolicy()) -> None:
+    def __init__(self, lake: Lake, policy: MaintenancePolicy = DEFAULT_POLICY) -> None:
         self.lake = lake
         self.policy = policy
         self._commits: Counter[str] = Counter()
+        self._properties_left: set[str] = set()
 
     def changelogs_committed(self, tables: Iterable[TableId]) -> None:
         self._committed(self.lake.table(t).changelog for t in tables)
@@ -53,6 +54,15 @@ class TableUpkeep:
             if not report.checked:
                 continue
             self._commits[uri] = 0
+            if report.properties_left and uri not in self._properties_left:
+                self._properties_left.add(uri)
+                _log.warning(
+                    "the table properties of %s differ from the maintenance policy's (%s) and were left as they are: "
+                    "delta-rs would add the variantType reader feature to this table, which Delta readers before "
+                    "delta-spark 4.0 refuse; its log and tombstones are kept longer meanwhile. To set them, run in "
+                    "Spark: ALTER TABLE delta.`%s` SET TBLPROPERTIES (%s)", uri,
+                    ", ".join(report.properties_left), uri,
+                    ", ".join(f"'{k}' = '{v}'" for k, v in report.properties_left.items()))
             if report.compacted or report.vacuumed_files:
                 _log.info("maintained %s in %.2f s: %d files (%d small), compacted %d into %d, vacuumed %d",
                           uri, report.seconds, report.data_files, report.small_files, report.files_removed,

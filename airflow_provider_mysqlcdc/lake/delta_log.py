@@ -21,6 +21,9 @@ What keeps it exact (the Delta protocol's rules for a blind append):
 * only on a local filesystem (``supports``): an object store's put-if-absent (S3's conditional PUT) is not in
   pyarrow's filesystems, so there delta-rs commits, with its conditional PUT.
 
+The same entries set a table's properties (``properties_entry``: a ``metaData`` action, the protocol left as it
+is), where delta-rs's ``set_table_properties`` would add table features to it.
+
 A handle kept for appends need not load the table with delta-rs at all (``read_state``): what an append needs of
 the log (its newest version, protocol, configuration, schema and application transactions) is in the newest
 checkpoint's three columns and the entries after it, read here without the table's file list that delta-rs builds
@@ -76,9 +79,18 @@ class LogState:
     version: int
     min_writer_version: int
     writer_features: list[str] | None
-    configuration: dict[str, str]
-    schema_json: str
+    metadata: dict[str, Any]
+    """The newest ``metaData`` action, as JSON has it (a checkpoint's maps made objects)."""
     transactions: dict[str, int]
+
+    @property
+    def configuration(self) -> Mapping[str, str]:
+        configuration: Mapping[str, str] = self.metadata.get("configuration") or {}
+        return configuration
+
+    @property
+    def schema_json(self) -> str:
+        return str(self.metadata["schemaString"])
 
     def appended(self, version: int, app_id: str | None, app_version: int) -> None:
         """Our own entry of ``version`` landed, with the application's transaction version if any."""
@@ -175,7 +187,9 @@ def _checkpoint_actions(path: str) -> list[dict[str, Any]]:
         for value in table.column(column).to_pylist():
             if value is not None:
                 if column == "metaData":  # Parquet's maps come as (key, value) pairs, JSON's as objects
-                    value = {**value, "configuration": dict(value.get("configuration") or [])}
+                    format_ = value.get("format") or {"provider": "parquet"}
+                    value = {**value, "configuration": dict(value.get("configuration") or []),
+                             "format": {**format_, "options": dict(format_.get("options") or [])}}
                 actions.append({column: value})
     return actions
 
@@ -193,8 +207,8 @@ def _state(version: int, actions: list[dict[str, Any]], log: str) -> LogState:
             transactions[action["txn"]["appId"]] = int(action["txn"]["version"])
     if protocol is None or metadata is None:
         raise LogNotReadable(f"{log} has no protocol or no metadata up to version {version}")
-    state = LogState(version, int(protocol["minWriterVersion"]), protocol.get("writerFeatures"),
-                     dict(metadata.get("configuration") or {}), metadata["schemaString"], transactions)
+    state = LogState(version, int(protocol["minWriterVersion"]), protocol.get("writerFeatures"), metadata,
+                     transactions)
     if not appendable(state.min_writer_version, state.writer_features):
         raise LogNotReadable(f"the protocol of {log} asks more of a writer than an append of ours")
     if "delta.setTransactionRetentionDuration" in state.configuration:
@@ -202,27 +216,59 @@ def _state(version: int, actions: list[dict[str, Any]], log: str) -> LogState:
     return state
 
 
+@dataclass(frozen=True)
+class NewTable:
+    """What the entry that makes a table (version 0) says of it besides its first file."""
+
+    schema_json: str
+    """Its Delta schema."""
+    timestamp_ntz: bool
+    """Whether a column is a timestamp without time zone (``protocol``)."""
+    configuration: Mapping[str, str]
+    """Its table properties."""
+
+
 def append_entry(add: Any, app_id: str | None, app_version: int, metadata: Mapping[str, str],
-                 create: tuple[str, bool] | None = None) -> bytes:
+                 create: NewTable | None = None) -> bytes:
     """The log entry of one append: its commit info (``metadata`` as its own keys, as delta-rs writes a commit's
     custom metadata), the application's transaction version if any, and ``add`` (a delta-rs ``AddAction``).
-    ``create``: the entry makes the table (version 0), of this Delta schema JSON and whether a column is a
-    timestamp without time zone: its protocol and metadata come first."""
-    now = int(time.time() * 1000)
-    info = {"timestamp": now, "operation": "WRITE", "operationParameters": {"mode": "Append"},
-            "engineInfo": ENGINE, "clientVersion": ENGINE, **metadata}
-    actions: list[dict[str, Any]] = [{"commitInfo": info}]
+    ``create``: the entry makes the table (version 0): its protocol and metadata come first."""
+    now = _now()
+    actions: list[dict[str, Any]] = [_commit_info(now, "WRITE", {"mode": "Append"}, metadata)]
     if create is not None:
-        schema_json, timestamp_ntz = create
-        actions += [{"protocol": protocol(timestamp_ntz)},
+        actions += [{"protocol": protocol(create.timestamp_ntz)},
                     {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                                  "schemaString": schema_json, "partitionColumns": [], "configuration": {},
-                                  "createdTime": now}}]
+                                  "schemaString": create.schema_json, "partitionColumns": [],
+                                  "configuration": dict(create.configuration), "createdTime": now}}]
     if app_id is not None:
         actions.append({"txn": {"appId": app_id, "version": app_version, "lastUpdated": now}})
     actions.append({"add": {"path": add.path, "partitionValues": dict(add.partition_values), "size": add.size,
                             "modificationTime": add.modification_time, "dataChange": add.data_change,
                             "stats": add.stats}})
+    return _entry(actions)
+
+
+def properties_entry(state: LogState, properties: Mapping[str, str]) -> bytes:
+    """The log entry that sets ``properties`` on the table of ``state`` (its newest metadata), the protocol
+    left as it is: delta-rs 1.6's ``set_table_properties`` adds the ``variantType`` reader feature to a table of
+    writer version 7 (any with a DATETIME column), which Delta readers without variants refuse (delta-spark
+    before 4.0). Only for properties that need no table feature (the maintenance policy's)."""
+    configuration = {**state.configuration, **properties}
+    info = _commit_info(_now(), "SET TBLPROPERTIES", {"properties": json.dumps(dict(properties))}, {})
+    return _entry([info, {"metaData": {**state.metadata, "configuration": configuration}}])
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _commit_info(now: int, operation: str, parameters: Mapping[str, str], metadata: Mapping[str, str]
+                 ) -> dict[str, Any]:
+    return {"commitInfo": {"timestamp": now, "operation": operation, "operationParameters": dict(parameters),
+                           "engineInfo": ENGINE, "clientVersion": ENGINE, **metadata}}
+
+
+def _entry(actions: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
 
 

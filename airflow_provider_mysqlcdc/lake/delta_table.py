@@ -28,7 +28,11 @@ What is Delta's here and nowhere else:
   itself: delta-rs's ``history()`` numbers entries by the snapshot it has loaded, which is wrong while
   other batches commit;
 * delta-rs's ``CommitFailedError`` (a commit that lost a race, even for disjoint partitions) is
-  ``TableCommitConflictError``.
+  ``TableCommitConflictError``;
+* a table is made with the location's table properties (the maintenance policy's), and properties are changed
+  later by a log entry of our own, never by delta-rs's ``set_table_properties``: on a table of writer version 7
+  (any with a DATETIME column) delta-rs 1.6 adds the ``variantType`` reader feature with them, and Delta readers
+  without variants (delta-spark before 4.0) refuse the table from then on (``DeltaVersion.set_properties``).
 
 ``deltalake`` is imported inside the methods: the handle, and so this module, is imported at DAG parse
 time, and delta-rs is loaded only when a table is touched.
@@ -130,18 +134,24 @@ def allow_types_of(table: DeltaTable, schema: pa.Schema) -> None:
 @dataclass(frozen=True)
 class DeltaLocation:
     """One Delta table of the lake: its URI and the storage options every delta-rs call on it takes;
-    ``lake`` and ``parts``: the same folder as a path of the lake's filesystem (its log read directly)."""
+    ``lake`` and ``parts``: the same folder as a path of the lake's filesystem (its log read directly);
+    ``properties``: those of a table made here."""
 
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
     lake: LakeFiles | None = field(default=None, repr=False, compare=False)
     parts: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """The table properties a table made here starts with (delta-rs takes them only when a write makes it)."""
 
     def __str__(self) -> str:
         return self.uri
 
     def _options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None
+
+    def _configuration(self) -> dict[str, str | None] | None:
+        return {**self.properties} or None
 
     def open(self, appends: bool = False) -> DeltaVersion | None:
         """``appends``: a handle kept mostly for appends (the stream's changelogs): on a local filesystem its log
@@ -191,6 +201,7 @@ class DeltaLocation:
             # (measured), resetting the schema a concurrent writer may have evolved already
             create_table_with_add_actions(self.uri, Schema.from_arrow(schema), _added(column, value, files),
                                           mode="error", partition_by=[column], storage_options=self._options(),
+                                          configuration=self._configuration(),
                                           commit_properties=_properties(tag, max_commit_retries=0))
         except DeltaError as error:
             if not DeltaTable.is_deltatable(self.uri, storage_options=self._options()):
@@ -226,7 +237,8 @@ class DeltaLocation:
             return False  # a table, its first entries perhaps removed after a checkpoint
         rows = rows.replace_schema_metadata(None)
         add = self.write_file(rows)
-        create = (Schema.from_arrow(rows.schema).to_json(), _needs_ntz(rows.schema))
+        create = delta_log.NewTable(Schema.from_arrow(rows.schema).to_json(), _needs_ntz(rows.schema),
+                                    self.properties)
         metadata = {**tag.metadata, _APPENDED_ROWS: str(rows.num_rows)}
         return delta_log.put_if_absent(path, delta_log.append_entry(add, tag.app_id, tag.app_version, metadata, create))
 
@@ -248,8 +260,9 @@ class DeltaLocation:
         with _conflicts():
             if loaded is not None:
                 write_deltalake(loaded, rows, **kwargs)  # the storage options are the loaded table's
-            else:
-                write_deltalake(self.uri, rows, storage_options=self._options(), **kwargs)
+            else:  # the properties count only where this write makes the table
+                write_deltalake(self.uri, rows, storage_options=self._options(), configuration=self._configuration(),
+                                **kwargs)
 
     def write_file(self, rows: pa.Table) -> AddAction:
         """``rows`` as a new Parquet file in the table's folder (Snappy, no dictionaries: module docstring), and
@@ -385,11 +398,7 @@ class DeltaVersion:
                     self._log.appended(version, tag.app_id, tag.app_version)
                 else:
                     self._head, self._behind = version, True
-                if delta_log.checkpoint_due(version, configuration):
-                    table = self.delta  # loaded at the entry just written
-                    table.create_checkpoint()  # as delta-rs's post-commit hook: then the expired entries
-                    if str(configuration.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
-                        table.cleanup_metadata()
+                self._checkpoint_if_due(version, configuration)
                 return True
             self.refresh()  # another writer took the version: read its entry
             if tag.app_id is not None and self.applied(tag.app_id) >= tag.app_version:
@@ -400,6 +409,15 @@ class DeltaVersion:
             if not delta_log.appendable(*self._protocol()):
                 return False  # the other writer asked more of writers: delta-rs commits the file
         raise TableCommitConflictError(f"{_OWN_COMMIT_TRIES} commits to {self.uri} in a row lost to other writers")
+
+    def _checkpoint_if_due(self, version: int, configuration: Mapping[str, str | None]) -> None:
+        """After our own entry of ``version``, as delta-rs's post-commit hook: a checkpoint at the table's
+        interval, then the expired entries removed."""
+        if delta_log.checkpoint_due(version, configuration):
+            table = self.delta  # loaded at the entry just written
+            table.create_checkpoint()
+            if str(configuration.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
+                table.cleanup_metadata()
 
     def _protocol(self) -> tuple[int, list[str] | None]:
         """The table's writer version and features, from delta-rs's table as loaded (the protocol our entries
@@ -533,9 +551,31 @@ class DeltaVersion:
     def properties(self) -> Mapping[str, str]:
         return dict(self.delta.metadata().configuration)
 
-    def set_properties(self, properties: Mapping[str, str]) -> None:
-        with _conflicts():
-            self.delta.alter.set_table_properties(dict(properties))
+    def set_properties(self, properties: Mapping[str, str]) -> bool:
+        """Properties that need no table feature (the maintenance policy's), the protocol left as it is: on a
+        table of writer version 7 by a log entry of our own (module docstring: delta-rs would add the
+        ``variantType`` reader feature), so only where our entries can be written and the log read
+        (``delta_log.read_state``); False, nothing set, on any other such table (on an object store)."""
+        if self.delta.protocol().min_writer_version < 7:  # delta-rs leaves a protocol without features as it is
+            with _conflicts():
+                self.delta.alter.set_table_properties(dict(properties))
+            return True
+        fs, folder = self.location.files_at()
+        if not delta_log.supports(fs):
+            return False
+        try:
+            state = delta_log.read_state(folder)
+        except delta_log.LogNotReadable:
+            return False
+        if state is None:
+            raise LakeFormatError(f"the Delta log of {self.uri} went away while its properties were set")
+        version = state.version + 1
+        entry = delta_log.properties_entry(state, properties)
+        if not delta_log.put_if_absent(delta_log.log_path(folder, version), entry):
+            raise TableCommitConflictError(f"another writer committed to {self.uri} while its properties were set")
+        self.refresh()
+        self._checkpoint_if_due(version, {**state.configuration, **properties})
+        return True
 
     def refresh(self) -> None:
         if self._table is None:

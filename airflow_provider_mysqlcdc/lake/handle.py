@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import storage
 from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -47,6 +48,8 @@ SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
 """The URI schemes of a lake (as pyarrow and Spark name them), aliases included; a local path has none."""
 SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 """Schemes that name the same store as another one (Hadoop's names for S3, GCS's two names)."""
+_NEW_TABLE_PROPERTIES = DEFAULT_POLICY.table_properties()
+"""The table properties every replica table is made with: those the stream's upkeep keeps (``lake.maintenance``)."""
 CURRENT = "current"
 CHANGELOG = "changelog"
 
@@ -92,7 +95,7 @@ class LakeTable:
         """The table format of the replica tables (``lake.table_format``): the one place another format
         (Iceberg, say) would be chosen instead of Delta Lake, from the lake's options or the URI."""
         return DeltaLocation(f"{self.folder}/{name}", self.lake.storage_options, self.lake,
-                             (self.id.database, self.id.table, name))
+                             (self.id.database, self.id.table, name), _NEW_TABLE_PROPERTIES)
 
     def path(self, *parts: str) -> str:
         """A path of the lake's filesystem under the table's folder."""

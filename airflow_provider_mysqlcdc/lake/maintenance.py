@@ -15,8 +15,12 @@ and the log grows by an entry a commit. Three Delta operations bound that:
 * **checkpoints and log cleanup**: delta-rs writes a checkpoint every ``delta.checkpointInterval`` commits
   by itself (a post-commit hook), and so do the stream's appends of their own log entries (``lake.delta_log``);
   log entries older than ``delta.logRetentionDuration`` and before a
-  checkpoint that is itself that old are deleted by ``cleanup_metadata``. Both are table properties,
-  which :func:`maintain` sets from the policy once.
+  checkpoint that is itself that old are deleted by ``cleanup_metadata``. Both are table properties: a
+  table is made with the policy's (``DEFAULT_POLICY``, through the lake handle's places), and :func:`maintain`
+  sets them where a table differs (made by an older version, or upkeep under another policy). Where that would
+  raise the table's protocol (``TableVersion.set_properties``: a table with a DATETIME column on an object
+  store) they are left as they are, and the report says so: Delta's defaults then keep the log and the
+  tombstones longer, which costs storage, never a row.
 
 Vacuum retention, default 24 hours: a reader that planned its read on an older version (a Spark job that
 listed the files, a DuckDB query, a time-travel read) fails with "file not found" if the files vanish
@@ -101,6 +105,10 @@ class MaintenancePolicy:
         }
 
 
+DEFAULT_POLICY = MaintenancePolicy()
+"""The policy of the stream's upkeep, whose properties every table of the lake is made with."""
+
+
 @dataclass(frozen=True)
 class MaintenanceReport:
     """What one :func:`maintain` call did. ``checked`` is False when it did not look at the table (too few
@@ -118,6 +126,8 @@ class MaintenanceReport:
     log_cleaned: bool = False
     seconds: float = 0.0
     compaction_metrics: dict[str, Any] = field(default_factory=dict)
+    properties_left: dict[str, str] = field(default_factory=dict)
+    """The policy's properties the table differs in and that could not be set (``apply_properties``)."""
 
 
 def excess_small_files(table: TableVersion, small_below: int) -> tuple[int, int]:
@@ -150,14 +160,16 @@ def checkpoint(location: ReplicaTable) -> None:
     table.cleanup_log()
 
 
-def apply_properties(table: TableVersion, policy: MaintenancePolicy) -> bool:
-    """Set the policy's table properties where the table differs (one commit, the first time only)."""
+def apply_properties(table: TableVersion, policy: MaintenancePolicy) -> dict[str, str]:
+    """Set the policy's table properties where the table differs (one commit, the first time only); the
+    properties left different where the table cannot take them without a protocol change (none if it took
+    them)."""
     wanted = policy.table_properties()
     current = table.properties()
-    if all(current.get(key) == value for key, value in wanted.items()):
-        return False
-    table.set_properties(wanted)
-    return True
+    differing = {key: value for key, value in wanted.items() if current.get(key) != value}
+    if not differing or table.set_properties(wanted):
+        return {}
+    return differing
 
 
 def maintain(location: ReplicaTable, policy: MaintenancePolicy, commits_since_last: int) -> MaintenanceReport:
@@ -178,7 +190,7 @@ def maintain(location: ReplicaTable, policy: MaintenancePolicy, commits_since_la
     if table is None:
         return MaintenanceReport()
     started = time.perf_counter()
-    apply_properties(table, policy)
+    properties_left = apply_properties(table, policy)
     small, excess = excess_small_files(table, policy.target_file_bytes)
     compaction = None
     if excess > policy.max_small_files:
@@ -196,6 +208,7 @@ def maintain(location: ReplicaTable, policy: MaintenancePolicy, commits_since_la
         files_removed=compaction.files_removed if compaction else 0,
         files_added=compaction.files_added if compaction else 0, vacuumed_files=len(vacuumed), log_cleaned=crossed,
         seconds=time.perf_counter() - started, compaction_metrics=dict(compaction.metrics) if compaction else {},
+        properties_left=properties_left,
     )
 
 

@@ -196,7 +196,10 @@ class TableVersion(Protocol):
 
     def properties(self) -> Mapping[str, str]: ...
 
-    def set_properties(self, properties: Mapping[str, str]) -> None: ...
+    def set_properties(self, properties: Mapping[str, str]) -> bool:
+        """Set table properties no table feature depends on, the table's protocol unchanged; False (nothing set)
+        where the format cannot do that for this table."""
+        ...
 
     def refresh(self) -> None:
         """Load the newest version."""

@@ -20,6 +20,7 @@ variables alone (a deployment without a lake connection).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -37,13 +38,15 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
-from airflow_provider_mysqlcdc.lake.maintenance import checkpoint, compact, vacuum
+from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY, MaintenancePolicy, checkpoint, compact, vacuum
 from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.snapshot_commit import data_file, replace_partition
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 from tests import s3_server, stream_worker, trigger_worker
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
@@ -152,6 +155,29 @@ def test_parallel_snapshot_batches_commit_to_one_table(lake_options: dict[str, s
     ids = DeltaTable(lake.table(table).current.uri, storage_options=lake_options).to_pyarrow_table(
         columns=["id"]).column("id").to_pylist()
     assert sorted(ids) == list(range(400))
+
+
+def test_upkeep_never_raises_a_protocol_on_s3(lake_options: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """A table made on S3 has the upkeep's properties from its first commit. One that lacks them (made by an
+    older version) and has a DATETIME column keeps its properties and protocol, and upkeep says so once: there
+    our own log entries cannot be written, and delta-rs would add the variantType reader feature."""
+    lake = Lake.at("s3://bucket/properties", lake_options)
+    made, older = TableId("shop", "made"), TableId("shop", "older")
+    ntz_rows = pa.table({"id": [1], "at": pa.array([1], pa.timestamp("us"))})
+    lake.table(made).changelog.append(ntz_rows, CommitTag(STREAM_APP_ID, 1))
+    assert DeltaTable(lake.table(made).changelog.uri, storage_options=lake_options).metadata().configuration == \
+        DEFAULT_POLICY.table_properties()
+
+    uri = lake.table(older).changelog.uri
+    write_deltalake(uri, ntz_rows, storage_options=lake_options)
+    upkeep = TableUpkeep(lake, MaintenancePolicy(check_every_commits=1))
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_mysqlcdc.engine.table_upkeep"):
+        upkeep.changelogs_committed([older])
+        upkeep.changelogs_committed([older])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "variantType" in warnings[0] and "ALTER TABLE" in warnings[0]
+    table = DeltaTable(uri, storage_options=lake_options)
+    assert table.metadata().configuration == {} and table.protocol().reader_features == ["timestampNtz"]
 
 
 def test_json_documents_are_written_in_place(s3: s3_server.S3Server, lake_options: dict[str, str]) -> None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake import delta_log
 from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+from airflow_provider_mysqlcdc.lake.table_format import CommitTag, DataFile
 
 APP = "test-app"
 
@@ -103,18 +104,102 @@ def test_a_protocol_asking_more_of_a_writer_commits_through_delta_rs(tmp_path: P
     assert table.version() == 2 and table.applied(APP) == 1
 
 
-def test_properties_set_by_upkeep_leave_appends_to_our_entries(tmp_path: Path) -> None:
-    """delta-rs adds the invariants, variantType and appendOnly features when it sets a property of a table of
-    writer version 7 (a DATETIME column's timestampNtz): upkeep does on its first look at every changelog."""
-    table = opened(tmp_path.joinpath("ntz"))
-    write_deltalake(str(tmp_path / "ntz"), rows(1).append_column("at", pa.array([1], pa.timestamp("us"))),
-                    mode="append", schema_mode="merge")
-    table.refresh()
-    table.set_properties({"delta.checkpointInterval": "50"})
-    table.refresh()
-    assert set(table.delta.protocol().writer_features or ()) >= {"invariants", "variantType"}
-    table.append(rows(2).append_column("at", pa.array([2], pa.timestamp("us"))), tag(1))
-    assert engines(tmp_path / "ntz")[-1] == delta_log.ENGINE
+def ntz_rows(*ids: int) -> pa.Table:
+    """Rows with a DATETIME column: a table of them is of writer version 7 (``timestampNtz``)."""
+    return rows(*ids).append_column("at", pa.array(list(ids), pa.timestamp("us")))
+
+
+def features(path: Path) -> tuple[int, int, list[str] | None, list[str] | None]:
+    protocol = DeltaTable(str(path)).protocol()
+    return (protocol.min_reader_version, protocol.min_writer_version, protocol.reader_features,
+            protocol.writer_features)
+
+
+NTZ_PROTOCOL = (3, 7, ["timestampNtz"], ["timestampNtz"])
+
+
+def test_properties_are_set_without_raising_the_protocol(tmp_path: Path) -> None:
+    """delta-rs 1.6 adds the variantType reader feature (and invariants, appendOnly) when it sets a property of a
+    table of writer version 7, which Delta readers without variants (delta-spark before 4.0) then refuse; our
+    entry sets the properties alone, checkpointed at the new interval, and appends stay our entries."""
+    write_deltalake(str(tmp_path / "theirs"), ntz_rows(0))
+    DeltaTable(str(tmp_path / "theirs")).alter.set_table_properties({"delta.checkpointInterval": "2"})
+    assert "variantType" in (features(tmp_path / "theirs")[2] or [])  # why: delta-rs's way
+
+    path = tmp_path / "ours"
+    write_deltalake(str(path), ntz_rows(0), configuration={"delta.logRetentionDuration": "interval 2 days"})
+    table = DeltaLocation(str(path)).open()
+    assert table is not None
+    table.append(ntz_rows(1), tag(1))
+    assert table.set_properties({"delta.checkpointInterval": "2",
+                                 "delta.deletedFileRetentionDuration": "interval 1 days"})
+    assert features(path) == NTZ_PROTOCOL
+    assert DeltaTable(str(path)).metadata().configuration == {
+        "delta.logRetentionDuration": "interval 2 days", "delta.checkpointInterval": "2",
+        "delta.deletedFileRetentionDuration": "interval 1 days"}
+    assert engines(path)[-1] == delta_log.ENGINE and table.version() == 2
+    assert (path / "_delta_log" / f"{2:020d}.checkpoint.parquet").exists()  # version 2, at the new interval
+    state = same_state_as_delta_rs(path)  # the checkpoint's metadata read back as its entry wrote it
+    assert state.metadata["format"] == {"provider": "parquet", "options": {}}
+    table.append(ntz_rows(2), tag(2))
+    assert engines(path)[-1] == delta_log.ENGINE and features(path) == NTZ_PROTOCOL
+    made = DeltaTable(str(path)).metadata()
+    assert table.set_properties({"delta.checkpointInterval": "100"})  # from the checkpoint's metadata this time
+    again = DeltaTable(str(path)).metadata()
+    assert (again.id, again.created_time, again.configuration["delta.checkpointInterval"]) == (
+        made.id, made.created_time, "100")
+    assert sorted(DeltaTable(str(path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2]
+
+
+def test_properties_of_a_protocol_without_features_are_set_by_delta_rs(tmp_path: Path) -> None:
+    table = opened(tmp_path)
+    assert table.set_properties({"delta.checkpointInterval": "50"})
+    assert features(tmp_path) == (1, 2, None, None) and engines(tmp_path)[-1].startswith("delta-rs")
+    assert DeltaTable(str(tmp_path)).metadata().configuration == {"delta.checkpointInterval": "50"}
+
+
+def test_properties_lost_to_another_writer_are_not_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer commits between our reading of the log and our entry: ours is not written over theirs."""
+    write_deltalake(str(tmp_path), ntz_rows(0))
+    table = DeltaLocation(str(tmp_path)).open()
+    assert table is not None
+    entry = delta_log.properties_entry
+
+    def after_another_commit(state: delta_log.LogState, properties: dict[str, str]) -> bytes:
+        write_deltalake(str(tmp_path), ntz_rows(1), mode="append")
+        return entry(state, properties)
+
+    monkeypatch.setattr(delta_log, "properties_entry", after_another_commit)
+    with pytest.raises(TableCommitConflictError, match="while its properties were set"):
+        table.set_properties({"delta.checkpointInterval": "50"})
+    assert DeltaTable(str(tmp_path)).metadata().configuration == {}
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1]
+
+
+def test_tables_are_made_with_the_locations_properties(tmp_path: Path) -> None:
+    """Every way a table is made here, so upkeep never needs to set them; an existing table keeps its own."""
+    properties = {"delta.checkpointInterval": "7", "delta.logRetentionDuration": "interval 3600 seconds"}
+
+    def place(name: str) -> DeltaLocation:
+        return DeltaLocation(str(tmp_path / name), properties=properties)
+
+    place("own_entry").append(ntz_rows(1), tag(1))
+    place("written").create_from(rows(1), [], tag(1))
+    place("overwritten").overwrite(ntz_rows(1), tag(1))
+    folder = tmp_path / "partitioned"
+    (folder / "part=1").mkdir(parents=True)
+    pq.write_table(rows(1), folder / "part=1" / "f.parquet")
+    footer = pq.read_metadata(folder / "part=1" / "f.parquet")
+    size = (folder / "part=1" / "f.parquet").stat().st_size
+    place("partitioned").create_with_partition("part", 1, [DataFile("part=1/f.parquet", size, 0, footer)],
+                                               rows(1).schema.append(pa.field("part", pa.int64())), CommitTag())
+    for name in ("own_entry", "written", "overwritten", "partitioned"):
+        assert DeltaTable(str(tmp_path / name)).metadata().configuration == properties, name
+    assert engines(tmp_path / "own_entry") == [delta_log.ENGINE]
+    assert features(tmp_path / "overwritten") == NTZ_PROTOCOL
+
+    DeltaLocation(str(tmp_path / "written"), properties={"delta.checkpointInterval": "9"}).overwrite(rows(2), tag(2))
+    assert DeltaTable(str(tmp_path / "written")).metadata().configuration == properties
 
 
 def test_a_column_invariant_is_checked_by_delta_rs(tmp_path: Path) -> None:

@@ -144,3 +144,31 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
     upkeep.changelogs_committed([table])  # tried again, with the commits counted since
     assert calls == [1, 2]
     assert len(DeltaTable(uri).file_uris()) < 12 and rows(uri) == list(range(60))
+
+
+def test_a_lakes_tables_are_made_with_the_upkeeps_properties_and_keep_their_protocol(tmp_path: Path) -> None:
+    """A changelog with a DATETIME column (writer version 7): made with the default policy's properties, so
+    upkeep under that policy commits nothing; under another, its properties change and its protocol does not
+    (delta-rs's ``set_table_properties`` would add the variantType reader feature)."""
+    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.lake.handle import Lake
+    from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY
+    from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+
+    place = Lake.at(str(tmp_path)).table(TableId("shop", "orders")).changelog
+    for n in range(10):
+        place.append(pa.table({"id": [n], "at": pa.array([n], pa.timestamp("us"))}), CommitTag("app", n))
+    ntz = (3, 7, ["timestampNtz"], ["timestampNtz"])
+
+    def protocol() -> tuple[object, ...]:
+        p = DeltaTable(place.uri).protocol()
+        return p.min_reader_version, p.min_writer_version, p.reader_features, p.writer_features
+
+    assert DeltaTable(place.uri).metadata().configuration == DEFAULT_POLICY.table_properties()
+    report = maintain(place, DEFAULT_POLICY, 10)
+    assert report.checked and not report.properties_left and DeltaTable(place.uri).version() == 9
+    other = MaintenancePolicy(checkpoint_interval=20, log_retention_hours=2)
+    report = maintain(place, other, 10)
+    assert report.checked and not report.properties_left
+    assert DeltaTable(place.uri).metadata().configuration == other.table_properties() and protocol() == ntz
+    assert DeltaTable(place.uri).history(1)[0]["operation"] == "SET TBLPROPERTIES"
