@@ -65,6 +65,11 @@ _CHECKPOINT = re.compile(r"(\d{20})\.checkpoint(\.parquet|\..+)")  # group 2: a 
 _SKIPPED = (b'{"add":', b'{"remove":', b'{"commitInfo":', b'{"cdc":')
 """Lines of an entry that say nothing of its state (``read_state``); any other line is parsed."""
 _STATE_COLUMNS = ("protocol", "metaData", "txn")
+_TEMPORARY_SUFFIX = ".json.tmp"
+_TEMPORARY = re.compile(r"_commit_[0-9a-f-]{36}\.json\.tmp")
+"""``put_if_absent``'s temporary files (Delta readers ignore names starting with an underscore)."""
+STALE_TEMPORARY_SECONDS = 3600.0
+"""The age past which a temporary of ``put_if_absent`` is a killed writer's leftover (``remove_stale_temporaries``)."""
 
 
 class LogNotReadable(Exception):
@@ -272,13 +277,34 @@ def _entry(actions: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions).encode()
 
 
+def remove_stale_temporaries(folder: str, older_than_seconds: float = STALE_TEMPORARY_SECONDS) -> int:
+    """Delete the temporaries of ``put_if_absent`` in the log of the table in ``folder`` (a local path) that are
+    older than ``older_than_seconds``: a writer killed between writing one and linking it left it. A live writer
+    holds one for the time of a link. Returns how many were deleted."""
+    deadline = time.time() - older_than_seconds
+    removed = 0
+    try:
+        entries = list(os.scandir(f"{folder}/_delta_log"))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if _TEMPORARY.fullmatch(entry.name):
+            try:
+                if entry.stat().st_mtime < deadline:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:  # its writer linked and removed it meanwhile
+                pass
+    return removed
+
+
 def put_if_absent(path: str, data: bytes) -> bool:
     """``data`` as the file ``path`` if no file has that name, whole or not at all; False if one has it.
 
     Written under a temporary name in the same folder, then hard-linked to ``path`` (``link`` fails on an
     existing name, where a rename would replace it): a reader never sees a partial entry."""
     folder = os.path.dirname(path)
-    temporary = os.path.join(folder, f"_commit_{uuid.uuid4()}.json.tmp")
+    temporary = os.path.join(folder, f"_commit_{uuid.uuid4()}{_TEMPORARY_SUFFIX}")
     with open(temporary, "wb") as out:
         out.write(data)
     try:

@@ -604,6 +604,9 @@ class DeltaVersion:
 
     def cleanup_log(self) -> None:
         self.delta.cleanup_metadata()
+        fs, folder = self.location.files_at()
+        if delta_log.supports(fs):  # where our own entries are written: the temporaries a killed writer left
+            delta_log.remove_stale_temporaries(folder)
 
 
 @functools.lru_cache(maxsize=1024)

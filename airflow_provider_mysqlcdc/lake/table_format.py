@@ -216,7 +216,7 @@ class TableVersion(Protocol):
         ...
 
     def cleanup_log(self) -> None:
-        """Delete the log entries the table's retention lets go."""
+        """Delete the log entries the table's retention lets go (and a killed writer's leftovers in the log)."""
         ...
 
 

@@ -367,3 +367,22 @@ def test_column_mapping_is_refused_by_a_handle_for_appends_too(tmp_path: Path) -
     write_deltalake(str(tmp_path), rows(0), configuration={"delta.columnMapping.mode": "name"})
     with pytest.raises(LakeFormatError, match="column mapping"):
         DeltaLocation(str(tmp_path)).open(appends=True)
+
+
+def test_a_killed_writers_temporaries_are_removed_with_the_log_cleanup(tmp_path: Path) -> None:
+    """kill -9 between writing an entry's temporary and linking it leaves the temporary in the log."""
+    import os
+    import time
+
+    table = opened(tmp_path)
+    log = tmp_path / "_delta_log"
+    stale, fresh = (log / f"_commit_00000000-0000-0000-0000-00000000000{n}.json.tmp" for n in (1, 2))
+    for leftover in (stale, fresh):
+        leftover.write_bytes(b'{"commitInfo":{}}\n')
+    hours_ago = time.time() - 2 * delta_log.STALE_TEMPORARY_SECONDS
+    os.utime(stale, (hours_ago, hours_ago))
+    table.cleanup_log()
+    assert not stale.exists() and fresh.exists()
+    assert delta_log.remove_stale_temporaries(str(tmp_path / "none")) == 0
+    table.append(rows(1), tag(1))
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()) == [0, 1]
