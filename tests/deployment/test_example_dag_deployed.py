@@ -81,6 +81,10 @@ def test_the_ui_shows_the_run_with_labelled_batches_and_the_deferred_stream(shar
     # the page rendered the run's task instances with their labels and the deferred stream, not an
     # error or login page
     assert all(label in dom for label in expected) and "Deferred" in dom, dom[:2000]
+    # a change, so the stream's idle clock starts again: on a loaded machine the two chromium runs above took
+    # most of STOP_AFTER_IDLE since the snapshot's last change, and the stream ended the run before the next
+    # test could wake it
+    shared_run.write(1, seed=10)
 
 
 def test_the_stream_wakes_under_the_real_triggerer_and_survives_its_kill(shared_run: SharedRun) -> None:
