@@ -304,7 +304,7 @@ class StreamStore:
 
     def changelog(self, table: TableId) -> TableVersion | None:
         """The table's changelog table, or None before the stream's first change of it."""
-        return self.lake.table(table).changelog.open(appends=True)
+        return self.lake.table(table).changelog.open(from_log=True)
 
     def _changelog(self, table: TableId, fresh: bool = False) -> TableVersion | None:
         """``changelog``, kept loaded across batches. An append through it needs no refresh: it commits at the

@@ -226,10 +226,10 @@ class ReplicaTable(Protocol):
     @property
     def uri(self) -> str: ...
 
-    def open(self, appends: bool = False) -> TableVersion | None:
-        """The table's newest version, or None when none has been created yet. ``appends``: a handle kept mostly
-        to append to (the stream's changelogs), which may read what appends need alone and load the rest at its
-        first other use."""
+    def open(self, from_log: bool = False) -> TableVersion | None:
+        """The table's newest version, or None when none has been created yet. ``from_log``: a handle for appends
+        and the schema (the stream's changelogs, lineage), which may read what those need alone and load the
+        rest at its first other use."""
         ...
 
     def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,

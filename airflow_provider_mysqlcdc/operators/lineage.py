@@ -104,7 +104,7 @@ def source_facts(namespace: str, schema: TableSchema) -> DatasetFacts:
 def lake_facts(location: ReplicaTable, rows: int | None = None, size: int | None = None) -> DatasetFacts:
     """A Delta table of the lake with its columns as stored (none before it exists) and what the run wrote."""
     namespace, name = openlineage_location(location.uri)
-    table = location.open()
+    table = location.open(from_log=True)  # the schema alone: its log's state where it can (a whole database's tables)
     stored = table.schema() if table is not None else pa.schema([])
     return DatasetFacts(namespace, name, tuple((f.name, str(f.type)) for f in stored), rows, size)
 

@@ -100,7 +100,7 @@ def test_a_stream_of_many_tables_commits_and_merges_what_changed(mariadb_server,
 
     def recording() -> Iterator[None]:
         monkeypatch.setattr(DeltaLocation, "open",
-                            lambda self, appends=False: opened.append(self.uri) or real_open(self, appends))
+                            lambda self, from_log=False: opened.append(self.uri) or real_open(self, from_log))
         yield
         monkeypatch.setattr(DeltaLocation, "open", real_open)
 

@@ -207,7 +207,7 @@ def test_a_column_invariant_is_checked_by_delta_rs(tmp_path: Path) -> None:
     checked = pa.schema([pa.field("id", pa.int64(), metadata={"delta.invariants": '{"expression": {"expression": '
                                                                                    '"id >= 0"}}'}), ("v", pa.string())])
     write_deltalake(str(tmp_path), rows(0).cast(checked))
-    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None
     with pytest.raises(Exception, match="failed validation"):
         table.append(rows(-1).cast(checked), tag(1))
@@ -273,7 +273,7 @@ def same_state_as_delta_rs(path: Path, app_ids: tuple[str, ...] = (APP,)) -> del
     assert (state.min_writer_version, state.writer_features) == (protocol.min_writer_version,
                                                                    protocol.writer_features)
     assert state.configuration == theirs.metadata().configuration
-    assert pa.schema(DeltaTable(str(path)).schema().to_arrow()) == DeltaLocation(str(path)).open(appends=True).schema()
+    assert pa.schema(DeltaTable(str(path)).schema().to_arrow()) == DeltaLocation(str(path)).open(from_log=True).schema()
     assert {a: state.transactions.get(a, -1) for a in app_ids} == \
         {a: -1 if theirs.transaction_version(a) is None else theirs.transaction_version(a) for a in app_ids}
     return state
@@ -284,7 +284,7 @@ def test_the_log_state_read_alone_is_delta_rs_state(tmp_path: Path) -> None:
     assert delta_log.read_state(str(tmp_path / "none")) is None
     write_deltalake(str(tmp_path), rows(0).append_column("at", pa.array([0], pa.timestamp("us"))),
                     configuration={"delta.checkpointInterval": "3"})
-    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None
     assert same_state_as_delta_rs(tmp_path).writer_features == ["timestampNtz"]
     for version in (1, 2, 3, 4):
@@ -302,7 +302,7 @@ def test_the_log_state_read_alone_is_delta_rs_state(tmp_path: Path) -> None:
 
 def test_a_handle_for_appends_commits_without_loading_the_table(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0))
-    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None and table._table is None
     for version in (1, 2):
         table.append(rows(version), tag(version))
@@ -315,7 +315,7 @@ def test_a_handle_for_appends_commits_without_loading_the_table(tmp_path: Path) 
 
 def test_a_handle_for_appends_that_lost_a_race_reads_the_winner(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0))
-    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None
     write_deltalake(str(tmp_path), rows(1), mode="append")  # version 1, unknown to the handle
     table.append(rows(2), tag(1))
@@ -325,7 +325,7 @@ def test_a_handle_for_appends_that_lost_a_race_reads_the_winner(tmp_path: Path) 
 
 def test_a_protocol_raised_by_the_winner_of_a_race_is_obeyed(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0))
-    table = DeltaLocation(str(tmp_path)).open(appends=True)
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None
     DeltaTable(str(tmp_path)).alter.add_constraint({"positive": "id >= 0"})  # version 1: writer version 3
     table.append(rows(1), tag(1))
@@ -348,7 +348,7 @@ def test_logs_left_to_delta_rs(tmp_path: Path) -> None:
                       (checked, "asks more of a writer")):
         with pytest.raises(delta_log.LogNotReadable, match=why):
             delta_log.read_state(str(path))
-    table = DeltaLocation(str(checked)).open(appends=True)
+    table = DeltaLocation(str(checked)).open(from_log=True)
     assert table is not None and table._table is not None
     table.append(rows(2), tag(1))
     assert engines(checked)[-1].startswith("delta-rs")
@@ -366,7 +366,7 @@ def test_a_checkpoint_gone_between_listing_and_reading_leaves_the_log_to_delta_r
 def test_column_mapping_is_refused_by_a_handle_for_appends_too(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0), configuration={"delta.columnMapping.mode": "name"})
     with pytest.raises(LakeFormatError, match="column mapping"):
-        DeltaLocation(str(tmp_path)).open(appends=True)
+        DeltaLocation(str(tmp_path)).open(from_log=True)
 
 
 def test_a_killed_writers_temporaries_are_removed_with_the_log_cleanup(tmp_path: Path) -> None:
