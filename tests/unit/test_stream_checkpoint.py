@@ -216,9 +216,9 @@ def test_the_merge_opens_only_tables_with_changes_since_it_last_merged_each_once
     opened: list[str] = []
     real_open = type(lake.table(tables[0].id).current).open
 
-    def recording_open(location: Any, appends: bool = False) -> Any:
+    def recording_open(location: Any, from_log: bool = False) -> Any:
         opened.append(location.uri)
-        return real_open(location, appends)
+        return real_open(location, from_log)
 
     monkeypatch.setattr(type(lake.table(tables[0].id).current), "open", recording_open)
     checkpoint.advance(2, off(300))
