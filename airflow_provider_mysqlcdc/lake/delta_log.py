@@ -55,7 +55,8 @@ ENGINE = "airflow-provider-mysqlcdc"
 APPENDABLE_FEATURES = frozenset({"timestampNtz", "appendOnly", "invariants", "variantType"})
 """Writer features that ask nothing of an append of a file with the table's own columns and types, but for a
 table with a column invariant or a variant column (``plain_schema``). delta-rs names all four when it sets a
-property of a table of writer version 7 (upkeep does, on its first look at a changelog)."""
+property of a table of writer version 7 (our upkeep did before it wrote properties itself; other
+writers may)."""
 _SCHEMA_DEMANDS = ('"delta.invariants"', '"type":"variant"')
 """What in a table's schema JSON asks a writer to check or encode values: a column invariant, a variant."""
 DEFAULT_CHECKPOINT_INTERVAL = 100

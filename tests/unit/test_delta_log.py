@@ -125,6 +125,10 @@ def test_properties_are_set_without_raising_the_protocol(tmp_path: Path) -> None
     write_deltalake(str(tmp_path / "theirs"), ntz_rows(0))
     DeltaTable(str(tmp_path / "theirs")).alter.set_table_properties({"delta.checkpointInterval": "2"})
     assert "variantType" in (features(tmp_path / "theirs")[2] or [])  # why: delta-rs's way
+    raised = DeltaLocation(str(tmp_path / "theirs")).open()  # such a table still takes our appends
+    assert raised is not None
+    raised.append(ntz_rows(1), tag(1))
+    assert engines(tmp_path / "theirs")[-1] == delta_log.ENGINE
 
     path = tmp_path / "ours"
     write_deltalake(str(path), ntz_rows(0), configuration={"delta.logRetentionDuration": "interval 2 days"})
