@@ -37,3 +37,11 @@ def test_a_wide_column_is_judged_by_its_first_values() -> None:
     wide = pa.table({"blob": [b"x" * 1024] * 2048 + [bytes([i % 256]) * 1024 + bytes(i) for i in range(2048)]})
     assert parquet_options(wide)["use_dictionary"] == ["blob"]
     assert parquet_options(wide.slice(2048))["use_dictionary"] == []
+
+
+def test_a_column_that_repeats_only_in_its_first_rows_is_judged_by_the_whole_chunk() -> None:
+    """The first rows are a glance: few distinct values there do not decide, the chunk's do."""
+    first = ["new"] * 1024 + [f"order {k}" for k in range(7072)]
+    later = [f"order {k}" for k in range(1024)] + ["new"] * 7072
+    table = pa.table({"first": first, "later": later, "status": ["new", "paid"] * 4048})
+    assert parquet_options(table)["use_dictionary"] == ["status"]
