@@ -41,7 +41,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -232,26 +232,43 @@ class NewTable:
     """Whether a column is a timestamp without time zone (``protocol``)."""
     configuration: Mapping[str, str]
     """Its table properties."""
+    partition_columns: tuple[str, ...] = ()
 
 
-def append_entry(add: Any, app_id: str | None, app_version: int, metadata: Mapping[str, str],
+def append_entry(adds: Sequence[Any], app_id: str | None, app_version: int, metadata: Mapping[str, str],
                  create: NewTable | None = None) -> bytes:
     """The log entry of one append: its commit info (``metadata`` as its own keys, as delta-rs writes a commit's
-    custom metadata), the application's transaction version if any, and ``add`` (a delta-rs ``AddAction``).
+    custom metadata), the application's transaction version if any, and ``adds`` (delta-rs ``AddAction``s).
     ``create``: the entry makes the table (version 0): its protocol and metadata come first."""
     now = _now()
-    actions: list[dict[str, Any]] = [_commit_info(now, "WRITE", {"mode": "Append"}, metadata)]
+    info = _commit_info(now, "WRITE", {"mode": "Append"}, metadata)
+    return _entry(_table_actions(now, info, adds, create, app_id, app_version))
+
+
+def create_entry(adds: Sequence[Any], app_id: str | None, app_version: int, metadata: Mapping[str, str],
+                 create: NewTable) -> bytes:
+    """The entry of version 0 that makes a table with ``adds`` as its files (a snapshot batch's first commit), as
+    delta-rs's ``CREATE TABLE`` writes it: not an append in the table's history."""
+    now = _now()
+    info = _commit_info(now, "CREATE TABLE", {"mode": "ErrorIfExists"}, metadata)
+    return _entry(_table_actions(now, info, adds, create, app_id, app_version))
+
+
+def _table_actions(now: int, info: dict[str, Any], adds: Sequence[Any], create: NewTable | None, app_id: str | None,
+                   app_version: int) -> list[dict[str, Any]]:
+    actions: list[dict[str, Any]] = [info]
     if create is not None:
         actions += [{"protocol": protocol(create.timestamp_ntz)},
                     {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                                  "schemaString": create.schema_json, "partitionColumns": [],
+                                  "schemaString": create.schema_json,
+                                  "partitionColumns": list(create.partition_columns),
                                   "configuration": dict(create.configuration), "createdTime": now}}]
     if app_id is not None:
         actions.append({"txn": {"appId": app_id, "version": app_version, "lastUpdated": now}})
-    actions.append({"add": {"path": add.path, "partitionValues": dict(add.partition_values), "size": add.size,
-                            "modificationTime": add.modification_time, "dataChange": add.data_change,
-                            "stats": add.stats}})
-    return _entry(actions)
+    actions += [{"add": {"path": add.path, "partitionValues": dict(add.partition_values), "size": add.size,
+                         "modificationTime": add.modification_time, "dataChange": add.data_change,
+                         "stats": add.stats}} for add in adds]
+    return actions
 
 
 def properties_entry(state: LogState, properties: Mapping[str, str]) -> bytes:

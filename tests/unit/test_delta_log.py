@@ -8,11 +8,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.transaction import create_table_with_add_actions
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake import delta_log
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion
+from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion, _added
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag, DataFile
 
 APP = "test-app"
@@ -244,6 +245,42 @@ def test_a_table_made_by_our_first_entry_is_the_table_delta_rs_would_make(tmp_pa
     table.append(rows(3).append_column("at", pa.array([3], pa.timestamp("us"))), tag(2))  # and appends by ours
     assert engines(tmp_path / "ours") == [delta_log.ENGINE] * 2
     assert sorted(DeltaTable(str(tmp_path / "ours")).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def partition_file(table: Path, part: int, ids: tuple[int, ...]) -> DataFile:
+    """A Parquet file of ``ntz_rows(*ids)`` written into partition ``part`` of ``table``, as a Spark task does."""
+    folder = table / f"part={part}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"f{ids[0]}.parquet"
+    pq.write_table(ntz_rows(*ids), path)
+    return DataFile(f"part={part}/{path.name}", path.stat().st_size, 0, pq.read_metadata(path))
+
+
+def test_a_partitioned_table_made_by_our_first_entry_is_the_table_delta_rs_would_make(tmp_path: Path) -> None:
+    """A snapshot batch's first commit: the table made with the batch's files as its partition."""
+    schema = ntz_rows(1).schema.append(pa.field("part", pa.int32()))
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    assert DeltaLocation(str(ours)).create_with_partition("part", 1, [partition_file(ours, 1, (1, 2))], schema,
+                                                          CommitTag(metadata={"mysql_cdc.batch": "1"})) == 0
+    create_table_with_add_actions(str(theirs), Schema.from_arrow(schema), _added("part", 1, [partition_file(theirs, 1,
+                                                                                                           (1, 2))]),
+                                  mode="error", partition_by=["part"])
+    mine, delta_rs = DeltaTable(str(ours)), DeltaTable(str(theirs))
+    assert engines(ours) == [delta_log.ENGINE]
+    assert mine.schema() == delta_rs.schema()
+    assert mine.metadata().partition_columns == delta_rs.metadata().partition_columns == ["part"]
+    assert features(ours) == features(theirs) == NTZ_PROTOCOL
+    assert mine.to_pyarrow_table() == delta_rs.to_pyarrow_table()
+    assert mine.get_add_actions(flatten=True).select(["min.id", "max.id", "num_records"]) == \
+        delta_rs.get_add_actions(flatten=True).select(["min.id", "max.id", "num_records"])
+    assert mine.history()[0]["operation"] == "CREATE TABLE"
+    assert mine.history()[0]["mysql_cdc.batch"] == "1"
+    with pytest.raises(TableCommitConflictError, match="another writer created"):  # a second first commit
+        DeltaLocation(str(ours)).create_with_partition("part", 1, [partition_file(ours, 1, (5,))], schema, CommitTag())
+    table = DeltaLocation(str(ours)).open()
+    assert table is not None
+    table.replace_partition("part", 2, [partition_file(ours, 2, (3,))], schema, CommitTag())
+    assert sorted(DeltaTable(str(ours)).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
 
 
 def test_a_table_another_writer_made_first_is_appended_to(tmp_path: Path) -> None:
