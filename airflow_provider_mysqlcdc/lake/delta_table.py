@@ -154,9 +154,9 @@ class DeltaLocation:
         return {**self.properties} or None
 
     def open(self, from_log: bool = False) -> DeltaVersion | None:
-        """``from_log``: a handle for appends and the schema (the stream's changelogs, lineage): on a local
-        filesystem its log is read without delta-rs where ``delta_log.read_state`` can (delta-rs loads the table
-        at its first other use)."""
+        """``from_log``: a handle for appends and the schema (the stream's changelogs, lineage, a snapshot batch's
+        commit): on a local filesystem its log is read without delta-rs where ``delta_log.read_state`` can (delta-rs
+        loads the table at its first other use)."""
         if from_log:
             fs, folder = self.files_at()
             if delta_log.supports(fs):

@@ -80,7 +80,9 @@ def replace_partition(
     tag = CommitTag(metadata=metadata)
     for attempt in range(1, COMMIT_TRIES + 1):
         try:
-            opened = current.open()
+            # from the log: a table not there yet is found so without delta-rs's attempt to load it (1 ms of each of
+            # a database's small tables); delta-rs loads an existing one at its first use below
+            opened = current.open(from_log=True)
             if opened is None:  # the table's first batch to commit creates it (another may win that race)
                 return current.create_with_partition(BATCH_COLUMN, batch_number, files, schema, tag)
             evolved = _evolve(opened, table, schema, batch_number)

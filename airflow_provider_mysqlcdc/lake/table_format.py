@@ -228,8 +228,8 @@ class ReplicaTable(Protocol):
 
     def open(self, from_log: bool = False) -> TableVersion | None:
         """The table's newest version, or None when none has been created yet. ``from_log``: a handle for appends
-        and the schema (the stream's changelogs, lineage), which may read what those need alone and load the
-        rest at its first other use."""
+        and the schema (the stream's changelogs, lineage, a snapshot batch's commit), which may read what those
+        need alone and load the rest at its first other use."""
         ...
 
     def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,

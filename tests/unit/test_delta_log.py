@@ -277,9 +277,10 @@ def test_a_partitioned_table_made_by_our_first_entry_is_the_table_delta_rs_would
     assert mine.history()[0]["mysql_cdc.batch"] == "1"
     with pytest.raises(TableCommitConflictError, match="another writer created"):  # a second first commit
         DeltaLocation(str(ours)).create_with_partition("part", 1, [partition_file(ours, 1, (5,))], schema, CommitTag())
-    table = DeltaLocation(str(ours)).open()
+    table = DeltaLocation(str(ours)).open(from_log=True)  # as a later batch's commit opens it
     assert table is not None
-    table.replace_partition("part", 2, [partition_file(ours, 2, (3,))], schema, CommitTag())
+    second = [partition_file(ours, 2, (3,))]
+    assert table.replace_partition("part", 2, second, schema, CommitTag(metadata={"b": "2"})) == 1
     assert sorted(DeltaTable(str(ours)).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
 
 
