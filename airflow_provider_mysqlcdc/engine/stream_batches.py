@@ -176,10 +176,11 @@ def stream_batches(
     With ``follow`` (seconds), one binlog connection stays open and waits for new events, with server
     heartbeats every quarter second (at most ``follow``) while idle: each heartbeat commits what is
     pending and yields ``CaughtUp``, so the caller checks its conditions without reconnecting. Near
-    real time a batch is committed ``follow`` seconds after it started, during a backlog at
-    ``max_seconds``. A busy server sends no heartbeat: there a commit cut for latency yields
-    ``CaughtUp`` once the stream has passed the binlog end the server reported at the last such check
-    (commit times alone cannot tell: a backlog of recent transactions looks near real time).
+    real time a batch is committed ``follow`` seconds after it started, or once the commit before it is
+    done if that takes longer (the reader reads on meanwhile), during a backlog at ``max_seconds``. A busy
+    server sends no heartbeat: there a commit cut for latency that passed the binlog end the server
+    reported at the last such check yields ``CaughtUp`` when it is done (commit times alone cannot tell:
+    a backlog of recent transactions looks near real time).
 
     A DDL of a captured table (a ``SchemaStatement``) is a batch of its own: the changes before it are
     committed first, then ``schema_changes`` applies it to the lake and its records are committed with
@@ -205,6 +206,7 @@ def stream_batches(
     events, last_ts, started = 0, 0, time.monotonic()
     boundary: BinlogOffset | None = None
     boundary_events, committed_ts = 0, 0  # ``events`` and ``last_ts`` at ``boundary``
+    end_seq: int | None = None  # the batch being committed that reached ``binlog_end``: CaughtUp when it is done
     committer = _Committer(store, checkpoint)
     try:
         for item in reader.rows():
@@ -244,19 +246,24 @@ def stream_batches(
             elif isinstance(item, Committed):
                 if committer.done():  # the report of a commit done meanwhile, at the first boundary after it
                     yield from committer.finish()
+                    if checkpoint.seq == end_seq:  # it reached the binlog's end: a busy server sends no heartbeat
+                        binlog_end = _binlog_end(control, server) if server else None
+                        yield CaughtUp(checkpoint.offset)
                 committed.absorb(uncommitted)  # the transaction is complete
                 uncommitted = _Transaction()
                 boundary, boundary_events, committed_ts = item.offset, events, last_ts
                 elapsed = time.monotonic() - started
                 near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
-                latency_due = follow is not None and near_real_time and elapsed >= follow
+                # not while the commit before runs: this one could only wait for it, the reader stopped meanwhile;
+                # so a batch grows for as long as the one before takes, and a stream over many tables, whose
+                # every batch costs each table it touches, commits fewer and larger batches, its readers seeing
+                # no later data than if it had cut the batch to wait
+                latency_due = follow is not None and near_real_time and elapsed >= follow and not committer.running
                 if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
                     yield from committer.submit(committed, boundary, schemas, events, last_ts)
                     committed, events, started = _Pending(), 0, time.monotonic()
-                    if server and binlog_end and not boundary < binlog_end:  # a busy server: no heartbeat comes
-                        yield from committer.finish()
-                        binlog_end = _binlog_end(control, server)
-                        yield CaughtUp(checkpoint.offset)
+                    if binlog_end and not boundary < binlog_end:  # CaughtUp once it is done (above), read on meanwhile
+                        end_seq = checkpoint.seq + 1
             elif isinstance(item, Heartbeat):
                 yield from committer.finish()
                 if boundary is not None and (committed.count or boundary != checkpoint.offset):
@@ -335,6 +342,11 @@ class _Committer:
 
     def done(self) -> bool:
         return self._running is not None and self._running[0].done()
+
+    @property
+    def running(self) -> bool:
+        """Whether a commit has been submitted and not yet finished (its report not yielded)."""
+        return self._running is not None
 
     def finish(self) -> Iterator[StreamCommit]:
         """Wait for the running commit, if any (raising its error), advance the checkpoint, yield its report."""
