@@ -319,6 +319,8 @@ class LocatedImages:
         """The columns of the images ``keep`` selects (all if None), as the canonical Arrow arrays of ``schema``."""
         first, packets = self.first, self._packets
         layout, plan = first.layout, _plan(first, schema)
+        if len(self) <= FEW_IMAGES:
+            return _read_values(self._images(keep), layout, plan)
         buffer = b"".join([*packets, bytes(_PADDING)])
         data = np.frombuffer(buffer, np.uint8)
         sizes = np.fromiter(map(len, packets), np.int64, len(packets))
@@ -328,6 +330,12 @@ class LocatedImages:
             starts = [s[keep] for s in starts]
         return _read_columns(buffer, data, starts, layout, plan)
 
+    def _images(self, keep: np.ndarray | None) -> list[tuple[bytes, tuple[int, ...]]]:
+        """Each image ``keep`` selects (all if None): its event's packet and its segments' starts in it."""
+        packets = [packet for packet, count in zip(self._packets, self._counts, strict=True) for _ in range(count)]
+        images = list(zip(packets, zip(*self._starts, strict=True), strict=True))
+        return images if keep is None else [image for image, kept in zip(images, keep.tolist(), strict=True) if kept]
+
 
 def located_columns(events: Sequence[Located], keep: np.ndarray | None, schema: TableSchema) -> list[pa.Array]:
     """The columns of the images of ``events`` (one layout, in order), of the images ``keep`` selects
@@ -336,6 +344,26 @@ def located_columns(events: Sequence[Located], keep: np.ndarray | None, schema: 
     for event in events:
         images.add(event)
     return images.columns(keep, schema)
+
+
+FEW_IMAGES = 48
+"""Images up to which a run's columns are read value by value (``_read_values``): reading a column with numpy
+costs over 100 us before its first value (a dozen array operations and Arrow's buffers), and a table in a
+stream batch spread over hundreds of tables has a few images. The seven columns of bench.many_tables's table
+took 1.0 ms with numpy whatever the images up to 64, value by value 0.12 ms for 6 images, 0.55 ms for 32 and
+0.96 ms for 64 (scratch, each the best of 5). Both ways give the same arrays (``test_type_matrix`` reads every
+type both ways)."""
+
+
+def _read_values(images: Sequence[tuple[bytes, Sequence[int]]], layout: Any, plan: _Plan) -> list[pa.Array]:
+    """Each column of ``images`` (a packet and its segments' starts each), read value by value with the row
+    decoder's readers (``plan.values``) and made Arrow as the record path makes its values."""
+    width = layout.null_bytes
+    nulls = [int.from_bytes(packet[starts[0]:starts[0] + width], "little") for packet, starts in images]
+    columns = zip(layout.places, layout.nullable, plan.values, plan.types, strict=True)
+    return [pa.array([None if nullable and bits >> index & 1 else read(packet, starts[segment] + offset)
+                      for (packet, starts), bits in zip(images, nulls, strict=True)], kind)
+            for index, ((segment, offset), nullable, read, kind) in enumerate(columns)]
 
 
 def _read_columns(buffer: bytes, data: np.ndarray, starts: list[np.ndarray], layout: Any,

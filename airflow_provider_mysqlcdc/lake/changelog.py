@@ -17,6 +17,7 @@ lake does with the rows. This module only lays the lake's metadata columns next 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,10 @@ def table_event_record(schema: TableSchema, kind: ChangeKind, statement: str, of
                                 schema=fields.append(pa.field(DDL_COLUMN, pa.string())))
 
 
+@functools.lru_cache(maxsize=4096)
 def lake_schema(schema: TableSchema) -> pa.Schema:
+    """The lake's Arrow schema of a table's rows (kept per schema: a stream batch over many tables asks it of each
+    table it touches, and making it costs more than the few rows such a table has)."""
     return pa.schema([*arrow_schema(schema), *METADATA_FIELDS])
 
 
@@ -119,6 +123,9 @@ def changes_table(records: list[ChangeRecord], schema: TableSchema) -> pa.Table:
 
 
 _KIND_NAMES = pa.array([k.value for k in ChangeKind], pa.string())
+_METADATA_TYPES = [(np.dtype(np.int8), pa.int8()),
+                   *((np.dtype(f"i{f.type.bit_width // 8}"), f.type) for f in METADATA_FIELDS[3:])]
+"""The numpy and Arrow types ``rows_table`` makes the metadata columns with (``_op`` as a kind's index first)."""
 
 
 def rows_table(images: ImageBuffer) -> pa.Table:
@@ -140,7 +147,6 @@ def rows_table(images: ImageBuffer) -> pa.Table:
     metadata = [kind + after, ts, file, position, _row_seq(event_index, local // width + 1, after)]
     if keep is not None:
         metadata = [m[keep] for m in metadata]
-    types = [(np.int8, pa.int8()), *((np.dtype(f"i{f.type.bit_width // 8}"), f.type) for f in METADATA_FIELDS[3:])]
-    arrays = [arrow_array(m.astype(dtype), t) for m, (dtype, t) in zip(metadata, types, strict=True)]
+    arrays = [arrow_array(m.astype(dtype), t) for m, (dtype, t) in zip(metadata, _METADATA_TYPES, strict=True)]
     arrays[0] = _KIND_NAMES.take(arrays[0])
     return _with_metadata(columns, schema, arrays)

@@ -255,9 +255,10 @@ def test_decoders_give_identical_values(captured) -> None:
     assert typed == [[(type(v), v.as_tuple() if isinstance(v, Decimal) else v) for v in row] for row in new["inserted"]]
 
 
+@pytest.mark.usefixtures("columns_read")
 def test_columnar_lake_rows_equal_the_records(captured) -> None:
     """The stream's lake rows, Arrow built from the wire, equal those built from the row decoder's
-    records: values, types, nulls and metadata."""
+    records: values, types, nulls and metadata; read value by value and with numpy."""
     schema: TableSchema = captured["schema"]
 
     def reader(server_id: int) -> BinlogReader:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap
 from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
@@ -109,6 +110,7 @@ def datetime2(year: int, month: int, day: int, hour: int, minute: int, second: i
     return packed.to_bytes(5, "big") + (millis * 10).to_bytes(2, "big")
 
 
+@pytest.mark.usefixtures("columns_read")
 def test_columns_of_many_events_at_once_equal_the_records() -> None:
     """Places, then Arrow: several events joined, NULLs and a skipped image; the values are those of
     ``row_images`` (DECIMAL's packed format, DATETIME2 with a fraction, a zero date as NULL)."""
@@ -131,6 +133,7 @@ def test_columns_of_many_events_at_once_equal_the_records() -> None:
     assert column_values(located[0], 1) == ["aé", None]  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("columns_read")
 def test_a_table_s_buffer_gathers_events_read_alike_and_by_value() -> None:
     """``ImageBuffer``: located events of one layout joined, an event by value tuples between them, and the
     images an event's ``keep`` leaves out left out; the columns and the per-event facts are in order."""
@@ -158,6 +161,7 @@ def test_a_table_s_buffer_gathers_events_read_alike_and_by_value() -> None:
         [0, 1, 1_000, 7, 400, 0, 2], [0, 1, 2_000, 7, 400, 1, 1], [0, 1, 3_000, 7, 400, 2, 2]]
 
 
+@pytest.mark.usefixtures("columns_read")
 def test_places_after_a_column_became_nullable() -> None:
     decoders = RowDecoders()
     assert decoders.locate(event(BINLOG, image(0, 1, b"x")), schema(ID, NOTE)) is not None
