@@ -8,7 +8,8 @@ whole arrays (integers, floats, YEAR, DECIMAL of up to 18 digits, DATE, DATETIME
 UTF-8 text and bytes become Arrow's offsets and data buffers directly. Every other column (TIME, BIT,
 ENUM, SET, BINARY, GEOMETRY, wider DECIMALs, other character sets) is read value by value with the
 row decoder's own readers, so its values are the record path's by construction; ``test_type_matrix``
-checks both against SELECT.
+checks both against SELECT. A run of a few images (a table in a batch spread over hundreds of tables) is
+read value by value whole (``FEW_IMAGES``): numpy's fixed cost per column is more than its values then.
 """
 
 from __future__ import annotations
