@@ -349,7 +349,7 @@ def located_columns(events: Sequence[Located], keep: np.ndarray | None, schema: 
 
 FEW_IMAGES = 48
 """Images up to which a run's columns are read value by value (``_read_values``): reading a column with numpy
-costs over 100 us before its first value (a dozen array operations and Arrow's buffers), and a table in a
+costs 20-200 us before its first value (a dozen to fifty array operations and Arrow's buffers), and a table in a
 stream batch spread over hundreds of tables has a few images. The seven columns of bench.many_tables's table
 took 1.0 ms with numpy whatever the images up to 64, value by value 0.12 ms for 6 images, 0.55 ms for 32 and
 0.96 ms for 64 (scratch, each the best of 5). Both ways give the same arrays (``test_type_matrix`` reads every
