@@ -151,6 +151,8 @@ def _wait_ready(cluster: SparkCluster, workers: int, timeout: float) -> None:
             ready = cluster.alive_workers()
         except OSError:
             pass
+        except ValueError:  # a page of HTML at /json/: the master's UI is up before its status servlet
+            seen = "the master's UI answered /json/ with a page, not its status"
         else:
             if len(ready) >= workers:
                 return
