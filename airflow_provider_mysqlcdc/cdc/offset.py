@@ -13,7 +13,7 @@ offset taken after its transaction committed.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -121,8 +121,9 @@ class BinlogOffset:
     # -- JSON ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Without ``server`` while unknown, so offsets read off a server keep their old layout."""
-        d = asdict(self)
+        """Without ``server`` while unknown, so offsets read off a server keep their old layout. Field by field:
+        ``dataclasses.asdict`` took a tenth of a small table's snapshot commit (its manifest's offsets)."""
+        d = {name: getattr(self, name) for name in _OFFSET_FIELDS}
         if d["server"] is None:
             del d["server"]
         return d
@@ -138,6 +139,9 @@ class BinlogOffset:
         if self.events_to_skip or self.rows_to_skip:
             text += f" (+{self.events_to_skip} events, +{self.rows_to_skip} rows)"
         return text
+
+
+_OFFSET_FIELDS = tuple(f.name for f in fields(BinlogOffset))
 
 
 # -- reading offsets from the server ---------------------------------------------------------------

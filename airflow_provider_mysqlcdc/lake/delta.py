@@ -62,8 +62,13 @@ def for_delta(rows: pa.Table) -> pa.Table:
             text = pa.array([None if v is None else format(v, "f") for v in rows.column(index).to_pylist()],
                             pa.string())
             rows = rows.set_column(index, field.with_type(pa.string()), text)
-    target = pa.schema([pa.field(f.name, stored_type(f.type), nullable=True) for f in rows.schema])
+    target = stored_schema(rows.schema)
     return rows if rows.schema == target else rows.cast(target)
+
+
+def stored_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema ``for_delta`` gives rows of ``schema``: each type as stored, every column nullable."""
+    return pa.schema([pa.field(f.name, stored_type(f.type), nullable=True) for f in schema])
 
 
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}

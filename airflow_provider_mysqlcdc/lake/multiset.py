@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 DUP_COLUMN = "_dup"
 """The ordinal of a copy among the equal rows of a keyless table's current state (0, 1, ...)."""
+DUP_FIELD = pa.field(DUP_COLUMN, pa.int32())
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
 _ADDS = frozenset(kind.value for kind in ChangeKind.accumulations())
 _REMOVES = frozenset(kind.value for kind in ChangeKind if kind.is_row and kind.is_retraction)
@@ -85,7 +86,7 @@ def with_dup(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
     """``rows`` with their ``_dup`` column (replaced if they have one) over ``columns``."""
     if DUP_COLUMN in rows.column_names:
         rows = rows.drop_columns([DUP_COLUMN])
-    return rows.append_column(pa.field(DUP_COLUMN, pa.int32()), dup_ordinals(rows, columns))
+    return rows.append_column(DUP_FIELD, dup_ordinals(rows, columns))
 
 
 def apply_counts(counts: Counter[K], changes: Iterable[tuple[str, K]]) -> set[K]:

@@ -1,4 +1,5 @@
-"""Which columns of a snapshot file are dictionary-encoded: those whose values repeat in its first chunk."""
+"""A snapshot file's shape: its schema as the Delta log states it, and which columns are dictionary-encoded
+(those whose values repeat in its first chunk)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,28 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
-from airflow_provider_mysqlcdc.engine.snapshot_batch import parquet_options
+from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.engine.snapshot_batch import file_rows, file_schema, parquet_options
+
+_COLUMNS = (Column("id", "bigint", "bigint unsigned", unsigned=True), Column("n", "int", "int"),
+            Column("price", "decimal", "decimal(12,2)", precision=12, scale=2),
+            Column("wide", "decimal", "decimal(60,10)", precision=60, scale=10),
+            Column("t", "time", "time(6)", datetime_precision=6), Column("at", "datetime", "datetime"),
+            Column("note", "varchar", "varchar(20)", char_max_length=20), Column("j", "json", "json"))
+
+
+@pytest.mark.parametrize("key", [("id",), ()], ids=["keyed", "keyless"])
+def test_the_file_schema_is_the_schema_of_the_rows_written(key: tuple[str, ...]) -> None:
+    """What the batch's commit tells the Delta log of its files is what ``file_rows`` makes of a chunk's rows:
+    stored types (no unsigned, time or wide decimal types), the metadata columns, ``_dup`` if keyless."""
+    schema = TableSchema(TableId("shop", "orders"), _COLUMNS, key)
+    rows = file_rows(arrow_schema(schema).empty_table(), schema, BinlogOffset("mysql-bin.000003", 1234))
+    assert file_schema(schema) == rows.schema
+    assert ("_dup" in file_schema(schema).names) == (not key)
 
 
 def test_only_columns_whose_first_chunk_repeats_few_values_get_a_dictionary(tmp_path: Path) -> None:
