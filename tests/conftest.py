@@ -101,11 +101,13 @@ def cdc_conn(mariadb_server: mariadb.MariaDbServer, database: str) -> Iterator:
     conn.close()
 
 
-@pytest.fixture(params=["value by value", "with numpy"])
+@pytest.fixture(params=["value by value", "with numpy", "text value by value"])
 def columns_read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each way ``cdc.row_columns`` reads a run of row images into Arrow: value by value (a few images, as a
-    table in a batch spread over many tables has) and with numpy (many): a test using it runs both."""
+    table in a batch spread over many tables has), with numpy (many), and with numpy but text and bytes value
+    by value (a few dozen images): a test using it runs all three."""
     from airflow_provider_mysqlcdc.cdc import row_columns
 
     monkeypatch.setattr(row_columns, "FEW_IMAGES", 10**9 if request.param == "value by value" else 0)
+    monkeypatch.setattr(row_columns, "SIZED_VECTOR_FROM", 10**9 if request.param == "text value by value" else 0)
     return str(request.param)

@@ -9,7 +9,8 @@ UTF-8 text and bytes become Arrow's offsets and data buffers directly. Every oth
 ENUM, SET, BINARY, GEOMETRY, wider DECIMALs, other character sets) is read value by value with the
 row decoder's own readers, so its values are the record path's by construction; ``test_type_matrix``
 checks both against SELECT. A run of a few images (a table in a batch spread over hundreds of tables) is
-read value by value whole (``FEW_IMAGES``): numpy's fixed cost per column is more than its values then.
+read value by value whole (``FEW_IMAGES``), and its text a while longer (``SIZED_VECTOR_FROM``): numpy's
+fixed cost per column is more than its values then.
 """
 
 from __future__ import annotations
@@ -260,12 +261,22 @@ def _value_reader(reader: _Fixed | _Sized) -> Callable[[bytes, int], Any]:
     return read
 
 
+SIZED_VECTOR_FROM = 160
+"""Images from which a text or bytes column is read with numpy (``_sized``); fewer are read value by value. Its
+views into the joined packets and Arrow's copy of them into a string array cost 100-170 us before the first
+value, the value reader about 1 us a value: 50 against 170 us for 70 images of bench.many_tables's ``sku``, 70
+against 120 for its ``note``, about even at 140-210 (scratch, a loaded machine). Fixed-width columns cost numpy
+20-100 us for 70 images and stay vectors from ``FEW_IMAGES`` on."""
+
+
 class _Plan:
-    """How to read each column of a decoder's images: many at once, or one by one."""
+    """How to read each column of a decoder's images: many at once, or one by one (``sized`` columns below
+    ``SIZED_VECTOR_FROM`` images too)."""
 
     def __init__(self, located: Located, schema: TableSchema) -> None:
         readers = located.layout.readers
         self.vectors = [_vector(b, r) for b, r in zip(located.decoder.binlog_columns, readers, strict=True)]
+        self.sized = [isinstance(r, _Sized) for r in readers]
         self.values = [_value_reader(r) for r in readers]
         self.types = [arrow_type(c) for c in schema.columns]
 
@@ -383,7 +394,7 @@ def _read_columns(buffer: bytes, data: np.ndarray, starts: list[np.ndarray], lay
                 present = (byte >> (i % 8) & 1) == 0
         at = np.where(present, starts[segment] + offset, 0)
         vector = plan.vectors[i]
-        if vector is not None:
+        if vector is not None and (images >= SIZED_VECTOR_FROM or not plan.sized[i]):
             try:
                 arrays.append(vector(data, at, present, plan.types[i]))
                 continue
