@@ -575,6 +575,10 @@ def _signature(binlog_columns: Sequence[Any]) -> tuple[Any, ...]:
     )
 
 
+_LAYOUTS_KEPT = 4096
+"""Decoders of distinct layouts kept at most (``RowDecoders``); past them all are built anew as needed."""
+
+
 @dataclass
 class _Built:
     columns: Sequence[Any]
@@ -587,11 +591,17 @@ class RowDecoders:
     """The decoder of each table, rebuilt when its table map or schema changes.
 
     Every transaction repeats the table map: the same parse (``binlog_events.TableMaps``) is recognised
-    by identity, an equal one by its metadata, and only a changed one costs a new decoder.
+    by identity, an equal one by its metadata, and only a changed one costs a new decoder. Tables of one
+    layout (a database per tenant, a table per month) share a decoder, and what ``row_columns`` derives from
+    it: building both took 0.5-0.7 ms a table, paid by each table of a whole database in the stream's first
+    batch. (A shared decoder that meets a NULL in a NOT NULL column tests every NULL bit from then on, for
+    each table sharing it: still exact, a little slower.)
     """
 
     def __init__(self) -> None:
         self._built: dict[Any, _Built] = {}
+        self._by_layout: dict[tuple[Any, ...], RowDecoder | None] = {}
+        """Decoders by table map metadata and columns (``None``: no decoder reads that layout)."""
 
     def row_images(self, event: Rows, schema: TableSchema) -> list[tuple[Any, ...]] | None:
         """The event's images (see ``RowDecoder.row_images``), or None to leave it to mysql-replication."""
@@ -604,7 +614,12 @@ class RowDecoders:
         if built is None or built.columns is not columns or built.schema is not schema:
             signature = _signature(columns)
             if built is None or built.signature != signature or built.schema is not schema:
-                built = _Built(columns, signature, schema, RowDecoder.for_table(schema, columns))
+                layout = (signature, schema.columns)
+                if layout not in self._by_layout:
+                    if len(self._by_layout) >= _LAYOUTS_KEPT:
+                        self._by_layout.clear()
+                    self._by_layout[layout] = RowDecoder.for_table(schema, columns)
+                built = _Built(columns, signature, schema, self._by_layout[layout])
                 self._built[schema.id] = built
             built.columns = columns
         return built.decoder

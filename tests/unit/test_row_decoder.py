@@ -74,6 +74,20 @@ def test_images_and_a_column_that_became_nullable() -> None:
     assert decoders.row_images(event(BINLOG, image(2, 3, None)), schema(ID, NOTE)) == [(3, None)]
 
 
+def test_tables_of_one_layout_share_a_decoder() -> None:
+    """A database per tenant: each tenant's orders table reads with the first one's decoder (and what
+    ``row_columns`` keeps with it); a table of other columns gets its own, and each reads its own rows."""
+    decoders = RowDecoders()
+    tenants = [TableSchema(TableId(f"tenant_{i}", "orders"), (ID, NOTE), ("id",)) for i in range(3)]
+    wider = TableSchema(TableId("tenant_0", "notes"), (ID, Column("note", "varchar", "varchar(20)", nullable=False,
+                                                                 charset="utf8mb4")), ("id",))
+    built = [decoders.decoder(event(BINLOG, image(0, i, b"x")), s) for i, s in enumerate([*tenants, wider])]
+    assert built[0] is not None and built[0] is built[1] is built[2]
+    assert built[3] is not None and built[3] is not built[0]
+    assert decoders.row_images(event(BINLOG, image(0, 7, b"t1")), tenants[1]) == [(7, "t1")]
+    assert decoders.row_images(event(BINLOG, image(0, 8, b"w")), wider) == [(8, "w")]
+
+
 def test_what_is_left_to_mysql_replication() -> None:
     decoders = RowDecoders()
     minimal = event(BINLOG, image(0, 1, b"x"), present=b"\x01")
