@@ -36,7 +36,7 @@ from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedErr
 from airflow_provider_mysqlcdc.lake.as_of import coverage, order_bound
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.committed import CommittedTable, committed_table
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_type
+from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _frame(spark: Any, lake: Lake, table: TableVersion, files: list[str], fields
     from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
     from pyspark.sql.pandas.types import from_arrow_type
 
-    stored = [pa.field(f.name, stored_type(f.type)) for f in fields]
+    stored = stored_schema(fields)
     if has_delta_reader(spark):
         frame = spark.read.format("delta").option("versionAsOf", table.version()).load(
             lake.spark_uri(table.uri))
@@ -81,7 +81,7 @@ def _frame(spark: Any, lake: Lake, table: TableVersion, files: list[str], fields
     return frame
 
 
-def _empty(spark: Any, stored: list[pa.Field]) -> Any:
+def _empty(spark: Any, stored: pa.Schema) -> Any:
     from pyspark.sql.pandas.types import from_arrow_type
 
     return spark.createDataFrame([], ", ".join(f"`{f.name}` {from_arrow_type(f.type).simpleString()}" for f in stored))
@@ -98,7 +98,7 @@ def changes_frame(spark: Any, lake: Lake, committed: CommittedTable, after: int)
     fields = pa.schema([*lake_schema(committed.schema), pa.field(STREAM_SEQ_COLUMN, pa.int64())])
     seq = F.col(STREAM_SEQ_COLUMN)
     if committed.changelog is None:
-        frame = _empty(spark, [pa.field(f.name, stored_type(f.type)) for f in fields])
+        frame = _empty(spark, stored_schema(fields))
     else:
         files = changelog_files(committed.changelog, after, committed.through)
         frame = _frame(spark, lake, committed.changelog, files, fields)

@@ -30,7 +30,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, stored_type
+from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, stored_schema
 from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_at, merged_through
 from airflow_provider_mysqlcdc.lake.multiset import with_dup
 from airflow_provider_mysqlcdc.lake.table_format import CommitTag, quote
@@ -95,7 +95,7 @@ def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str]) -
             rows = rows.drop_columns([old])
             rows = rows.set_column(rows.schema.get_field_index(new), new, merged)
     rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
-    fields = [f.with_type(stored_type(f.type)) for f in lake_schema(schema)]
+    fields = stored_schema(lake_schema(schema))
     # a kept column retyped by the DDL was widened (cdc.ddl.keeps_values): the cast is exact
     arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
               for f in fields]
