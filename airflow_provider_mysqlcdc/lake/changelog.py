@@ -78,6 +78,10 @@ def as_kept_columns(rows: pa.Table, schema: TableSchema) -> pa.Table:
                    f"{schema.id} (its lake keeps its columns as they were: schema_change_behavior 'ignore')")
 
 
+SNAPSHOT_CONSTANTS = frozenset(f.name for f in METADATA_FIELDS)
+"""The columns ``with_snapshot_metadata`` fills with one value each: all the metadata columns."""
+
+
 def with_snapshot_metadata(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset) -> pa.Table:
     n = rows.num_rows
     constants = [

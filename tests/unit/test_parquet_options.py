@@ -13,6 +13,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import file_rows, file_schema, parquet_options
+from airflow_provider_mysqlcdc.lake.changelog import SNAPSHOT_CONSTANTS
 
 _COLUMNS = (Column("id", "bigint", "bigint unsigned", unsigned=True), Column("n", "int", "int"),
             Column("price", "decimal", "decimal(12,2)", precision=12, scale=2),
@@ -66,3 +67,16 @@ def test_a_column_that_repeats_only_in_its_first_rows_is_judged_by_the_whole_chu
     later = [f"order {k}" for k in range(1024)] + ["new"] * 7072
     table = pa.table({"first": first, "later": later, "status": ["new", "paid"] * 4048})
     assert parquet_options(table)["use_dictionary"] == ["status"]
+
+
+def test_a_snapshot_files_constant_columns_are_what_hashing_would_find() -> None:
+    """``SNAPSHOT_CONSTANTS`` spares the hashing of the metadata columns of a snapshot chunk: the choice is the
+    one hashing makes, so a metadata column that stopped being one value a file would fail here."""
+    schema = TableSchema(TableId("shop", "orders"), _COLUMNS[:2] + _COLUMNS[6:7], ("id",))
+    rows = file_rows(pa.table({"id": pa.array(range(8096), pa.uint64()), "n": [k % 7 for k in range(8096)],
+                               "note": [f"note {k}" for k in range(8096)]}, schema=arrow_schema(schema)),
+                     schema, BinlogOffset("mysql-bin.000003", 1234))
+    assert SNAPSHOT_CONSTANTS <= set(rows.column_names)
+    chosen = parquet_options(rows, SNAPSHOT_CONSTANTS)["use_dictionary"]
+    assert chosen == parquet_options(rows)["use_dictionary"]
+    assert chosen == ["n", *(f for f in rows.column_names if f in SNAPSHOT_CONSTANTS)]
