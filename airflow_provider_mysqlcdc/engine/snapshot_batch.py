@@ -113,13 +113,12 @@ def parquet_options(first: pa.Table, constant: Collection[str] = ()) -> dict[str
     """``PARQUET_OPTIONS`` for a file whose first chunk's rows are ``first``: a dictionary only for the columns
     whose distinct values in that chunk (or its first ``DICTIONARY_SAMPLE_BYTES``) fit in one dictionary page
     (a status), and for the ``constant`` ones, one value in every row of the file (a snapshot file's metadata
-    columns), without hashing them: those were half of the judging's time of a small table's file (0.7 of 1.4 ms
-    for an 8,096-row chunk of the benchmark table). If later values do not fit, the dictionary is given up at the
-    limit. A column
-    whose dictionary is given up still hashes its first values of every row group into it: leaving those
-    columns plain took a tenth off the writing's CPU and 2-3% off the file (``bench.parquet_write_bench``: 0.43
-    against 0.48 CPU s per 1,000,000 rows of the benchmark table, 0.30 against 0.34 with a five-value status
-    column)."""
+    columns), without hashing them: that was half of judging a small table's file (0.35 against 1.03 ms for an
+    8,096-row chunk of the benchmark table). If later values do not fit, the dictionary is given up at the
+    limit. A column whose dictionary is given up still hashes its first values of every row group into it:
+    leaving those columns plain took a tenth off the writing's CPU and 2-3% off the file
+    (``bench.parquet_write_bench``: 0.43 against 0.48 CPU s per 1,000,000 rows of the benchmark table, 0.30
+    against 0.34 with a five-value status column)."""
     limit = PARQUET_OPTIONS["dictionary_pagesize_limit"]
     repeating = [name for name, column in zip(first.column_names, first.columns, strict=True)
                  if name in constant or _repeats(column, limit)]

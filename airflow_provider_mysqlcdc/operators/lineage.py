@@ -147,16 +147,15 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     namespace = source_namespace(mysql_cdc_conn_id)
     tables = sorted(checkpoint.schemas, key=str)
 
-    def written(table: TableId) -> tuple[DatasetFacts, DatasetFacts]:
+    def changelog_and_current(table: TableId) -> tuple[DatasetFacts, DatasetFacts]:
         # touched holds every table a batch of this task wrote (its batches are of the checkpoint's format)
         wrote = checkpoint.touched.get(table, -1) > summary.seq_before
         rows = stream_rows(lake, table, summary.seq_before, summary.seq) if wrote else 0
         return lake_facts(lake.table(table).changelog, rows), lake_facts(lake.table(table).current)
 
-    return LineageFacts(
-        inputs=tuple(source_facts(namespace, checkpoint.schemas[t]) for t in tables),
-        outputs=tuple(facts for pair in each(written, tables, READ_THREADS, "lineage-read") for facts in pair),
-    )
+    pairs = each(changelog_and_current, tables, READ_THREADS, "lineage-read")
+    return LineageFacts(inputs=tuple(source_facts(namespace, checkpoint.schemas[t]) for t in tables),
+                        outputs=tuple(facts for pair in pairs for facts in pair))
 
 
 def operator_lineage(facts: LineageFacts | None) -> Lineage:
