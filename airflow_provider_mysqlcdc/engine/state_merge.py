@@ -83,7 +83,7 @@ class StateMerger:
         if checkpoint.merged_seq is None:
             return tables
         after = checkpoint.merged_seq
-        return [t for t in tables if checkpoint.touched.get(t, -1) > after]
+        return [t for t in tables if checkpoint.wrote_after(t, after)]
 
     def _merge_table(self, table: TableId, schema: TableSchema, through_seq: int, level: int) -> MergeReport | None:
         """The table's changes through ``through_seq`` merged (None: it had none), logged at ``level``."""

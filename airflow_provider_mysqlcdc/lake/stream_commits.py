@@ -102,15 +102,15 @@ def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int,
     if checkpoint is None:
         return -1, None
     seq, offset = checkpoint.visible  # whole transactions only
-    if seq <= after_seq:
-        return seq, None
-    rows = stream_rows(lake, table, after_seq, seq)
+    table = table if isinstance(table, TableId) else TableId.parse(table)
+    # a whole database watched table by table: only the tables the batches since wrote have a history to read
+    rows = stream_rows(lake, table, after_seq, seq) if checkpoint.wrote_after(table, after_seq) else 0
     if not rows:
         return seq, None
     # batch 0 is the stream's first checkpoint, which writes no rows: a watcher started before it covers from 1
     extra = {"source": "stream", "table": str(table), "seq": seq, "first_seq": max(1, after_seq + 1),
              **offset_extra(offset), "rows": rows}
-    stopped = checkpoint.stopped.get(table if isinstance(table, TableId) else TableId.parse(table))
+    stopped = checkpoint.stopped.get(table)
     if stopped is not None and stopped.ddl:
         extra.update(stopped_by=stopped.ddl, stopped_at=str(stopped.offset))
     return seq, extra

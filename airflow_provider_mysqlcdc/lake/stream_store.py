@@ -27,7 +27,8 @@ The checkpoint names each table's schema by the ref of its document, which is wr
 first checkpoint naming it, so a batch's checkpoint does not grow with the columns of the tables it did
 not touch; it keeps, per table, the last batch that wrote changelog rows of it (``touched``), which
 the MERGE compares with the batch it last merged all tables through (``merged_seq``) to leave the
-tables without new changes unopened (``engine.state_merge``).
+tables without new changes unopened (``engine.state_merge``), and the asset watcher and the lineage with
+the batch they count from (``Checkpoint.wrote_after``), to leave those tables' histories unread.
 
 A retried commit skips the tables whose changelog already holds its batch (their transaction version
 is at least its number), so nothing is doubled. The store asks a changelog for its transaction version
@@ -104,9 +105,11 @@ def _checkpoint_2_to_3(d: dict[str, Any]) -> dict[str, Any]:
 def _checkpoint_3_to_4(d: dict[str, Any]) -> dict[str, Any]:
     """Version 3 held every schema in the checkpoint; version 4 names them by the refs of their documents
     (an entry is a ref, or the schema itself as here: the next write stores the documents and names
-    them). Version 3 did not track which batch last wrote each table: unknown, so the first MERGE looks
-    at every table once."""
-    return {**d, "touched": {}, "merged_seq": None}
+    them). Version 3 did not track which batch last wrote each table: each table, captured or stopped, is
+    taken as written by the checkpoint's last batch (the latest it can have been), so that whoever asks
+    about batches before it reads the changelog's history; and the first MERGE looks at every table once."""
+    written = {table: d["seq"] for table in (*d["schemas"], *d["stopped"])}
+    return {**d, "touched": written, "merged_seq": None}
 
 
 CHECKPOINT_FORMAT = DocumentFormat(
@@ -181,7 +184,8 @@ class Checkpoint:
     (its schema before the first DDL ignored). Its changes are decoded with ``schemas`` (the server's
     columns) and written as these: a column the source added is left out, one it dropped is NULL."""
     touched: dict[TableId, int] = field(default_factory=dict)
-    """Per table, the last batch that wrote changelog rows of it (tables since format 4 only)."""
+    """Per table, the last batch that wrote changelog rows of it (read from format 3: every table at the
+    checkpoint's ``seq``, not known better). A table not in it has no changelog rows."""
     merged_seq: int | None = None
     """Every table's changelog rows up to this batch are merged into its current table (None: not known,
     the next MERGE looks at every table). A table ``touched`` at or before it has nothing to merge."""
@@ -196,6 +200,11 @@ class Checkpoint:
         """``visible_seq`` and ``visible_offset``: what readers may take of the changelog, and up to where."""
         assert self.visible_seq is not None and self.visible_offset is not None  # set in __post_init__
         return self.visible_seq, self.visible_offset
+
+    def wrote_after(self, table: TableId, seq: int) -> bool:
+        """Whether a batch after ``seq`` may have written changelog rows of ``table`` (False: none did, its
+        changelog's history need not be read; True: it is where they are counted)."""
+        return self.touched.get(table, -1) > seq
 
     def advance(self, seq: int, offset: BinlogOffset) -> None:
         """Batch ``seq`` committed up to ``offset``: visible too if ``offset`` is a transaction boundary."""

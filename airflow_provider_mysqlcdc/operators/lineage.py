@@ -138,10 +138,10 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     """The stream reads the binlog of its captured tables and writes each table's changelog, and by MERGE
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
     summary's ``seq_before`` up to its ``seq``, counted from the Delta log; 0 without reading it for a
-    table the checkpoint's ``touched`` says none of them wrote). A whole database's tables are read several
-    at once (``lake.parallel``): an object store's round trips overlap; on a local lake, where delta-rs's load
-    of each changelog (2.4 ms) gains little from threads, 1,000 tables all written took 3.4 s against 4.1 one
-    by one. (Each changelog is opened twice, by ``lake_facts`` and ``stream_rows``: left as is.)"""
+    table the checkpoint says none of them wrote, ``Checkpoint.wrote_after``). A whole database's tables are
+    read several at once (``lake.parallel``): an object store's round trips overlap; on a local lake, where
+    delta-rs's load of each changelog (2.4 ms) gains little from threads, 1,000 tables all written took 3.4 s
+    against 4.1 one by one. (Each changelog is opened twice, by ``lake_facts`` and ``stream_rows``: left as is.)"""
     checkpoint = StreamStore(lake).read_checkpoint()
     if checkpoint is None:
         return LineageFacts()
@@ -149,8 +149,7 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     tables = sorted(checkpoint.schemas, key=str)
 
     def changelog_and_current(table: TableId) -> tuple[DatasetFacts, DatasetFacts]:
-        # touched holds every table a batch of this task wrote (its batches are of the checkpoint's format)
-        wrote = checkpoint.touched.get(table, -1) > summary.seq_before
+        wrote = checkpoint.wrote_after(table, summary.seq_before)
         rows = stream_rows(lake, table, summary.seq_before, summary.seq) if wrote else 0
         return lake_facts(lake.table(table).changelog, rows), lake_facts(lake.table(table).current)
 

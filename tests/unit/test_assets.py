@@ -26,11 +26,13 @@ from airflow_provider_mysqlcdc.assets import (
 )
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake import stream_commits, table_uri
+from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.stream_commits import stream_extra, stream_rows
+from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.triggers.lake_commits import STATE_KEY, MySqlCdcCommitTrigger
@@ -150,6 +152,39 @@ def test_stream_events_carry_the_checkpoint_and_the_tables_rows_of_the_new_batch
     assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 2) == (3, None)  # batch 3 wrote nothing of it
     assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 3) == (3, None)
     assert stream_extra(Lake.at(lake.base_uri), "shop.users", 0) == (3, None)  # a table the stream never wrote
+
+
+def test_a_watcher_reads_the_history_only_of_tables_the_new_batches_wrote(
+        lake: Lakes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole database watched table by table: a table the batches since the watcher's did not write
+    (the checkpoint's ``touched``) has no event, its changelog not opened. From a checkpoint upgraded
+    from format 3 (which did not record them), every table is taken as written by its last batch."""
+    items = TableSchema(TableId("shop", "items"), SCHEMA.columns, SCHEMA.primary_key)
+    both = Checkpoint(seq=1, offset=off(1, 700), schemas={ORDERS: SCHEMA, items.id: items})
+    lake.stream.commit(both, {ORDERS: [changes_table(transaction(1, 600, insert((1, "a", 1))), SCHEMA)],
+                              items.id: [changes_table(transaction(1, 600, insert((7, "i", 1))), items)]})
+    both.advance(2, off(1, 800))
+    lake.stream.commit(both, {ORDERS: [changes_table(transaction(1, 700, insert((2, "b", 2))), SCHEMA)]})
+    read: list[str] = []
+    counted = stream_commits.stream_rows
+    monkeypatch.setattr(stream_commits, "stream_rows",
+                        lambda lake_, table, *seqs: read.append(str(table)) or counted(lake_, table, *seqs))
+
+    assert stream_extra(Lake.at(lake.base_uri), "shop.items", 1) == (2, None)
+    assert read == []  # batch 2 wrote orders only: the items changelog not opened
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 1)[1]["rows"] == 1  # type: ignore[index]
+    assert stream_extra(Lake.at(lake.base_uri), "shop.items", 0)[1]["rows"] == 1  # type: ignore[index]
+    assert read == ["shop.orders", "shop.items"]
+
+    # the same lake as format 3 left it: which batch wrote which table is not known before its seq
+    document = Lake.at(lake.base_uri).read_json(Lake.at(lake.base_uri).checkpoint)
+    document.update(format_version=3, schemas={"shop.orders": SCHEMA.to_dict(), "shop.items": items.to_dict()})
+    del document["touched"], document["merged_seq"]
+    Lake.at(lake.base_uri).write_json(Lake.at(lake.base_uri).checkpoint, document)
+    assert stream_extra(Lake.at(lake.base_uri), "shop.items", 0)[1]["rows"] == 1  # type: ignore[index]
+    assert stream_extra(Lake.at(lake.base_uri), "shop.items", 1) == (2, None)  # counted from the history: no row
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 1)[1]["rows"] == 1  # type: ignore[index]
+    assert stream_extra(Lake.at(lake.base_uri), "shop.orders", 2) == (2, None)
 
 
 def test_a_killed_runs_batch_counts_once_and_only_once_its_checkpoint_is_written(lake: Lakes) -> None:

@@ -115,8 +115,11 @@ class Lakes:
         self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]],
         schema: TableSchema = SCHEMA,
     ) -> Checkpoint:
-        """Commit stream batch ``seq`` ending at ``offset``: ``parts`` are runs of records under one schema."""
-        checkpoint = Checkpoint(seq=seq, offset=offset, schemas={schema.id: schema})
+        """Commit stream batch ``seq`` ending at ``offset``: ``parts`` are runs of records under one schema. The
+        batches before stay recorded as writing their tables (``touched``), as the stream's checkpoint keeps them."""
+        before = self.stream.read_checkpoint()
+        checkpoint = Checkpoint(seq=seq, offset=offset, schemas={schema.id: schema},
+                                touched=before.touched if before is not None else {})
         changes: dict[TableId, list[pa.Table]] = {}
         for part_schema, records in parts:
             changes.setdefault(part_schema.id, []).append(changes_table(records, part_schema))

@@ -114,17 +114,20 @@ def test_a_format_3_checkpoint_is_read_and_written_as_format_4(tmp_path: Path) -
     store = StreamStore(lake)
     read = store.read_checkpoint()
     assert read is not None
-    assert (read.seq, read.schemas, read.stopped[TableId.parse("shop.old")].schema) == (
-        5, {orders.id: orders}, schema("shop.old"))
-    assert (read.touched, read.merged_seq) == ({}, None)  # not known: the first MERGE looks at every table
-    assert StateMerger.due(read) == [orders.id, TableId.parse("shop.old")]
+    old = TableId.parse("shop.old")
+    assert (read.seq, read.schemas, read.stopped[old].schema) == (5, {orders.id: orders}, schema("shop.old"))
+    # not known: every table taken as written by the last batch, and the first MERGE looks at every table
+    assert (read.touched, read.merged_seq) == ({orders.id: 5, old: 5}, None)
+    assert [read.wrote_after(t, s) for t in (orders.id, old) for s in (4, 5)] == [True, False, True, False]
+    assert StateMerger.due(read) == [orders.id, old]
 
     read.advance(6, off(600))
     store.commit(read, {orders.id: inserts(orders, 6)})
     document = lake.read_json(lake.checkpoint)
     assert document["format_version"] == 4 and document["schemas"] == {"shop.orders": schema_ref(orders)}
     again = StreamStore(lake).read_checkpoint()
-    assert again is not None and (again.seq, again.schemas, again.touched) == (6, {orders.id: orders}, {orders.id: 6})
+    assert again is not None and (again.seq, again.schemas, again.touched) == (
+        6, {orders.id: orders}, {orders.id: 6, old: 5})
 
 
 def test_an_upgrade_torn_before_its_checkpoint_keeps_the_format_3_checkpoint(tmp_path: Path) -> None:
