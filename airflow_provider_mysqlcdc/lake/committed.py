@@ -49,7 +49,7 @@ class CommittedTable:
 def committed_table(lake: Lake, table: TableId) -> CommittedTable:
     """The checkpoint, then both Delta tables: the schema and the batches to read agree even while the
     stream and the MERGE commit."""
-    checkpoint = StreamStore(lake).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     places = lake.table(table)
     current, changelog = places.current.open(), places.changelog.open()
     through = checkpoint.visible[0] if checkpoint is not None else 0  # whole transactions only

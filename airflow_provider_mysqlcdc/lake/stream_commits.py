@@ -87,7 +87,7 @@ def appends_of(changelog: TableVersion | None, limit: int) -> list[StreamAppend]
 
 def checkpoint_seq(lake: Lake) -> int:
     """The stream checkpoint's ``seq`` (its last committed batch), -1 before the stream's first."""
-    checkpoint = StreamStore(lake).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     return checkpoint.visible[0] if checkpoint is not None else -1
 
 
@@ -98,7 +98,7 @@ def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int,
     checkpoint's (the table's changes up to there are in the lake); ``rows``, changelog rows written;
     ``stopped_by``, for a table a DDL stopped (``DROP TABLE``, ``RENAME TABLE`` away), the statement: its
     replica is kept as of ``stopped_at`` and no longer follows the source."""
-    checkpoint = StreamStore(lake).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     if checkpoint is None:
         return -1, None
     seq, offset = checkpoint.visible  # whole transactions only

@@ -142,7 +142,7 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     read several at once (``lake.parallel``): an object store's round trips overlap; on a local lake, where
     delta-rs's load of each changelog (2.4 ms) gains little from threads, 1,000 tables all written took 3.4 s
     against 4.1 one by one. (Each changelog is opened twice, by ``lake_facts`` and ``stream_rows``: left as is.)"""
-    checkpoint = StreamStore(lake).read_checkpoint()
+    checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     if checkpoint is None:
         return LineageFacts()
     namespace = source_namespace(mysql_cdc_conn_id)

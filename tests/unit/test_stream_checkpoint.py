@@ -238,3 +238,22 @@ def test_the_merge_opens_only_tables_with_changes_since_it_last_merged_each_once
     store.commit(checkpoint, {})
     again = StreamStore(lake).read_checkpoint()
     assert again is not None and again.merged_seq == 2 and StateMerger.due(again) == []
+
+
+def test_a_shared_read_makes_the_checkpoint_again_only_when_its_document_changed(tmp_path: Path) -> None:
+    """Readers that do not change it (the asset watcher polls it for each table it watches) share one
+    checkpoint object while the document stays the same; a commit gives them the new one."""
+    lake = Lake.at(str(tmp_path / "lake"))
+    orders = schema("shop.orders")
+    checkpoint = Checkpoint(0, off(4), {orders.id: orders})
+    StreamStore(lake).commit(checkpoint, {})
+
+    first = StreamStore(lake).read_checkpoint(shared=True)
+    assert first is not None and StreamStore(lake).read_checkpoint(shared=True) is first
+    own = StreamStore(lake).read_checkpoint()
+    assert own is not first and own == first  # a writer's read is its own to change
+
+    checkpoint.advance(1, off(200))
+    StreamStore(lake).commit(checkpoint, {orders.id: inserts(orders, 1)})
+    after = StreamStore(lake).read_checkpoint(shared=True)
+    assert after is not None and after is not first and (after.seq, after.touched) == (1, {orders.id: 1})
