@@ -38,7 +38,7 @@ from airflow_provider_mysqlcdc.lake.stream_commits import StreamAppend, appends_
 from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
+    from airflow_provider_mysqlcdc.lake.table_format import StoredFile, TableVersion
 
 HISTORY_COMMITS = 2_000
 """Changelog commits read per table for the history: about a day of a stream committing every minute."""
@@ -182,11 +182,12 @@ def lake_tables(lake: Lake, checkpoint: Checkpoint | None) -> list[TableId]:
     return sorted(found, key=str)
 
 
-def delta_facts(table: TableVersion | None) -> DeltaFacts | None:
-    """The table's figures from its log and files' statistics (None before it exists)."""
+def delta_facts(table: TableVersion | None, files: list[StoredFile] | None = None) -> DeltaFacts | None:
+    """The table's figures from its log and files' statistics (None before it exists); ``files``: its files,
+    when listed already."""
     if table is None:
         return None
-    files = table.files()
+    files = table.files() if files is None else files
     return DeltaFacts(table.version(), len(files), sum(f.size for f in files), table.count())
 
 
@@ -248,15 +249,14 @@ def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, 
 
 
 def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
-               batch_states: Mapping[tuple[TableId, int], str],
-               opened: tuple[TableVersion | None, TableVersion | None]) -> TableView:
-    """The table's view; ``opened``: its current and changelog tables, opened once for this read."""
+               batch_states: Mapping[tuple[TableId, int], str], opened: _Opened) -> TableView:
+    """The table's view; ``opened``: its Delta tables, opened once for this read."""
     store = SnapshotStore(lake)
     plan = store.read_plan(table)
     manifests = store.manifests(plan) if plan is not None else []
     chunks = chunk_views(plan, manifests, batch_states) if plan is not None else []
-    current_table, changelog_table = opened
-    current, changelog = delta_facts(current_table), delta_facts(changelog_table)
+    current_table, changelog_table = opened.current, opened.changelog
+    current, changelog = delta_facts(current_table), delta_facts(changelog_table, opened.changelog_files)
     stopped = checkpoint.stopped.get(table) if checkpoint is not None else None
     done = sum(m is not None for m in manifests)
     if stopped is not None:
@@ -274,14 +274,40 @@ def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
                      (stopped.ddl or "taken out of the captured tables") if stopped is not None else None)
 
 
-def _open(lake: Lake, table: TableId) -> tuple[TableVersion | None, TableVersion | None]:
+@dataclass(frozen=True)
+class _Opened:
+    """A table's two Delta tables, opened once for one read of the page, and its changelog's files, listed
+    once for its figures and its history (None: no changelog)."""
+
+    current: TableVersion | None
+    changelog: TableVersion | None
+    changelog_files: list[StoredFile] | None
+
+
+def _open(lake: Lake, table: TableId) -> _Opened:
     places = lake.table(table)
-    return places.current.open(), places.changelog.open()
+    changelog = places.changelog.open()
+    return _Opened(places.current.open(), changelog, changelog.files() if changelog is not None else None)
 
 
-def newest_changes(changelog: TableVersion, first_seq: int, last_seq: int) -> dict[int, int]:
+def newest_changes(changelog: TableVersion, files: list[StoredFile], first_seq: int, last_seq: int) -> dict[int, int]:
     """Per stream batch in ``[first_seq, last_seq]``: the newest source commit time (``_op_ts``, ms) of its
-    rows (two columns read, the batches' files only)."""
+    rows. From the statistics of the changelog's ``files`` while each holds one batch (the stream writes a
+    file a table a batch, and alone writes the changelog); else, as after a compaction, two columns read."""
+    newest: dict[int, int] = {}
+    for file in files:
+        low, high = file.low.get(STREAM_SEQ_COLUMN), file.high.get(STREAM_SEQ_COLUMN)
+        if low is not None and high is not None and (high < first_seq or low > last_seq):
+            continue
+        latest = file.high.get("_op_ts")
+        if low is None or low != high or latest is None:
+            return _newest_read(changelog, first_seq, last_seq)
+        newest[low] = max(newest.get(low, latest), latest)
+    return newest
+
+
+def _newest_read(changelog: TableVersion, first_seq: int, last_seq: int) -> dict[int, int]:
+    """``newest_changes`` from the rows: two columns read, the batches' files only."""
     seq = pc.field(STREAM_SEQ_COLUMN)
     rows = changelog.read([STREAM_SEQ_COLUMN, "_op_ts"], (seq >= first_seq) & (seq <= last_seq))
     newest = rows.group_by(STREAM_SEQ_COLUMN).aggregate([("_op_ts", "max")])
@@ -298,12 +324,13 @@ class _TableHistory:
     newest: dict[int, int]
 
 
-def table_history(changelog: TableVersion | None, through_seq: int, since_ms: float) -> _TableHistory:
+def table_history(opened: _Opened, through_seq: int, since_ms: float) -> _TableHistory:
     """The table's stream batches up to ``through_seq`` committed after ``since_ms``."""
+    changelog, files = opened.changelog, opened.changelog_files
     appends = [a for a in appends_of(changelog, HISTORY_COMMITS) if a.seq <= through_seq and a.committed_ms >= since_ms]
-    if not appends or changelog is None:
+    if not appends or changelog is None or files is None:
         return _TableHistory([], {})
-    return _TableHistory(appends, newest_changes(changelog, appends[0].seq, appends[-1].seq))
+    return _TableHistory(appends, newest_changes(changelog, files, appends[0].seq, appends[-1].seq))
 
 
 def stream_history(parts: Iterable[_TableHistory]) -> list[CommitPoint]:
@@ -344,7 +371,7 @@ def lake_status(lake: Lake, tables: Iterable[str] | None = None,
     now = time.time() if now is None else now
     checkpoint = StreamStore(lake).read_checkpoint()
     wanted = {TableId.parse(t) for t in tables} if tables is not None else None
-    shown = [t for t in lake_tables(lake, checkpoint) if wanted is None or t in wanted]
+    shown = {t for t in lake_tables(lake, checkpoint) if wanted is None or t in wanted}
     streamed = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
     since_ms = (now - HISTORY_HOURS * 3600) * 1000
     visible_seq = checkpoint.visible[0] if checkpoint is not None else -1
@@ -352,7 +379,7 @@ def lake_status(lake: Lake, tables: Iterable[str] | None = None,
     def read(table: TableId) -> tuple[TableView | None, _TableHistory | None]:
         opened = _open(lake, table)
         view = table_view(lake, table, checkpoint, batch_states or {}, opened) if table in shown else None
-        return view, table_history(opened[1], visible_seq, since_ms) if table in streamed else None
+        return view, table_history(opened, visible_seq, since_ms) if table in streamed else None
 
     found = each(read, sorted({*shown, *streamed}, key=str), name="ui-read")
     views = [view for view, _ in found if view is not None]

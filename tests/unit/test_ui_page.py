@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
-from airflow_provider_mysqlcdc.lake.changelog import table_event_record
+from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
 from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
@@ -34,6 +35,7 @@ from airflow_provider_mysqlcdc.operators.verify import (
     MySqlVerifyPlanOperator,
     MySqlVerifySummaryOperator,
 )
+from airflow_provider_mysqlcdc.ui import lake_status as lake_status_module
 from airflow_provider_mysqlcdc.ui.lake_status import lake_status
 from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, _size, render_dag
 from airflow_provider_mysqlcdc.ui.runs import (
@@ -48,6 +50,7 @@ from airflow_provider_mysqlcdc.ui.runs import (
     _tables,
     facts_of,
 )
+from tests.unit.test_lake import insert, off, transaction
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lakes" / "current"
 ORDERS, TAGS = TableId("shop", "orders"), TableId("shop", "tags")
@@ -117,6 +120,35 @@ def test_the_stream_its_lag_and_lease_are_the_lakes(lake: Lake) -> None:
     last = max(DeltaTable(lake.table(t).changelog.uri).history()[0]["timestamp"] for t in (ORDERS, TAGS)) / 1000
     after = lake_status(lake, now=last + 1).stream
     assert after is not None and after.rows_per_second == round(sum(p.rows for p in stream.history) / 300, 1)
+
+
+def test_a_batchs_newest_change_comes_from_file_statistics_and_after_compaction_from_the_rows(
+        lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream file holds one batch of one table: the newest source commit time of a batch (its lag) is
+    its files' statistics, no row read (a whole database's page reads a thousand changelogs). Once a
+    compaction put several batches in one file, the rows are read, and the history is the same."""
+    store = StreamStore(lake)
+    checkpoint = store.read_checkpoint()
+    assert checkpoint is not None
+    checkpoint.advance(4, off(2, 300))  # a batch of two transactions of orders, 4 s apart: one file
+    records = [*transaction(2, 100, insert((900, 1, Decimal("1.00"), "x", None)), ts_ms=5_000),
+               *transaction(2, 200, insert((901, 1, Decimal("2.00"), "y", None)), ts_ms=9_000)]
+    store.commit(checkpoint, {ORDERS: [changes_table(records, checkpoint.schemas[ORDERS])]})
+    reads: list[str] = []
+    rows_read = lake_status_module._newest_read
+    monkeypatch.setattr(lake_status_module, "_newest_read",
+                        lambda changelog, *seqs: reads.append(changelog.uri) or rows_read(changelog, *seqs))
+    before = lake_status(lake, now=0).stream
+    assert before is not None and reads == []
+
+    for table in (ORDERS, TAGS):
+        changelog = lake.table(table).changelog.open()
+        assert changelog is not None and changelog.compact(1 << 30).files_removed > 1
+    after = lake_status(lake, now=0).stream
+    assert after is not None and sorted(reads) == sorted(lake.table(t).changelog.uri for t in (ORDERS, TAGS))
+    assert [(p.seq, p.rows, p.lag_seconds) for p in after.history] == [
+        (p.seq, p.rows, p.lag_seconds) for p in before.history]
+    assert any(p.lag_seconds for p in before.history)  # lags to compare, not all unknown
 
 
 def test_a_batch_without_manifest_is_pending_or_what_airflow_says(lake: Lake) -> None:
