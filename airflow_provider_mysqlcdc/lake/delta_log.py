@@ -41,7 +41,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +63,8 @@ DEFAULT_CHECKPOINT_INTERVAL = 100
 """``delta.checkpointInterval`` when the table does not set it (the Delta protocol's default)."""
 _ENTRY = re.compile(r"(\d{20})\.json")
 _CHECKPOINT = re.compile(r"(\d{20})\.checkpoint(\.parquet|\..+)")  # group 2: a single file, or parts / version 2
-_SKIPPED = (b'{"add":', b'{"remove":', b'{"commitInfo":', b'{"cdc":')
+_INFO = b'{"commitInfo":'
+_SKIPPED = (b'{"add":', b'{"remove":', _INFO, b'{"cdc":')
 """Lines of an entry that say nothing of its state (``read_state``); any other line is parsed."""
 _STATE_COLUMNS = ("protocol", "metaData", "txn")
 _TEMPORARY_SUFFIX = ".json.tmp"
@@ -179,6 +180,34 @@ def read_state(folder: str) -> LogState | None:
     except FileNotFoundError as error:  # removed meanwhile by a log cleanup after a newer checkpoint
         raise LogNotReadable(f"an entry or the checkpoint of {log} went away while it was read") from error
     return _state(newest, actions, log)
+
+
+def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """The ``commitInfo`` of each of the newest ``limit`` entries (None: all) of the log of the table in ``folder``
+    (a local path), newest first, with its version ({} for an entry without one): the commit history delta-rs's
+    ``history`` gives, without loading the table. Entries a log cleanup removed are not in it, there or here."""
+    log = f"{folder}/_delta_log"
+    versions = sorted((int(m.group(1)) for name in os.listdir(log) if (m := _ENTRY.fullmatch(name))), reverse=True)
+    infos: list[tuple[int, dict[str, Any]]] = []
+    for version in versions if limit is None else versions[:limit]:
+        try:
+            with open(f"{log}/{version:020d}.json", "rb") as entry_file:
+                infos.append((version, _commit_info_of(entry_file)))
+        except FileNotFoundError:  # removed by a log cleanup since the listing: so are all older ones
+            break
+    return infos
+
+
+def _commit_info_of(lines: Iterable[bytes]) -> dict[str, Any]:
+    for line in lines:
+        if line.startswith(_INFO):
+            info: dict[str, Any] = json.loads(line)["commitInfo"]
+            return info
+        if line.strip() and not line.startswith(_SKIPPED):  # another writer's spacing, or another action
+            action = json.loads(line)
+            if "commitInfo" in action:
+                return dict(action["commitInfo"])
+    return {}
 
 
 def _checkpoint_actions(path: str) -> list[dict[str, Any]]:

@@ -488,15 +488,21 @@ class DeltaVersion:
         return -1 if version is None else version
 
     def history(self, limit: int | None = None) -> list[Commit]:
+        """A handle opened from the log alone reads the entries' ``commitInfo`` itself (``delta_log.commit_infos``:
+        a few small files, where delta-rs would load the table first)."""
+        if self._log is not None:
+            infos = delta_log.commit_infos(self.location.files_at()[1], limit)
+        else:
+            infos = [(int(info["version"]), info) for info in self.delta.history(limit)]
         commits = []
-        for info in self.delta.history(limit):
+        for version, info in infos:
             parameters = info.get("operationParameters") or {}
             appended = None
             if info.get("operation") == "WRITE" and parameters.get("mode") == "Append":
                 appended = int((info.get("operationMetrics") or {}).get("num_added_rows", info.get(_APPENDED_ROWS, 0)))
             metadata = {k: v for k, v in info.items()
                         if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS and k != _APPENDED_ROWS}
-            commits.append(Commit(int(info["version"]), int(info.get("timestamp", 0)), appended, metadata))
+            commits.append(Commit(version, int(info.get("timestamp", 0)), appended, metadata))
         return commits
 
     def delete(self, predicate: str, tag: CommitTag) -> int:

@@ -43,7 +43,7 @@ def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: i
     from the changelog's commit history (no data read). A batch appended twice (a run killed before its
     checkpoint, whose rows the next run deleted before writing the batch again) counts once: its last
     append. Only batches up to a checkpoint's ``seq`` are final; the caller passes such a ``through_seq``."""
-    changelog = lake.table(table).changelog.open() if through_seq > after_seq else None
+    changelog = lake.table(table).changelog.open(from_log=True) if through_seq > after_seq else None
     if changelog is None:
         return 0
     appended: dict[int, tuple[int, int]] = {}  # seq -> (version, rows) of its last append

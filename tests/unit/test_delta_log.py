@@ -342,6 +342,35 @@ def test_the_log_state_read_alone_is_delta_rs_state(tmp_path: Path) -> None:
     assert state.configuration["delta.logRetentionDuration"] == "interval 2 days"
 
 
+def test_the_history_read_alone_is_delta_rs_history(tmp_path: Path) -> None:
+    """Commits of both writers (our entries, delta-rs's append, delete and property change), a checkpoint and
+    the entries before it cleaned up: a handle from the log alone gives delta-rs's history without loading it."""
+    write_deltalake(str(tmp_path), rows(0), configuration={"delta.checkpointInterval": "3"})
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
+    assert table is not None
+    for version in (1, 2, 3, 4):
+        table.append(rows(version), tag(version))
+    other = DeltaTable(str(tmp_path))
+    write_deltalake(other, rows(5), mode="append",
+                    commit_properties=CommitProperties(custom_metadata={"stream_seq": "5", "note": "theirs"}))
+    DeltaTable(str(tmp_path)).delete("id = 1")
+    DeltaTable(str(tmp_path)).alter.set_table_properties({"delta.logRetentionDuration": "interval 2 days"})
+    alone = DeltaLocation(str(tmp_path)).open(from_log=True)
+    assert alone is not None
+    for limit in (None, 1, 3, 100):
+        theirs = DeltaLocation(str(tmp_path)).open()
+        assert theirs is not None
+        assert alone.history(limit) == theirs.history(limit), limit
+    assert alone._table is None  # no delta-rs load
+    assert [(c.version, c.appended_rows) for c in alone.history(3)] == [(7, None), (6, None), (5, 1)]
+
+    (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()  # as a log cleanup after the checkpoint of 3 does
+    (tmp_path / "_delta_log" / f"{1:020d}.json").unlink()
+    theirs = DeltaLocation(str(tmp_path)).open()
+    assert theirs is not None
+    assert alone.history() == theirs.history() and [c.version for c in alone.history()][-1] == 2
+
+
 def test_a_handle_for_appends_commits_without_loading_the_table(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path), rows(0))
     table = DeltaLocation(str(tmp_path)).open(from_log=True)
