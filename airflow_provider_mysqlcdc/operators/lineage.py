@@ -139,9 +139,9 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     its current state; a changelog's ``rows`` are those this task's batches appended to it (the
     summary's ``seq_before`` up to its ``seq``, counted from the Delta log; 0 without reading it for a
     table the checkpoint says none of them wrote, ``Checkpoint.wrote_after``). A whole database's tables are
-    read several at once (``lake.parallel``): an object store's round trips overlap; on a local lake, where
-    delta-rs's load of each changelog (2.4 ms) gains little from threads, 1,000 tables all written took 3.4 s
-    against 4.1 one by one. (Each changelog is opened twice, by ``lake_facts`` and ``stream_rows``: left as is.)"""
+    read several at once (``lake.parallel``): an object store's round trips overlap. On a local lake each
+    changelog is read from its log alone, twice (``lake_facts`` its schema, ``stream_rows`` its commits): 1,000
+    tables all written took 0.7-0.8 s, against 2.3-2.9 s loading each with delta-rs (a scratch run)."""
     checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     if checkpoint is None:
         return LineageFacts()
