@@ -141,7 +141,7 @@ def stream_facts(mysql_cdc_conn_id: str, lake: Lake, summary: StreamSummary) -> 
     table the checkpoint says none of them wrote, ``Checkpoint.wrote_after``). A whole database's tables are
     read several at once (``lake.parallel``): an object store's round trips overlap. On a local lake each
     changelog is read from its log alone, twice (``lake_facts`` its schema, ``stream_rows`` its commits): 1,000
-    tables all written took 0.7-0.8 s, against 2.3-2.9 s loading each with delta-rs (a scratch run)."""
+    tables all written took 1.1-1.2 s, against 1.6-2.2 s loading each with delta-rs (a scratch run)."""
     checkpoint = StreamStore(lake).read_checkpoint(shared=True)
     if checkpoint is None:
         return LineageFacts()

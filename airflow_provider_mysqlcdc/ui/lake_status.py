@@ -249,7 +249,7 @@ def table_events(changelog: TableVersion | None, checkpoint: Checkpoint | None, 
 
 
 def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
-               batch_states: Mapping[tuple[TableId, int], str], opened: _Opened) -> TableView:
+               batch_states: Mapping[tuple[TableId, int], str], opened: OpenedTables) -> TableView:
     """The table's view; ``opened``: its Delta tables, opened once for this read."""
     store = SnapshotStore(lake)
     plan = store.read_plan(table)
@@ -275,7 +275,7 @@ def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
 
 
 @dataclass(frozen=True)
-class _Opened:
+class OpenedTables:
     """A table's two Delta tables, opened once for one read of the page, and its changelog's files, listed
     once for its figures and its history (None: no changelog)."""
 
@@ -284,10 +284,10 @@ class _Opened:
     changelog_files: list[StoredFile] | None
 
 
-def _open(lake: Lake, table: TableId) -> _Opened:
+def _open(lake: Lake, table: TableId) -> OpenedTables:
     places = lake.table(table)
     changelog = places.changelog.open()
-    return _Opened(places.current.open(), changelog, changelog.files() if changelog is not None else None)
+    return OpenedTables(places.current.open(), changelog, changelog.files() if changelog is not None else None)
 
 
 def newest_changes(changelog: TableVersion, files: list[StoredFile], first_seq: int, last_seq: int) -> dict[int, int]:
@@ -324,7 +324,7 @@ class _TableHistory:
     newest: dict[int, int]
 
 
-def table_history(opened: _Opened, through_seq: int, since_ms: float) -> _TableHistory:
+def table_history(opened: OpenedTables, through_seq: int, since_ms: float) -> _TableHistory:
     """The table's stream batches up to ``through_seq`` committed after ``since_ms``."""
     changelog, files = opened.changelog, opened.changelog_files
     appends = [a for a in appends_of(changelog, HISTORY_COMMITS) if a.seq <= through_seq and a.committed_ms >= since_ms]
