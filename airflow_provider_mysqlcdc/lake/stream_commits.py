@@ -91,14 +91,16 @@ def checkpoint_seq(lake: Lake) -> int:
     return checkpoint.visible[0] if checkpoint is not None else -1
 
 
-def stream_extra(lake: Lake, table: str | TableId, after_seq: int) -> tuple[int, dict[str, Any] | None]:
+def stream_extra(lake: Lake, table: str | TableId, after_seq: int,
+                 max_age: float = 0.0) -> tuple[int, dict[str, Any] | None]:
     """The stream's commits of ``table`` since the batch ``after_seq``: the checkpoint's ``seq`` now (-1
     before the stream's first), and the asset event extra for them, None when they wrote no row of the
     table. The extra: ``seq`` and ``first_seq``, the batches it covers; ``offset``/``gtid``, the
     checkpoint's (the table's changes up to there are in the lake); ``rows``, changelog rows written;
     ``stopped_by``, for a table a DDL stopped (``DROP TABLE``, ``RENAME TABLE`` away), the statement: its
-    replica is kept as of ``stopped_at`` and no longer follows the source."""
-    checkpoint = StreamStore(lake).read_checkpoint(shared=True)
+    replica is kept as of ``stopped_at`` and no longer follows the source. ``max_age``: a checkpoint this
+    process read that many seconds ago or less will do (``StreamStore.read_checkpoint``)."""
+    checkpoint = StreamStore(lake).read_checkpoint(shared=True, max_age=max_age)
     if checkpoint is None:
         return -1, None
     seq, offset = checkpoint.visible  # whole transactions only

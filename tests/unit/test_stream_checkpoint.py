@@ -257,3 +257,31 @@ def test_a_shared_read_makes_the_checkpoint_again_only_when_its_document_changed
     StreamStore(lake).commit(checkpoint, {orders.id: inserts(orders, 1)})
     after = StreamStore(lake).read_checkpoint(shared=True)
     assert after is not None and after is not first and (after.seq, after.touched) == (1, {orders.id: 1})
+
+
+def test_a_recent_shared_read_serves_a_poll_unread_and_never_goes_back_a_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The asset watchers of one lake take a checkpoint read within ``max_age`` without reading the document
+    again (a GET each on an object store); a read of an older document, finishing after a newer one was
+    shared, is its caller's alone."""
+    lake = Lake.at(str(tmp_path / "lake"))
+    orders = schema("shop.orders")
+    checkpoint = Checkpoint(0, off(4), {orders.id: orders})
+    StreamStore(lake).commit(checkpoint, {})
+    older = lake.read_json(lake.checkpoint)
+    reads: list[str] = []
+    read_json = Lake.read_json
+    monkeypatch.setattr(Lake, "read_json", lambda self, path: reads.append(path) or read_json(self, path))
+
+    first = StreamStore(lake).read_checkpoint(shared=True, max_age=60)
+    checkpoint.advance(1, off(200))
+    StreamStore(lake).commit(checkpoint, {orders.id: inserts(orders, 1)})
+    reads.clear()
+    assert StreamStore(lake).read_checkpoint(shared=True, max_age=60) is first and reads == []
+    newer = StreamStore(lake).read_checkpoint(shared=True)  # max_age 0: read
+    assert newer is not None and newer.seq == 1 and len(reads) == 1
+
+    lake.write_json(lake.checkpoint, older)  # as a slow read of the older document would have returned it
+    late = StreamStore(lake).read_checkpoint(shared=True)
+    assert late is not None and late.seq == 0
+    assert StreamStore(lake).read_checkpoint(shared=True, max_age=60) is newer
