@@ -13,6 +13,7 @@ rows.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -276,18 +277,21 @@ def table_view(lake: Lake, table: TableId, checkpoint: Checkpoint | None,
 
 @dataclass(frozen=True)
 class OpenedTables:
-    """A table's two Delta tables, opened once for one read of the page, and its changelog's files, listed
-    once for its figures and its history (None: no changelog)."""
+    """A table's two Delta tables, opened once for one read of the page."""
 
     current: TableVersion | None
     changelog: TableVersion | None
-    changelog_files: list[StoredFile] | None
+
+    @functools.cached_property
+    def changelog_files(self) -> list[StoredFile] | None:
+        """The changelog's files (None: no changelog), listed at the first use, for its figures and its history
+        alike: a streamed table not shown, without batches in the window, needs none."""
+        return self.changelog.files() if self.changelog is not None else None
 
 
 def _open(lake: Lake, table: TableId) -> OpenedTables:
     places = lake.table(table)
-    changelog = places.changelog.open()
-    return OpenedTables(places.current.open(), changelog, changelog.files() if changelog is not None else None)
+    return OpenedTables(places.current.open(), places.changelog.open())
 
 
 def newest_changes(changelog: TableVersion, files: list[StoredFile], first_seq: int, last_seq: int) -> dict[int, int]:
@@ -326,9 +330,10 @@ class _TableHistory:
 
 def table_history(opened: OpenedTables, through_seq: int, since_ms: float) -> _TableHistory:
     """The table's stream batches up to ``through_seq`` committed after ``since_ms``."""
-    changelog, files = opened.changelog, opened.changelog_files
+    changelog = opened.changelog
     appends = [a for a in appends_of(changelog, HISTORY_COMMITS) if a.seq <= through_seq and a.committed_ms >= since_ms]
-    if not appends or changelog is None or files is None:
+    files = opened.changelog_files if appends else None
+    if changelog is None or files is None:
         return _TableHistory([], {})
     return _TableHistory(appends, newest_changes(changelog, files, appends[0].seq, appends[-1].seq))
 
