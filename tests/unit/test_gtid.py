@@ -69,6 +69,16 @@ def test_mariadb_positions_compare_per_domain() -> None:
     assert MariaDbGtidPosition.parse("").issubset(position)
 
 
+def test_mariadb_single_domain_positions_compare_as_the_general_case() -> None:
+    """One domain on each side is the stream's every comparison, answered without the per-domain maps."""
+    one, later, other_domain = (MariaDbGtidPosition.parse(t) for t in ("0-1-100", " 0-2-101 ", "3-1-1"))
+    assert str(later) == "0-2-101" and later.domains == ((0, 2, 101),)
+    assert one.issubset(later) and not later.issubset(one) and one.issubset(one)
+    assert not one.issubset(other_domain) and not other_domain.issubset(one)  # a missing domain is seq 0
+    assert MariaDbGtidPosition.parse("3-1-0").issubset(one)
+    assert str(one.advance("0-1-102")) == "0-1-102" and str(one.advance("3-1-7")) == "0-1-100,3-1-7"
+
+
 def test_mariadb_advance_replaces_only_its_domain() -> None:
     position = MariaDbGtidPosition.parse("0-1-100,1-2-5")
     assert str(position.advance("0-3-101")) == "0-3-101,1-2-5"
@@ -76,7 +86,9 @@ def test_mariadb_advance_replaces_only_its_domain() -> None:
 
 
 @pytest.mark.parametrize(("bad", "message"), [("0-1", "domain-server-seq"), ("0-1-1,0-2-2", "twice"),
-                                              ("a-b-c", "domain-server-seq")])
+                                              ("a-b-c", "domain-server-seq"), ("0-1-2-3", "domain-server-seq"),
+                                              ("0--1", "domain-server-seq"), ("0-1-+5", "domain-server-seq"),
+                                              ("0-1-\u00b2", "domain-server-seq"), ("1-1-1,0-1", "domain-server-seq")])
 def test_mariadb_rejects_bad_text(bad: str, message: str) -> None:
     with pytest.raises(InvalidOptionError, match=message):
         MariaDbGtidPosition.parse(bad)
