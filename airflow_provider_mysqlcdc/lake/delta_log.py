@@ -182,12 +182,19 @@ def read_state(folder: str) -> LogState | None:
     return _state(newest, actions, log)
 
 
-def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]] | None:
     """The ``commitInfo`` of each of the newest ``limit`` entries (None: all) of the log of the table in ``folder``
     (a local path), newest first, with its version ({} for an entry without one): the commit history delta-rs's
-    ``history`` gives, without loading the table. Entries a log cleanup removed are not in it, there or here."""
+    ``history`` gives, without loading the table. Entries a log cleanup removed are not in it, there or here.
+    None when there is no log (no table)."""
     log = f"{folder}/_delta_log"
-    versions = sorted((int(m.group(1)) for name in os.listdir(log) if (m := _ENTRY.fullmatch(name))), reverse=True)
+    try:
+        names = os.listdir(log)
+    except FileNotFoundError:
+        return None
+    versions = sorted((int(m.group(1)) for name in names if (m := _ENTRY.fullmatch(name))), reverse=True)
+    if not versions and not any(_CHECKPOINT.fullmatch(name) for name in names):
+        return None
     infos: list[tuple[int, dict[str, Any]]] = []
     for version in versions if limit is None else versions[:limit]:
         try:

@@ -179,6 +179,17 @@ class DeltaLocation:
         self._refuse_column_mapping(table.metadata().configuration)
         return DeltaVersion(self, table)
 
+    def history(self, limit: int | None = None) -> list[Commit] | None:
+        """On a local filesystem the newest entries' ``commitInfo`` alone (``delta_log.commit_infos``), where opening
+        the table read its last checkpoint and every entry after it first (most of a watcher's poll of a changelog
+        100 entries past its checkpoint); elsewhere delta-rs's history of the loaded table."""
+        fs, folder = self.files_at()
+        if delta_log.supports(fs):
+            infos = delta_log.commit_infos(folder, limit)
+            return None if infos is None else _commits(infos)
+        table = self.open()
+        return None if table is None else table.history(limit)
+
     def _refuse_column_mapping(self, configuration: Mapping[str, str | None]) -> None:
         mode = configuration.get("delta.columnMapping.mode") or "none"
         if mode != "none":
@@ -491,19 +502,8 @@ class DeltaVersion:
         """A handle opened from the log alone reads the entries' ``commitInfo`` itself (``delta_log.commit_infos``:
         a few small files, where delta-rs would load the table first)."""
         if self._log is not None:
-            infos = delta_log.commit_infos(self.location.files_at()[1], limit)
-        else:
-            infos = [(int(info["version"]), info) for info in self.delta.history(limit)]
-        commits = []
-        for version, info in infos:
-            parameters = info.get("operationParameters") or {}
-            appended = None
-            if info.get("operation") == "WRITE" and parameters.get("mode") == "Append":
-                appended = int((info.get("operationMetrics") or {}).get("num_added_rows", info.get(_APPENDED_ROWS, 0)))
-            metadata = {k: v for k, v in info.items()
-                        if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS and k != _APPENDED_ROWS}
-            commits.append(Commit(version, int(info.get("timestamp", 0)), appended, metadata))
-        return commits
+            return _commits(delta_log.commit_infos(self.location.files_at()[1], limit) or [])
+        return _commits([(int(info["version"]), info) for info in self.delta.history(limit)])
 
     def delete(self, predicate: str, tag: CommitTag) -> int:
         with _conflicts():
@@ -644,6 +644,20 @@ def _arrow_schema(schema_json: str) -> pa.Schema:
     from deltalake import Schema
 
     return pa.schema(Schema.from_json(schema_json).to_arrow())
+
+
+def _commits(infos: list[tuple[int, dict[str, Any]]]) -> list[Commit]:
+    """Commit information (delta-rs's ``history`` or the log's own), newest first, as ``Commit``s."""
+    commits = []
+    for version, info in infos:
+        parameters = info.get("operationParameters") or {}
+        appended = None
+        if info.get("operation") == "WRITE" and parameters.get("mode") == "Append":
+            appended = int((info.get("operationMetrics") or {}).get("num_added_rows", info.get(_APPENDED_ROWS, 0)))
+        metadata = {k: v for k, v in info.items()
+                    if isinstance(v, str) and k not in _DELTA_COMMIT_KEYS and k != _APPENDED_ROWS}
+        commits.append(Commit(version, int(info.get("timestamp", 0)), appended, metadata))
+    return commits
 
 
 def _type_name(kind: Any) -> str:

@@ -43,13 +43,15 @@ def stream_rows(lake: Lake, table: str | TableId, after_seq: int, through_seq: i
     from the changelog's commit history (no data read). A batch appended twice (a run killed before its
     checkpoint, whose rows the next run deleted before writing the batch again) counts once: its last
     append. Only batches up to a checkpoint's ``seq`` are final; the caller passes such a ``through_seq``."""
-    changelog = lake.table(table).changelog.open(from_log=True) if through_seq > after_seq else None
-    if changelog is None:
+    if through_seq <= after_seq:
         return 0
+    changelog = lake.table(table).changelog
     appended: dict[int, tuple[int, int]] = {}  # seq -> (version, rows) of its last append
     limit = through_seq - after_seq + 8  # about one commit a batch, plus maintenance
     while True:
-        history = changelog.history(limit)  # newest first
+        history = changelog.history(limit)  # newest first, without the table's state (None: no changelog yet)
+        if history is None:
+            return 0
         seqs = [(_appended_seq(c), c) for c in history]
         for seq, commit in seqs:
             if (seq is not None and commit.appended_rows is not None and after_seq < seq <= through_seq

@@ -232,6 +232,11 @@ class ReplicaTable(Protocol):
         need alone and load the rest at its first other use."""
         ...
 
+    def history(self, limit: int | None = None) -> list[Commit] | None:
+        """``open().history(limit)``, or None when there is no table: where the format can, read from the history
+        alone (an asset watcher's poll and the lineage want a changelog's commits, not its state)."""
+        ...
+
     def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,
                               tag: CommitTag) -> int:
         """A new table, partitioned by ``column``, whose first commit holds ``files`` (written already) as its

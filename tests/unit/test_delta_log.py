@@ -342,9 +342,10 @@ def test_the_log_state_read_alone_is_delta_rs_state(tmp_path: Path) -> None:
     assert state.configuration["delta.logRetentionDuration"] == "interval 2 days"
 
 
-def test_the_history_read_alone_is_delta_rs_history(tmp_path: Path) -> None:
+def test_the_history_read_alone_is_delta_rs_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Commits of both writers (our entries, delta-rs's append, delete and property change), a checkpoint and
-    the entries before it cleaned up: a handle from the log alone gives delta-rs's history without loading it."""
+    the entries before it cleaned up: a handle from the log alone gives delta-rs's history without loading it,
+    and so does the location without reading the table's state."""
     write_deltalake(str(tmp_path), rows(0), configuration={"delta.checkpointInterval": "3"})
     table = DeltaLocation(str(tmp_path)).open(from_log=True)
     assert table is not None
@@ -363,12 +364,23 @@ def test_the_history_read_alone_is_delta_rs_history(tmp_path: Path) -> None:
         assert alone.history(limit) == theirs.history(limit), limit
     assert alone._table is None  # no delta-rs load
     assert [(c.version, c.appended_rows) for c in alone.history(3)] == [(7, None), (6, None), (5, 1)]
+    with monkeypatch.context() as patched:
+        patched.setattr(delta_log, "read_state", lambda folder: pytest.fail("the history read the state"))
+        assert all(DeltaLocation(str(tmp_path)).history(limit) == alone.history(limit) for limit in (None, 1, 3, 100))
 
     (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()  # as a log cleanup after the checkpoint of 3 does
     (tmp_path / "_delta_log" / f"{1:020d}.json").unlink()
     theirs = DeltaLocation(str(tmp_path)).open()
     assert theirs is not None
     assert alone.history() == theirs.history() and [c.version for c in alone.history()][-1] == 2
+    assert DeltaLocation(str(tmp_path)).history() == theirs.history()
+
+
+def test_the_history_of_no_table_is_none(tmp_path: Path) -> None:
+    """No folder, or a log folder without an entry (a creation under way, or killed before its first entry)."""
+    assert DeltaLocation(str(tmp_path / "none")).history() is None
+    (tmp_path / "empty" / "_delta_log").mkdir(parents=True)
+    assert DeltaLocation(str(tmp_path / "empty")).history() is None
 
 
 def test_a_handle_for_appends_commits_without_loading_the_table(tmp_path: Path) -> None:
