@@ -151,20 +151,10 @@ def read_state(folder: str) -> LogState | None:
     for a log read only by delta-rs (module docstring); a table whose protocol our entries cannot append to is
     one of them, so a state read here always belongs to a table ``appendable`` accepts."""
     log = f"{folder}/_delta_log"
-    try:
-        names = os.listdir(log)
-    except FileNotFoundError:
+    listed = _listing(log)
+    if listed is None:
         return None
-    entries: set[int] = set()
-    checkpoints: dict[int, bool] = {}  # version: whether it is one Parquet file (else in parts, or version 2)
-    for name in names:
-        if entry := _ENTRY.fullmatch(name):
-            entries.add(int(entry.group(1)))
-        elif checkpoint := _CHECKPOINT.fullmatch(name):
-            version = int(checkpoint.group(1))
-            checkpoints[version] = checkpoints.get(version, True) and checkpoint.group(2) == ".parquet"
-    if not entries and not checkpoints:
-        return None
+    entries, checkpoints = listed
     newest = max(entries | set(checkpoints))
     base = max(checkpoints, default=-1)
     if base >= 0 and not checkpoints[base]:
@@ -182,19 +172,35 @@ def read_state(folder: str) -> LogState | None:
     return _state(newest, actions, log)
 
 
+def _listing(log: str) -> tuple[set[int], dict[int, bool]] | None:
+    """The versions of the log's entries and of its checkpoints (whether each is one Parquet file, else in parts
+    or of version 2), or None for a log without either (no table: no folder, or one whose first entry is not
+    written yet)."""
+    try:
+        names = os.listdir(log)
+    except FileNotFoundError:
+        return None
+    entries: set[int] = set()
+    checkpoints: dict[int, bool] = {}
+    for name in names:
+        if entry := _ENTRY.fullmatch(name):
+            entries.add(int(entry.group(1)))
+        elif checkpoint := _CHECKPOINT.fullmatch(name):
+            version = int(checkpoint.group(1))
+            checkpoints[version] = checkpoints.get(version, True) and checkpoint.group(2) == ".parquet"
+    return (entries, checkpoints) if entries or checkpoints else None
+
+
 def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[str, Any]]] | None:
     """The ``commitInfo`` of each of the newest ``limit`` entries (None: all) of the log of the table in ``folder``
     (a local path), newest first, with its version ({} for an entry without one): the commit history delta-rs's
     ``history`` gives, without loading the table. Entries a log cleanup removed are not in it, there or here.
     None when there is no log (no table)."""
     log = f"{folder}/_delta_log"
-    try:
-        names = os.listdir(log)
-    except FileNotFoundError:
+    listed = _listing(log)
+    if listed is None:
         return None
-    versions = sorted((int(m.group(1)) for name in names if (m := _ENTRY.fullmatch(name))), reverse=True)
-    if not versions and not any(_CHECKPOINT.fullmatch(name) for name in names):
-        return None
+    versions = sorted(listed[0], reverse=True)
     infos: list[tuple[int, dict[str, Any]]] = []
     for version in versions if limit is None else versions[:limit]:
         try:
