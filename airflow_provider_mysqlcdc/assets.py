@@ -112,7 +112,9 @@ def replica_asset(base_uri: str, table: str, *, watch: bool = True, poll_interva
     commit that wrote rows of the table (``triggers.lake_commits.MySqlCdcCommitTrigger``), so that a
     stream that never ends still schedules the DAG. Snapshot batches emit their events from their tasks
     either way. ``watch=False`` gives the bare asset (e.g. as a task's inlet). ``lake_conn_id``: the
-    watcher's lake credentials, as the operators' (None: the triggerer's environment)."""
+    watcher's lake credentials, as the operators' (None: the triggerer's environment). Each watched asset a
+    DAG is scheduled on holds one of the triggerer's ``[triggerer] capacity`` slots (default 1,000) while that
+    DAG is active: a whole database watched table by table needs more (docs/production.md, *Triggerer*)."""
     # Airflow's SDK and triggers: not when Airflow reads the provider info (``get_provider_info``)
     from airflow.sdk import Asset, AssetWatcher
 

@@ -137,8 +137,7 @@ def coverage(lake: Lake, table: TableId) -> Coverage:
 
 
 def _commit_ms(lake: Lake, table: TableId, version: int) -> int:
-    current = lake.table(table).current.open()
-    for commit in current.history() if current is not None else []:
+    for commit in lake.table(table).current.history() or []:
         if commit.version == version:
             return commit.timestamp_ms
     return 0  # vacuumed log: no time bound from the snapshot, the changelog's must do

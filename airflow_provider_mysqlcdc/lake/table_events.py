@@ -126,9 +126,8 @@ def replace_current(
 
 
 def _replaced_at(location: ReplicaTable, seq: int) -> BinlogOffset:
-    table = location.open()
     # newest first; the replace is at most a few commits back
-    for commit in table.history() if table is not None else []:
+    for commit in location.history() or []:
         if _HIGH_WATERMARK in commit.metadata:
             return BinlogOffset.from_dict(json.loads(commit.metadata[_HIGH_WATERMARK]))
     raise SnapshotStateError(f"the current table at {location.uri} records batch {seq} applied, but not the high "
