@@ -499,10 +499,10 @@ class DeltaVersion:
         return -1 if version is None else version
 
     def history(self, limit: int | None = None) -> list[Commit]:
-        """A handle opened from the log alone reads the entries' ``commitInfo`` itself (``delta_log.commit_infos``:
-        a few small files, where delta-rs would load the table first)."""
+        """A handle opened from the log alone takes its location's history (the newest entries' ``commitInfo``: a
+        few small files, where delta-rs would load the table first)."""
         if self._log is not None:
-            return _commits(delta_log.commit_infos(self.location.files_at()[1], limit) or [])
+            return self.location.history(limit) or []
         return _commits([(int(info["version"]), info) for info in self.delta.history(limit)])
 
     def delete(self, predicate: str, tag: CommitTag) -> int:
