@@ -137,10 +137,8 @@ def coverage(lake: Lake, table: TableId) -> Coverage:
 
 
 def _commit_ms(lake: Lake, table: TableId, version: int) -> int:
-    for commit in lake.table(table).current.history() or []:
-        if commit.version == version:
-            return commit.timestamp_ms
-    return 0  # vacuumed log: no time bound from the snapshot, the changelog's must do
+    commit = lake.table(table).current.commit(version)
+    return 0 if commit is None else commit.timestamp_ms  # 0: a cleaned-up log, no time bound from the snapshot
 
 
 def order_bound(offset: BinlogOffset) -> tuple[int, int, int]:

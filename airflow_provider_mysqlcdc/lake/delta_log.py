@@ -211,6 +211,18 @@ def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[
     return infos
 
 
+def commit_info(fs: pafs.FileSystem, folder: str, version: int) -> dict[str, Any] | None:
+    """The ``commitInfo`` of the log entry of ``version`` ({} for an entry without one), None when the log does not
+    hold it (no such version yet, or a log cleanup removed it): one read of one small file, on any filesystem (an
+    object store included), where ``history`` reads every entry newer than it, and delta-rs loads the table first."""
+    try:
+        with fs.open_input_stream(log_path(folder, version)) as stream:
+            entry = stream.read()
+    except FileNotFoundError:
+        return None
+    return _commit_info_of(entry.splitlines())
+
+
 def _commit_info_of(lines: Iterable[bytes]) -> dict[str, Any]:
     for line in lines:
         if line.startswith(_INFO):

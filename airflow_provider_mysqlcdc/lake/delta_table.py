@@ -190,6 +190,12 @@ class DeltaLocation:
         table = self.open()
         return None if table is None else table.history(limit)
 
+    def commit(self, version: int) -> Commit | None:
+        """The log entry of ``version`` alone (``delta_log.commit_info``: one small read, on any filesystem)."""
+        fs, folder = self.files_at()
+        info = delta_log.commit_info(fs, folder, version)
+        return None if info is None else _commits([(version, info)])[0]
+
     def _refuse_column_mapping(self, configuration: Mapping[str, str | None]) -> None:
         mode = configuration.get("delta.columnMapping.mode") or "none"
         if mode != "none":

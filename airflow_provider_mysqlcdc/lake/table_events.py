@@ -125,11 +125,20 @@ def replace_current(
     return high_watermark
 
 
+_REPLACE_LOOKBACK = 8
+"""Commits ``_replaced_at`` reads first: the replace is the newest commit, or a few back (upkeep, a killed run's
+later MERGE); the whole history (a current table merged every few minutes keeps thousands of entries over the log's
+retention, each one read on an object store) only when it is not among them."""
+
+
 def _replaced_at(location: ReplicaTable, seq: int) -> BinlogOffset:
-    # newest first; the replace is at most a few commits back
-    for commit in location.history() or []:
-        if _HIGH_WATERMARK in commit.metadata:
-            return BinlogOffset.from_dict(json.loads(commit.metadata[_HIGH_WATERMARK]))
+    for limit in (_REPLACE_LOOKBACK, None):
+        commits = location.history(limit) or []  # newest first
+        for commit in commits:
+            if _HIGH_WATERMARK in commit.metadata:
+                return BinlogOffset.from_dict(json.loads(commit.metadata[_HIGH_WATERMARK]))
+        if limit is not None and len(commits) < limit:  # that was the whole history
+            break
     raise SnapshotStateError(f"the current table at {location.uri} records batch {seq} applied, but not the high "
                              f"watermark of the rows that batch read again: re-snapshot the table")
 

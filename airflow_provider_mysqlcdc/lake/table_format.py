@@ -237,6 +237,11 @@ class ReplicaTable(Protocol):
         alone (an asset watcher's poll and the lineage want a changelog's commits, not its state)."""
         ...
 
+    def commit(self, version: int) -> Commit | None:
+        """The commit of ``version`` as ``history`` gives it, read alone; None when the log no longer holds it (or
+        does not yet): an as-of read wants one commit's time, not a long-lived table's whole history."""
+        ...
+
     def create_with_partition(self, column: str, value: int, files: Sequence[DataFile], schema: pa.Schema,
                               tag: CommitTag) -> int:
         """A new table, partitioned by ``column``, whose first commit holds ``files`` (written already) as its

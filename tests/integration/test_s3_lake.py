@@ -180,6 +180,21 @@ def test_upkeep_never_raises_a_protocol_on_s3(lake_options: dict[str, str], capl
     assert table.metadata().configuration == {} and table.protocol().reader_features == ["timestampNtz"]
 
 
+def test_one_commit_is_read_alone_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str]) -> None:
+    """An as-of read's snapshot time on an object store: one GET of the version's log entry, not every entry's."""
+    current = Lake.at("s3://bucket/one-commit", lake_options).table(TableId("db", "t")).current
+    for n in range(3):
+        write_deltalake(current.uri, pa.table({"n": [n]}), mode="append", storage_options=lake_options,
+                        commit_properties=CommitProperties(custom_metadata={"n": str(n)}))
+    history = current.history()
+    assert history is not None and [c.version for c in history] == [2, 1, 0]
+    assert [current.commit(c.version) for c in history] == history
+    assert history[0].metadata["n"] == "2" and history[0].timestamp_ms > 0
+    assert current.commit(3) is None
+    s3.client().delete_object(Bucket=s3.bucket, Key=f"one-commit/db/t/current/_delta_log/{0:020d}.json")  # type: ignore[attr-defined]
+    assert current.commit(0) is None
+
+
 def test_json_documents_are_written_in_place(s3: s3_server.S3Server, lake_options: dict[str, str]) -> None:
     lake = Lake.at("s3a://bucket/documents", lake_options)
     assert lake.object_store and lake.root == "bucket/documents"

@@ -376,6 +376,31 @@ def test_the_history_read_alone_is_delta_rs_history(tmp_path: Path, monkeypatch:
     assert DeltaLocation(str(tmp_path)).history() == theirs.history()
 
 
+def test_one_commit_read_alone_is_its_history_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each version's commit, read alone, is its entry in the history (our entries and delta-rs's append, delete
+    and property change), without the history or the table's state; a version not (or no longer) in the log is
+    None."""
+    write_deltalake(str(tmp_path), rows(0))
+    table = DeltaLocation(str(tmp_path)).open(from_log=True)
+    assert table is not None
+    for version in (1, 2):
+        table.append(rows(version), tag(version))
+    write_deltalake(str(tmp_path), rows(3), mode="append",
+                    commit_properties=CommitProperties(custom_metadata={"stream_seq": "3", "note": "theirs"}))
+    DeltaTable(str(tmp_path)).delete("id = 1")
+    DeltaTable(str(tmp_path)).alter.set_table_properties({"delta.logRetentionDuration": "interval 2 days"})
+    history = DeltaLocation(str(tmp_path)).history()
+    assert history is not None and [c.version for c in history] == [5, 4, 3, 2, 1, 0]
+    with monkeypatch.context() as patched:
+        patched.setattr(delta_log, "commit_infos", lambda *a: pytest.fail("the commit read the history"))
+        patched.setattr(delta_log, "read_state", lambda folder: pytest.fail("the commit read the state"))
+        assert [DeltaLocation(str(tmp_path)).commit(c.version) for c in history] == history
+        assert DeltaLocation(str(tmp_path)).commit(6) is None
+        (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()  # as a log cleanup does
+        assert DeltaLocation(str(tmp_path)).commit(0) is None
+        assert DeltaLocation(str(tmp_path / "none")).commit(0) is None
+
+
 def test_the_history_of_no_table_is_none(tmp_path: Path) -> None:
     """No folder, or a log folder without an entry (a creation under way, or killed before its first entry)."""
     assert DeltaLocation(str(tmp_path / "none")).history() is None
