@@ -113,8 +113,9 @@ class MariaDbGtidPosition:
 
     @classmethod
     def parse(cls, text: str | None) -> MariaDbGtidPosition:
-        if text and "," not in text:  # one domain, as most servers have
-            return cls((_mariadb_gtid(text.strip()),))
+        stripped = (text or "").strip()
+        if stripped and "," not in stripped:  # one domain, as most servers have
+            return cls((_mariadb_gtid(stripped),))
         found: dict[int, tuple[int, int, int]] = {}
         for part in (text or "").split(","):
             part = part.strip()

@@ -67,6 +67,7 @@ def test_mariadb_positions_compare_per_domain() -> None:
     assert not MariaDbGtidPosition.parse("0-1-99,2-1-1").issubset(position)
     assert not position.issubset(MariaDbGtidPosition.parse("0-1-101"))  # domain 1 is missing there
     assert MariaDbGtidPosition.parse("").issubset(position)
+    assert MariaDbGtidPosition.parse(" ") == MariaDbGtidPosition.parse(None) == MariaDbGtidPosition(())
 
 
 def test_mariadb_single_domain_positions_compare_as_the_general_case() -> None:
