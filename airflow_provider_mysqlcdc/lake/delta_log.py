@@ -165,7 +165,7 @@ def read_state(folder: str) -> LogState | None:
     try:
         actions = _checkpoint_actions(f"{log}/{base:020d}.checkpoint.parquet") if base >= 0 else []
         for version in range(base + 1, newest + 1):
-            with open(f"{log}/{version:020d}.json", "rb") as entry_file:
+            with open(log_path(folder, version), "rb") as entry_file:
                 actions += [json.loads(line) for line in entry_file if line.strip() and not line.startswith(_SKIPPED)]
     except FileNotFoundError as error:  # removed meanwhile by a log cleanup after a newer checkpoint
         raise LogNotReadable(f"an entry or the checkpoint of {log} went away while it was read") from error
@@ -204,7 +204,7 @@ def commit_infos(folder: str, limit: int | None = None) -> list[tuple[int, dict[
     infos: list[tuple[int, dict[str, Any]]] = []
     for version in versions if limit is None else versions[:limit]:
         try:
-            with open(f"{log}/{version:020d}.json", "rb") as entry_file:
+            with open(log_path(folder, version), "rb") as entry_file:
                 infos.append((version, _commit_info_of(entry_file)))
         except FileNotFoundError:  # removed by a log cleanup since the listing: so are all older ones
             break

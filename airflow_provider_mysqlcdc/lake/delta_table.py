@@ -555,7 +555,7 @@ class DeltaVersion:
         fs, table_dir = self.location.files_at()
         version = after + 1
         while True:
-            path = f"{table_dir}/_delta_log/{version:020d}.json"
+            path = delta_log.log_path(table_dir, version)
             if fs.get_file_info(path).type == pafs.FileType.NotFound:
                 raise SnapshotJobError(f"the commit with {dict(metadata)} is not in the Delta log of {table_dir} after "
                                        f"version {after}: the table was replaced meanwhile; retry the task")
