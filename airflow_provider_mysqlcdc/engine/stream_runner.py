@@ -20,6 +20,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import find_tables, load_table_sche
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
 from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
 from airflow_provider_mysqlcdc.engine.resnapshot import resnapshot_server_id
@@ -97,6 +98,9 @@ class StreamRunner:
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
+        # the split's checks on every start, whatever the startup mode: a stream that starts on its own (no
+        # snapshot) or runs after the settings changed must not read a binlog it cannot keep exactly
+        check_source(control)
         self.lease.acquire()  # before anything is written or discarded
         checkpoint = self.store.read_checkpoint()
         if checkpoint is not None and self.lease.left_clean_at == checkpoint.seq:
