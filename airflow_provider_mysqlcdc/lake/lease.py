@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -88,10 +89,13 @@ class Lease:
 
 
 class StreamLease:
-    """The lease of the stream writing the lake at ``lake``, held as ``holder`` for ``seconds`` at a time."""
+    """The lease of the stream writing the lake at ``lake``, held as ``holder`` for ``seconds`` at a time.
 
-    def __init__(self, lake: Lake, holder: str, seconds: float) -> None:
-        self.lake, self.holder, self.seconds = lake, holder, seconds
+    ``clock`` tells the time in seconds since the epoch: the expiry is written for writers in other
+    processes and on other machines, so it is the wall clock (a test gives a fake one)."""
+
+    def __init__(self, lake: Lake, holder: str, seconds: float, clock: Callable[[], float] = time.time) -> None:
+        self.lake, self.holder, self.seconds, self.clock = lake, holder, seconds, clock
         self.path = lake.lease
         self.token: int | None = None
         self.left_clean_at: int | None = None
@@ -107,7 +111,7 @@ class StreamLease:
     def acquire(self) -> None:
         """Take the lease (or keep it, for the same holder); fail while another holder's is valid. Notes
         the lease's ``clean_seq`` in ``left_clean_at`` and clears it: from here on this holder may commit."""
-        current, now = self._read(), time.time()
+        current, now = self._read(), self.clock()
         if current is not None and current.holder != self.holder and current.valid(now):
             raise LakeLeaseError(
                 f"the stream of the lake at {self.lake.root} is held by {current.describe()}: one stream writes "
@@ -125,7 +129,7 @@ class StreamLease:
         """Fail unless the lease is still ours; then renew it until ``until`` (default: ``seconds`` from now).
         ``clean_seq``: the holder leaves the lake clean at that checkpoint for a wait elsewhere (give it with
         ``until``, after the last commit before the wait)."""
-        current, now = self._read(), time.time()
+        current, now = self._read(), self.clock()
         if self.token is None or current is None or (current.holder, current.token) != (self.holder, self.token):
             held = current.describe() if current is not None else "nobody"
             raise LakeLeaseError(
