@@ -24,6 +24,13 @@ class BinlogRetentionError(SourceConfigError):
     from would be purged before the stream reads it (the split task's ``retention_check``)."""
 
 
+class IncompleteChangeError(SourceConfigError):
+    """A change of a captured table that the binlog does not hold as whole row images: a statement logged as
+    text (a session with ``binlog_format`` STATEMENT or MIXED, statement-based LOAD DATA) or a row image
+    that lacks columns (a session with ``binlog_row_image`` MINIMAL or NOBLOB). The reader stops before it:
+    nothing past it is committed. Keep ROW and FULL in every session, then take the table anew."""
+
+
 class ServerChangedError(SourceConfigError):
     """The checkpoint's binlog position belongs to another server than the connection now reaches
     (a failover, an edited connection), and the stream cannot find the same point on this one: its

@@ -44,7 +44,7 @@ HEADER = 20
 CHECKSUM = 4
 _HEADER = struct.Struct("<IBIIIH").unpack_from  # after the OK byte
 
-QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP, HEARTBEAT = 2, 4, 15, 16, 19, 27
+QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP, HEARTBEAT, EXECUTE_LOAD_QUERY = 2, 4, 15, 16, 19, 27, 18
 GTID, ANONYMOUS_GTID, PARTIAL_UPDATE_ROWS, HEARTBEAT_V2, MARIADB_GTID = 33, 34, 39, 41, 162
 WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1, WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS = 23, 24, 25, 30, 31, 32
 _KINDS = {
@@ -54,11 +54,11 @@ _KINDS = {
     DELETE_ROWS_V1: (ChangeKind.DELETE,), DELETE_ROWS: (ChangeKind.DELETE,),
 }
 _VERSION_2 = frozenset({WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, PARTIAL_UPDATE_ROWS})
-# types that carry no rows and no transaction boundary: STOP, INTVAR, RAND, USER_VAR, LOAD DATA's
-# BEGIN_LOAD_QUERY/EXECUTE_LOAD_QUERY (as mysql-replication's reader skipped them), ROWS_QUERY,
-# PREVIOUS_GTIDS, TRANSACTION_CONTEXT, VIEW_CHANGE, XA_PREPARE, and MariaDB's ANNOTATE_ROWS,
+# types that carry no rows and no transaction boundary: STOP, INTVAR, RAND, USER_VAR, statement-based
+# LOAD DATA's BEGIN_LOAD_QUERY (the file's bytes; its EXECUTE_LOAD_QUERY is read as the statement it is),
+# ROWS_QUERY, PREVIOUS_GTIDS, TRANSACTION_CONTEXT, VIEW_CHANGE, XA_PREPARE, and MariaDB's ANNOTATE_ROWS,
 # BINLOG_CHECKPOINT, GTID_LIST and START_ENCRYPTION
-_HARMLESS = frozenset({3, 5, 13, 14, 17, 18, 29, 35, 36, 37, 38, 160, 161, 163, 164})
+_HARMLESS = frozenset({3, 5, 13, 14, 17, 29, 35, 36, 37, 38, 160, 161, 163, 164})
 _NUMERIC = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                       BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE, BinlogType.YEAR})
 _CHARACTER = frozenset({BinlogType.STRING, 253, BinlogType.VARCHAR, BinlogType.BLOB})  # 253: VAR_STRING
@@ -133,7 +133,8 @@ class Xid(Event):
 
 @dataclass(slots=True)
 class Query(Event):
-    """A statement: BEGIN, COMMIT of a non-transactional engine, or DDL. ``schema`` is its database."""
+    """A statement: BEGIN, COMMIT of a non-transactional engine, DDL, or a change logged as a statement
+    (``row_statements``; statement-based LOAD DATA's EXECUTE_LOAD_QUERY too). ``schema`` is its database."""
 
     schema: bytes
     query: str
@@ -180,7 +181,9 @@ class TableMap:
 @dataclass(slots=True, eq=False)
 class Rows(Event):
     """A WRITE/UPDATE/DELETE_ROWS event (v1 or v2, or a compressed one inflated): its images are
-    ``data[start:end]``, ``data`` being the whole (uncompressed) packet."""
+    ``data[start:end]``, ``data`` being the whole (uncompressed) packet. ``full``: every image holds every
+    column (``binlog_row_image=FULL``); the bits of the bitmaps past the column count do not count (MySQL
+    sets them, MariaDB clears them)."""
 
     type_code: int
     table_map: TableMap
@@ -191,6 +194,7 @@ class Rows(Event):
     data: bytes
     start: int
     end: int
+    full: bool
 
 
 @dataclass(slots=True)
@@ -268,6 +272,8 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         return None
     if type_code == QUERY:
         return _query(data, end, fmt, timestamp, log_pos)
+    if type_code == EXECUTE_LOAD_QUERY:  # a query event's post-header, then the file's id and placement (13)
+        return _query(data, end, fmt, timestamp, log_pos, fmt.post_header(EXECUTE_LOAD_QUERY, 26))
     if type_code == XID:
         return Xid(timestamp, log_pos)
     if type_code == MARIADB_GTID:
@@ -308,10 +314,11 @@ def _format_description(data: bytes, end: int, timestamp: int, log_pos: int) -> 
     return FormatDescription(timestamp, log_pos, Format(version, lengths))
 
 
-def _query(data: bytes, end: int, fmt: Format, timestamp: int, log_pos: int) -> Query:
+def _query(data: bytes, end: int, fmt: Format, timestamp: int, log_pos: int, post_header: int | None = None) -> Query:
     """Post-header: thread id (4), execution time (4), database name length (1), error code (2),
-    status variables' length (2); then the status variables, the database name, a NUL, the statement."""
-    post_header = fmt.post_header(QUERY, 13)
+    status variables' length (2) (and an EXECUTE_LOAD_QUERY's fields); then the status variables, the
+    database name, a NUL, the statement."""
+    post_header = fmt.post_header(QUERY, 13) if post_header is None else post_header
     schema_length = data[HEADER + 8]
     status_length = int.from_bytes(data[HEADER + 11:HEADER + 13], "little")
     schema_at = HEADER + post_header + status_length
@@ -352,7 +359,16 @@ def _rows(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap], ti
         raise RowDecodeError(f"a rows event ending at binlog position {log_pos} names a table id no table map "
                              f"before it defined")
     count, present, after, start = _images_at(data, fmt, type_code, kinds)
-    return Rows(timestamp, log_pos, type_code, table_map, kinds, count, present, after, data, start, end)
+    return Rows(timestamp, log_pos, type_code, table_map, kinds, count, present, after, data, start, end,
+                all_present(count, present, after))
+
+
+def all_present(count: int, present: bytes, after: bytes | None) -> bool:
+    """Whether the column bitmaps of a rows event name each of its ``count`` columns (bits past them
+    aside)."""
+    every = (1 << count) - 1
+    return int.from_bytes(present, "little") & every == every and (
+        after is None or int.from_bytes(after, "little") & every == every)
 
 
 def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:

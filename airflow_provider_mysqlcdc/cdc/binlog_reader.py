@@ -48,16 +48,24 @@ from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.legacy_rows import LegacyRows
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located, RowDecoders
+from airflow_provider_mysqlcdc.cdc.row_statements import parse_row_statement
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, explain_server_id_clash
 from airflow_provider_mysqlcdc.cdc.server_info import MARIADB
-from airflow_provider_mysqlcdc.cdc.type_registry import BinlogType, type_of
+from airflow_provider_mysqlcdc.cdc.type_registry import TYPES, BinlogType, type_of
 from airflow_provider_mysqlcdc.cdc.types import RowConverter
-from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
+from airflow_provider_mysqlcdc.exceptions import IncompleteChangeError, SchemaChangeError, SourceConfigError
 
 _NO_SOURCE = "00000000-0000-0000-0000-000000000000"
 _UNSEEN: Any = object()  # a table map ``BinlogReader._captured`` has not answered for
 _CONNECTION_LOST = {2006, 2013}  # server has gone away, lost connection during query
+_BINLOG_TYPES = frozenset(BinlogType)
+_DECODED = frozenset(code for spec in TYPES for code in spec.binlog_types)  # types some column type reads
+_OTHER_TYPES = {245: "JSON (MySQL's binary JSON)", 242: "VECTOR", 253: "VAR_STRING", 7: "TIMESTAMP (before 5.6)",
+                12: "DATETIME (before 5.6)", 11: "TIME (before 5.6)", 0: "DECIMAL (before 5.0)", 14: "NEWDATE"}
+_SAVEPOINTS = ("SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")  # statements inside a transaction, not its end
+_TAKE_ANEW = ("run the stream once without them in tables, delete their folders <db>/<table> in the lake, and add "
+              "them back (the split takes them anew, chunked, while the server keeps writing).")
 _SIGNED_TYPES = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                            BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE})
 
@@ -201,8 +209,58 @@ def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
     return True
 
 
+def _type_name(code: int) -> str:
+    return BinlogType(code).name if code in _BINLOG_TYPES else _OTHER_TYPES.get(code, f"type {code}")
+
+
+def explain_mismatch(columns: Sequence[Any], schema: TableSchema) -> str:
+    """What tells a table map's columns (``describes`` found they do not describe ``schema``) from the
+    schema's, with what to do about it."""
+    if columns and all(c.name is None for c in columns):
+        return ("the table map carries no column names, so the reader cannot tell which column is which: the server "
+                "wrote it with binlog_row_metadata = MINIMAL or NO_LOG (MySQL 5.7 writes no names at all). SET GLOBAL "
+                "binlog_row_metadata = 'FULL' (and in the server config)")
+    if len(columns) != len(schema.columns):
+        return (f"its rows have {len(columns)} columns ({', '.join(str(c.name) for c in columns)}) where the table "
+                f"now has {len(schema.columns)} ({', '.join(schema.column_names)}): a DDL the binlog does not show "
+                f"(run with sql_log_bin = 0) or one not read yet; take the table anew: {_TAKE_ANEW}")
+    for binlog, column in zip(columns, schema.columns, strict=True):
+        accepted = type_of(column).binlog_types
+        if binlog.type not in _DECODED:
+            return (f"its column {binlog.name} is of binlog type {_type_name(binlog.type)}, which the reader does not "
+                    f"decode (the table's column is {column.column_type}): leave {schema.id} out of tables")
+        if binlog.name != column.name or binlog.type not in accepted:
+            return (f"its column {binlog.name} is of binlog type {_type_name(binlog.type)} where the table's column "
+                    f"is {column.name} {column.column_type}: a DDL the binlog does not show (run with sql_log_bin = "
+                    f"0) or one not read yet; take the table anew: {_TAKE_ANEW}")
+    return (f"its columns' signedness or DECIMAL precision ({', '.join(_describe(columns))}) differ from the "
+            f"table's ({', '.join(c.column_type for c in schema.columns)}): a DDL the binlog does not show (run with "
+            f"sql_log_bin = 0) or one not read yet; take the table anew: {_TAKE_ANEW}")
+
+
 def _describe(columns: Sequence[Any]) -> list[str]:
-    return [f"{c.name} (binlog type {c.type})" for c in columns]
+    return [f"{c.name} {_type_name(c.type)}{' unsigned' if c.unsigned else ''}"
+            + (f"({c.precision},{c.decimals})" if c.type == BinlogType.NEWDECIMAL else "") for c in columns]
+
+
+def _excerpt(statement: str, limit: int = 200) -> str:
+    text = " ".join(statement.split())
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _partial_image(event: Rows, table: TableId, offset: BinlogOffset, log_file: str) -> IncompleteChangeError:
+    """The error for a rows event whose images lack columns (``binlog_row_image`` not FULL)."""
+    bitmaps = [event.present] if event.present_after is None else [event.present, event.present_after]
+    columns = event.table_map.columns
+    missing = sorted({i for bitmap in bitmaps for i in range(event.column_count) if not bitmap[i // 8] >> (i % 8) & 1})
+    names = [columns[i].name or f"#{i + 1}" if i < len(columns) else f"#{i + 1}" for i in missing]
+    return IncompleteChangeError(
+        f"the binlog at {offset} (event ending at {log_file}:{event.log_pos}) has rows of {table} whose images lack "
+        f"the columns {', '.join(names)}: the session that wrote them had binlog_row_image = 'MINIMAL' or 'NOBLOB', "
+        f"and a partial image leaves the columns it lacks unknown, so the replica cannot be kept exactly; nothing "
+        f"past {offset} is committed. Keep binlog_row_image = 'FULL' in every session (SET GLOBAL binlog_row_image "
+        f"= 'FULL', and in the server config), then take {table} anew: {_TAKE_ANEW}"
+    )
 
 
 class BinlogReader:
@@ -331,6 +389,8 @@ class BinlogReader:
                         skip_events -= 1
                         continue
                     record_base = _with_skips(position.boundary, index, 0)
+                    if not event.full:
+                        raise _partial_image(event, table, record_base, dump.log_file)
                     if (changed := self._follow_table_map(event, table, record_base)) is not None:
                         yield changed
                     if columnar:
@@ -360,6 +420,8 @@ class BinlogReader:
                         return
                     position.in_transaction = True
                     continue
+                if isinstance(event, Query) and self._within_transaction(event, query, position, dump.log_file):
+                    continue
                 if isinstance(event, Query | Xid):
                     # Xid, the COMMIT of a non-transactional engine, or DDL (which commits implicitly)
                     if isinstance(event, Query) and (statement := self._statement(event, position, ts_ms)):
@@ -381,6 +443,28 @@ class BinlogReader:
             self._table_of.clear()
         table = self._table_of[table_map] = self._keys.get(table_map.table)
         return table
+
+    def _within_transaction(self, event: Query, query: str, position: _Position, log_file: str) -> bool:
+        """Whether the query event is a statement inside the open transaction, not its end: a savepoint, or
+        a change logged as a statement (``row_statements``) of a table not captured; one of a captured
+        table stops the reader."""
+        if position.in_transaction and query.startswith(_SAVEPOINTS):
+            return True
+        written = parse_row_statement(event.query, event.schema.decode())
+        if written is None:
+            return False
+        captured = written.writes(self._schemas.keys(), self._watch_new)
+        if captured:
+            raise IncompleteChangeError(
+                f"{', '.join(map(str, captured))} changed at {position.boundary} (event ending at {log_file}:"
+                f"{event.log_pos}) by a statement the binlog holds as text, not as rows: {_excerpt(event.query)}. "
+                f"The session that ran it logged statements (SET SESSION binlog_format = 'STATEMENT' or 'MIXED'; "
+                f"LOAD DATA under either), so the rows it changed are in no binlog event and the replica cannot "
+                f"follow them; nothing past {position.boundary} is committed. Keep binlog_format = 'ROW' in every "
+                f"session (SET GLOBAL binlog_format = 'ROW', and no writer with the privilege to change its "
+                f"session's), then take these tables anew: {_TAKE_ANEW}"
+            )
+        return position.in_transaction and not query.startswith("CREATE")  # CREATE ... SELECT commits
 
     def _statement(self, event: Query, position: _Position, ts_ms: int) -> SchemaStatement | None:
         """The event's DDL if it names a captured or watched table."""
@@ -461,10 +545,8 @@ class BinlogReader:
         current = self._reload_schema(table)
         if not describes(columns, current):
             raise SchemaChangeError(
-                f"the binlog at {offset} has rows of {table} with columns {_describe(columns)}, but the table now "
-                f"has {[c.column_type for c in current.columns]} {list(current.column_names)}: it changed again "
-                f"since, and the reader cannot know the intermediate schema. Re-snapshot {table} (or restart "
-                f"capture after the last change)."
+                f"the binlog at {offset} has rows of {table} that its columns do not describe: "
+                f"{explain_mismatch(columns, current)}; nothing past {offset} is committed."
             )
         self._schemas[table] = current
         self._converters[table] = RowConverter(current, self._time_zone)

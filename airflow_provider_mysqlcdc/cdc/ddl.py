@@ -126,7 +126,7 @@ def _changes(statement: str, database: str) -> list[TableChange]:
     from sqlglot import exp
 
     try:
-        with _quiet_sqlglot():
+        with quiet_sqlglot():
             tree = sqlglot.parse_one(statement, read="mysql")
     except sqlglot.errors.ParseError:
         tree = None
@@ -150,7 +150,7 @@ def _changes(statement: str, database: str) -> list[TableChange]:
     return _from_tokens(statement, database)
 
 
-class _quiet_sqlglot:
+class quiet_sqlglot:
     """sqlglot warns at WARNING for every statement it falls back on; that is our case to handle."""
 
     def __enter__(self) -> None:
@@ -234,15 +234,10 @@ def _allows_null(definition: Any) -> bool:
 
 def _from_tokens(statement: str, database: str) -> list[TableChange]:
     """The statements sqlglot leaves as a ``Command``, from its tokens."""
-    from sqlglot.dialects.mysql import MySQL
     from sqlglot.tokenizer_core import TokenType
 
-    try:
-        tokens = MySQL().tokenize(statement)
-        if len(tokens) == 2 and tokens[1].token_type is TokenType.STRING:
-            # a command word (RENAME) swallows the rest as one string token: tokenize that too
-            tokens = [tokens[0], *MySQL().tokenize(tokens[1].text)]
-    except Exception:  # noqa: BLE001 - a statement the tokenizer rejects names no table we can tell
+    tokens = statement_tokens(statement)
+    if not tokens:  # a statement the tokenizer rejects names no table we can tell
         return []
     words = [t.text.upper() if t.token_type is not TokenType.IDENTIFIER else "" for t in tokens]
     if len(words) > 2 and words[0] == "ALTER" and words[1] in _MARIADB_ALTER_WORDS:
@@ -254,9 +249,24 @@ def _from_tokens(statement: str, database: str) -> list[TableChange]:
             return renamed
     for index, word in enumerate(words[:-1]):
         if word == "TABLE":  # ALTER TABLE t CONVERT TO ..., ADD (a, b), ...: a change we cannot read
-            name = _name_at(tokens, index + 1, database)
+            name = table_name_at(tokens, index + 1, database)
             return [TableChange(name[0], TableChangeKind.UNKNOWN)] if name else []
     return []
+
+
+def statement_tokens(statement: str) -> list[Any]:
+    """sqlglot's MySQL tokens of ``statement`` (quoting and comments handled), or none if it rejects it."""
+    from sqlglot.dialects.mysql import MySQL
+    from sqlglot.tokenizer_core import TokenType
+
+    try:
+        tokens = MySQL().tokenize(statement)
+        if len(tokens) == 2 and tokens[1].token_type is TokenType.STRING:
+            # a command word (RENAME, REPLACE) swallows the rest as one string token: tokenize that too
+            tokens = [tokens[0], *MySQL().tokenize(tokens[1].text)]
+    except Exception:  # noqa: BLE001 - the tokenizer's errors are of no one class
+        return []
+    return list(tokens)
 
 
 def _renames(tokens: list[Any], database: str) -> list[TableChange] | None:
@@ -265,10 +275,10 @@ def _renames(tokens: list[Any], database: str) -> list[TableChange] | None:
 
     changes, index = [], 0
     while index < len(tokens):
-        old = _name_at(tokens, index, database)
+        old = table_name_at(tokens, index, database)
         if old is None or old[1] >= len(tokens) or tokens[old[1]].text.upper() != "TO":
             return None
-        new = _name_at(tokens, old[1] + 1, database)
+        new = table_name_at(tokens, old[1] + 1, database)
         if new is None:
             return None
         changes.append(TableChange(old[0], TableChangeKind.RENAME, renamed_to=new[0]))
@@ -280,7 +290,7 @@ def _renames(tokens: list[Any], database: str) -> list[TableChange] | None:
     return changes
 
 
-def _name_at(tokens: list[Any], index: int, database: str) -> tuple[TableId, int] | None:
+def table_name_at(tokens: list[Any], index: int, database: str) -> tuple[TableId, int] | None:
     """The table name ``[db.]table`` starting at token ``index``, and the index after it."""
     from sqlglot.tokenizer_core import TokenType
 

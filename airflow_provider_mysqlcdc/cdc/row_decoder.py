@@ -495,7 +495,6 @@ class RowDecoder:
     def __init__(self, readers: Sequence[_Reader], nullable: Sequence[bool]) -> None:
         self._readers = list(readers)
         self._columns = len(readers)
-        self._full = ((1 << self._columns) - 1).to_bytes((self._columns + 7) // 8, "little")
         self._images = _compile(self._readers, nullable)
         self._locate, self.layout = _compile_locate(self._readers, nullable)
         self.binlog_columns: Sequence[Any] = ()
@@ -521,8 +520,7 @@ class RowDecoder:
         if (
             event.type_code not in _ROWS_EVENTS
             or event.column_count != self._columns
-            or event.present != self._full
-            or (event.present_after is not None and event.present_after != self._full)
+            or not event.full
         ):
             return None
         return event.data, event.start, event.end

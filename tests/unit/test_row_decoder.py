@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap
+from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap, all_present
 from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 from airflow_provider_mysqlcdc.cdc.change_columns import EVENT_FIELDS, ImageBuffer
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
@@ -53,7 +53,7 @@ def event(decoder_columns: list[Any], images: bytes, present: bytes = b"\x03") -
     data = bytes(20) + b"header" + images
     table_map = TableMap(1, TableId("db", "t"), decoder_columns, b"")
     return Rows(0, 0, WRITE_ROWS_V1, table_map, (ChangeKind.INSERT,), len(decoder_columns), present, None, data,
-                26, len(data))
+                26, len(data), all_present(len(decoder_columns), present, None))
 
 
 ID = Column("id", "int", "int", nullable=False)
@@ -72,6 +72,17 @@ def test_images_and_a_column_that_became_nullable() -> None:
     assert rows == [(1, "aé"), (-2, "")]
     # the schema says NOT NULL, the binlog has a NULL: the decoder tests every column from then on
     assert decoders.row_images(event(BINLOG, image(2, 3, None)), schema(ID, NOTE)) == [(3, None)]
+
+
+def test_mysql_bitmaps_with_their_unused_bits_set() -> None:
+    """MySQL sets a column bitmap's bits past the column count (0xff for two columns), MariaDB clears them:
+    both are whole images, for the decoder and the reader's check alike; a bit of a column clear is not."""
+    decoders = RowDecoders()
+    mysql = event(BINLOG, image(0, 1, b"m"), present=b"\xff")
+    assert mysql.full and decoders.row_images(mysql, schema(ID, NOTE)) == [(1, "m")]
+    assert not event(BINLOG, image(0, 1, b"m"), present=b"\xfd").full
+    assert all_present(9, b"\xff\x01", None) and not all_present(9, b"\xff\xfe", None)
+    assert not all_present(2, b"\x03", b"\x01") and all_present(2, b"\x03", b"\xfb")
 
 
 def test_tables_of_one_layout_share_a_decoder() -> None:
