@@ -1,4 +1,4 @@
-"""Headless Chromium on the deployment's pages (AIRFLOW.md's flags), and what a screenshot shows."""
+"""Headless Chromium on the deployment's pages (the flags of docs/design/airflow.md), and what a screenshot shows."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 
 def chromium(url: str, *flags: str, dump_dom: bool = True) -> tuple[str, str]:
-    """Headless chromium on ``url`` with AIRFLOW.md's flags; its stdout (the DOM with ``dump_dom``)."""
+    """Headless chromium on ``url`` with the flags docs/design/airflow.md explains; its stdout (the DOM with
+    ``dump_dom``)."""
     binary = shutil.which("chromium")
     if binary is None:
         pytest.fail("chromium is missing: run dev/setup.sh (it installs Debian's chromium)")

@@ -106,7 +106,7 @@ def test_every_argument_is_documented_with_its_default_and_templating(operator: 
     )
     undocumented = sorted(fields - set(params) - base_fields)
     assert not undocumented, f"{operator.__name__}: template fields without a :param: {undocumented}"
-    # constructor arguments named as their template fields, stored unchanged (AIRFLOW.md)
+    # constructor arguments named as their template fields, stored unchanged (docs/design/airflow.md)
     assert fields - base_fields <= set(own)
 
 
