@@ -1,0 +1,148 @@
+"""Is the server set up for CDC? Every problem at once, each with the setting or GRANT that fixes it.
+
+Facts are gathered from the server first and judged by a pure function, so that the judging can be
+tested for settings a shared test server cannot take (``log_bin`` off, old versions). The global
+values count, because the binlog is written with them, not with this session's.
+
+``SHOW GRANTS`` output is parsed but never quoted in a message: it can carry the password hash.
+Privileges that reach the user only through a role are not resolved (MySQL 8 / MariaDB roles
+must be active by default to count); grant them directly if the check reports them missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_mysqlcdc.cdc.source.server_info import MARIADB, ServerInfo
+from airflow_provider_mysqlcdc.cdc.source.sql import quote_identifier
+from airflow_provider_mysqlcdc.exceptions import SourceConfigError
+
+_VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
+              # MySQL 8's, which write events the binlog reader cannot decode (cdc/binlog/compressed.py)
+              "binlog_transaction_compression", "binlog_row_value_options")
+_NAME = r"(?:`(?:[^`]|``)+`|[^\s.`]+)"
+# the object may be prefixed (``ON TABLE``/``ON PROCEDURE``); a quoted name may hold dots and spaces
+_GRANT = re.compile(
+    rf"^GRANT (?P<privs>.+?) ON (?:(?P<kind>TABLE|FUNCTION|PROCEDURE|PACKAGE(?: BODY)?) )?"
+    rf"(?P<database>{_NAME})\.(?P<table>{_NAME}) TO ",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    server: ServerInfo
+    variables: dict[str, str]
+    """Global values, lower-case names; a variable the server lacks is absent."""
+    privileges: dict[str, set[str]] = field(default_factory=dict)
+    """Scope (``*.*`` or a database name) -> upper-case privilege names."""
+
+
+def gather_facts(conn: Any) -> SourceFacts:
+    server = ServerInfo.read(conn)
+    with conn.cursor() as cur:
+        marks = ", ".join(["%s"] * len(_VARIABLES))
+        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})", list(_VARIABLES))
+        variables = {name.lower(): str(value) for name, value in cur.fetchall()}
+        cur.execute("SHOW GRANTS FOR CURRENT_USER()")
+        grants = [row[0] for row in cur.fetchall()]
+    return SourceFacts(server, variables, parse_grants(grants))
+
+
+def parse_grants(grants: Iterable[str]) -> dict[str, set[str]]:
+    privileges: dict[str, set[str]] = {}
+    for grant in grants:
+        match = _GRANT.match(grant.strip())
+        if not match or match.group("privs").upper().startswith("PROXY"):
+            continue
+        database, table = match.group("database"), match.group("table")
+        if table != "*" or (match.group("kind") or "TABLE").upper() != "TABLE":
+            continue  # table-level and routine grants: discovery reports tables it cannot see
+        scope = "*.*" if database == "*" else database.removeprefix("`").removesuffix("`").replace("``", "`")
+        names = {re.sub(r"\s*\(.*\)$", "", p.strip()).upper() for p in match.group("privs").split(",")}
+        privileges.setdefault(scope, set()).update(names)
+    return privileges
+
+
+def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str]:
+    server, variables = facts.server, facts.variables
+    problems = []
+    if server.flavor == MARIADB and server.version < (10, 5, 0):
+        problems.append(f"MariaDB {server.version_string} is too old: use MariaDB 10.5 or newer")
+    if server.flavor != MARIADB and server.version < (5, 7, 0):
+        problems.append(f"MySQL {server.version_string} is too old: use MySQL 5.7, 8.0 or 8.4+")
+    if variables.get("log_bin", "OFF").upper() not in ("ON", "1"):
+        problems.append("log_bin is OFF: start the server with log_bin (binary logging) enabled")
+    expected = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+    for name, value in expected.items():
+        actual = variables.get(name)
+        if actual is None:
+            if name != "binlog_row_metadata":  # MySQL before 8.0.14 has no such variable
+                problems.append(f"the server reports no {name}: it must be {value}")
+        elif actual.upper() != value:
+            problems.append(f"{name} is {actual}: SET GLOBAL {name} = '{value}' (and in the server config)")
+    if variables.get("binlog_transaction_compression", "OFF").upper() in ("ON", "1"):
+        problems.append("binlog_transaction_compression is ON: the binlog reader cannot decode MySQL's compressed "
+                        "transactions; SET GLOBAL binlog_transaction_compression = OFF (and in the server config)")
+    if "PARTIAL_JSON" in variables.get("binlog_row_value_options", "").upper():
+        problems.append("binlog_row_value_options is PARTIAL_JSON: the binlog reader cannot apply partial JSON "
+                        "updates; SET GLOBAL binlog_row_value_options = '' (and in the server config)")
+    problems.extend(_missing_privileges(facts, databases))
+    return problems
+
+
+def _database_pattern(scope: str) -> re.Pattern[str]:
+    """A database-level GRANT names a LIKE pattern: ``%`` and ``_`` are wildcards unless escaped."""
+    parts, escaped = [], False
+    for char in scope:
+        if escaped or char not in "\\%_":
+            parts.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        else:
+            parts.append(".*" if char == "%" else ".")
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+def _missing_privileges(facts: SourceFacts, databases: Sequence[str]) -> list[str]:
+    def covers(granted: set[str], privilege: str) -> bool:
+        return privilege in granted or "ALL PRIVILEGES" in granted or "ALL" in granted
+
+    def held(privilege: str, database: str | None = None) -> bool:
+        """On ``*.*``, or (with ``database``) on a database-level grant whose pattern matches it."""
+        return any(
+            covers(granted, privilege)
+            for scope, granted in facts.privileges.items()
+            if scope == "*.*" or (database is not None and _database_pattern(scope).match(database))
+        )
+
+    # REPLICATION CLIENT is MariaDB's old name for BINLOG MONITOR, which SHOW GRANTS may print
+    monitor = ("BINLOG MONITOR", "REPLICATION CLIENT") if facts.server.flavor == MARIADB else ("REPLICATION CLIENT",)
+    wanted = [("REPLICATION SLAVE", ("REPLICATION SLAVE", "REPLICATION REPLICA")), (monitor[0], monitor)]
+    missing = [name for name, aliases in wanted if not any(held(a) for a in aliases)]
+    problems = [f"the CDC user lacks {name}: GRANT {name} ON *.* TO <cdc user>" for name in missing]
+    problems += [
+        f"the CDC user lacks SELECT on {d}: GRANT SELECT ON {quote_identifier(d)}.* TO <cdc user>"
+        for d in sorted(databases)
+        if not held("SELECT", d)
+    ]
+    # without captured databases named, any SELECT will do: discovery reports what it cannot see
+    if not databases and not any(covers(granted, "SELECT") for granted in facts.privileges.values()):
+        problems.append("the CDC user has SELECT on nothing: GRANT SELECT ON <captured database>.* TO <cdc user>")
+    return problems
+
+
+def check_source(conn: Any, databases: Sequence[str] = ()) -> ServerInfo:
+    """Raise one SourceConfigError listing every problem; ``databases`` are the captured ones."""
+    facts = gather_facts(conn)
+    problems = find_problems(facts, databases)
+    if problems:
+        raise SourceConfigError(
+            f"the {facts.server.flavor} server {facts.server.version_string} is not ready for CDC:\n- "
+            + "\n- ".join(problems)
+        )
+    return facts.server
