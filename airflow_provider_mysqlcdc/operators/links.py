@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
 AWS_CONSOLE_S3 = "https://s3.console.aws.amazon.com/s3/buckets/"
@@ -113,10 +113,13 @@ def _common_folder(locations: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
-class SparkApplication:
-    """What the snapshot job's driver says about its Spark application (``spark/snapshot_job.py``)."""
+class SparkUiPages:
+    """Where a job's Spark application shows itself: its live UI and its history server page, as the driver
+    prints them (``spark/application.py``) or as the Spark hook and the operator's ``conf`` know them. Not the
+    application itself (``spark.application.SparkApplication``), only what the "Spark application" link needs."""
 
     id: str
+    """The Spark application id."""
     ui: str | None = None
     """The driver's live UI (``SparkContext.uiWebUrl``); None with ``spark.ui.enabled=false``."""
     history_server: str | None = None
@@ -125,8 +128,8 @@ class SparkApplication:
     """``spark.eventLog.enabled``: without event logs the history server never knows the application."""
 
     @classmethod
-    def from_line(cls, line: str) -> SparkApplication | None:
-        """The application of the driver's line (``APPLICATION_LINE`` and JSON), or None for other lines."""
+    def from_line(cls, line: str) -> SparkUiPages | None:
+        """The pages the driver's line names (``APPLICATION_LINE`` and JSON), or None for other lines."""
         text = line.strip()
         if not text.startswith(APPLICATION_LINE):
             return None
@@ -138,7 +141,7 @@ class SparkApplication:
             return None
 
     @classmethod
-    def from_conf(cls, application_id: str, conf: Mapping[str, Any] | None) -> SparkApplication:
+    def from_conf(cls, application_id: str, conf: Mapping[str, Any] | None) -> SparkUiPages:
         """An application known by its id alone (a driver elsewhere, e.g. Kubernetes cluster mode, where the
         Spark hook reads the id from ``spark-submit``), with the history server of the operator's ``conf``."""
         conf = conf or {}
@@ -170,7 +173,7 @@ class SparkApplicationWatch:
     def __init__(self, context: Mapping[str, Any] | None, conf: Mapping[str, Any] | None) -> None:
         self.context = context
         self.conf = conf
-        self.application: SparkApplication | None = None
+        self.pages: SparkUiPages | None = None
         self._link = SparkApplicationLink()
 
     def attach(self, hook: SparkSubmitHook) -> SparkSubmitHook:
@@ -191,21 +194,21 @@ class SparkApplicationWatch:
     def lines(self, lines: Iterable[Any]) -> Iterator[Any]:
         """``lines`` unchanged; the first application line seen persists the link to the live UI."""
         for line in lines:
-            if self.application is None:
-                self.application = SparkApplication.from_line(str(line))
-                if self.application is not None:
-                    self._link.persist(self.context, self.application.url(running=True))
+            if self.pages is None:
+                self.pages = SparkUiPages.from_line(str(line))
+                if self.pages is not None:
+                    self._link.persist(self.context, self.pages.url(running=True))
             yield line
 
     def finished(self, hook: SparkSubmitHook | None) -> None:
         """The job ended (or failed): link its history server page if there is one. A driver elsewhere (not
         printing here) is known by the id the Spark hook read from ``spark-submit``, if any."""
-        application, shown = self.application, None
-        if application is not None:
-            shown = application.url(running=True)
+        pages, shown = self.pages, None
+        if pages is not None:
+            shown = pages.url(running=True)
         elif hook is not None and (found := getattr(hook, "_kubernetes_application_id", None)
                                    or getattr(hook, "_yarn_application_id", None)):
-            application = SparkApplication.from_conf(found, self.conf)
-        final = application.url(running=False) if application is not None else None
+            pages = SparkUiPages.from_conf(found, self.conf)
+        final = pages.url(running=False) if pages is not None else None
         if final != shown:
             self._link.persist(self.context, final)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.operators.links import (
     LakeTableLink,
-    SparkApplication,
     SparkApplicationLink,
     SparkApplicationWatch,
+    SparkUiPages,
     lake_url,
 )
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
@@ -66,37 +66,37 @@ def line(**fields: object) -> str:
 
 
 def test_the_driver_line_gives_the_application() -> None:
-    app = SparkApplication.from_line(line(id="local-1763", ui="http://worker:4041", history_server=None,
-                                          event_log=False) + "\n")
-    assert app == SparkApplication("local-1763", "http://worker:4041", None, False)
+    app = SparkUiPages.from_line(line(id="local-1763", ui="http://worker:4041", history_server=None,
+                                      event_log=False) + "\n")
+    assert app == SparkUiPages("local-1763", "http://worker:4041", None, False)
     assert app.url(running=True) == app.url(running=False) == "http://worker:4041"  # no history: the UI stays
-    assert SparkApplication.from_line("snapshot: shop.orders chunks 0-3: 4 chunks in 2 tasks") is None
-    assert SparkApplication.from_line(APPLICATION_LINE + "{not json") is None
-    assert SparkApplication.from_line(line(ui="http://worker:4040")) is None  # no id
+    assert SparkUiPages.from_line("snapshot: shop.orders chunks 0-3: 4 chunks in 2 tasks") is None
+    assert SparkUiPages.from_line(APPLICATION_LINE + "{not json") is None
+    assert SparkUiPages.from_line(line(ui="http://worker:4040")) is None  # no id
 
 
 def test_the_history_server_once_the_job_ended() -> None:
-    app = SparkApplication("application_17_0001", "http://worker:4040", "history.example.com:18080", True)
+    app = SparkUiPages("application_17_0001", "http://worker:4040", "history.example.com:18080", True)
     assert app.url(running=True) == "http://worker:4040"
     assert app.url(running=False) == "http://history.example.com:18080/history/application_17_0001/"
-    with_scheme = SparkApplication("app-1", None, "https://spark-history/", True)
+    with_scheme = SparkUiPages("app-1", None, "https://spark-history/", True)
     assert with_scheme.url(running=True) == with_scheme.url(running=False) == "https://spark-history/history/app-1/"
     # without event logs the history server never hears of the application
-    assert SparkApplication("app-1", "http://w:4040", "history:18080", False).url(running=False) == "http://w:4040"
-    assert SparkApplication("app-1").url(running=False) is None
+    assert SparkUiPages("app-1", "http://w:4040", "history:18080", False).url(running=False) == "http://w:4040"
+    assert SparkUiPages("app-1").url(running=False) is None
 
 
 def test_an_application_known_by_its_id_takes_the_history_server_from_conf() -> None:
     conf = {"spark.yarn.historyServer.address": "hs:18080", "spark.eventLog.enabled": "true"}
-    assert SparkApplication.from_conf("spark-4f2a", conf).url(running=False) == "http://hs:18080/history/spark-4f2a/"
-    assert SparkApplication.from_conf("spark-4f2a", None).url(running=False) is None
+    assert SparkUiPages.from_conf("spark-4f2a", conf).url(running=False) == "http://hs:18080/history/spark-4f2a/"
+    assert SparkUiPages.from_conf("spark-4f2a", None).url(running=False) is None
 
 
 def test_the_watch_passes_every_line_on_and_keeps_the_first_application() -> None:
     watch = SparkApplicationWatch(None, None)  # outside a DAG run nothing is persisted
     lines = ["Spark starting\n", line(id="local-1", ui="http://w:4040") + "\n", line(id="local-2") + "\n", "done\n"]
     assert list(watch.lines(iter(lines))) == lines
-    assert watch.application == SparkApplication("local-1", "http://w:4040")
+    assert watch.pages == SparkUiPages("local-1", "http://w:4040")
 
 
 def test_the_watch_sees_the_lines_the_spark_hook_processes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +108,7 @@ def test_the_watch_sees_the_lines_the_spark_hook_processes(monkeypatch: pytest.M
     lines = ["Spark starting\n", line(id="local-7", ui="http://w:4040", history_server="hs:18080",
                                        event_log=True) + "\n", "Exception in thread main\n"]
     hook._process_spark_submit_log(iter(lines))
-    assert watch.application == SparkApplication("local-7", "http://w:4040", "hs:18080", True)
+    assert watch.pages == SparkUiPages("local-7", "http://w:4040", "hs:18080", True)
     assert list(hook._last_submit_log_lines)[-1] == "Exception in thread main"  # the hook's own work goes on
     watch.finished(hook)  # outside a DAG run: nothing to persist, and no error
 
