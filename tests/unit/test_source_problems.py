@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.source_checks import SourceFacts, find_problems, parse_grants
+from airflow_provider_mysqlcdc.cdc.source.checks import SourceFacts, find_problems, parse_grants
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 GOOD = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
@@ -69,10 +69,14 @@ def test_old_mysql_without_row_metadata_and_per_database_select() -> None:
     grants = ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'",
               "GRANT SELECT ON `shop`.* TO 'cdc'@'%'"]
     old = SourceFacts(ServerInfo.from_version("5.7.44-log"), variables, parse_grants(grants))
-    assert find_problems(old, databases=["shop"]) == []
-    assert find_problems(old, databases=["shop", "crm"]) == [
+    refused = ("MySQL 5.7.44-log is not supported: its binlog's table maps carry no column names (binlog_row_metadata "
+               "exists from MySQL 8.0.14 on)")
+    assert [p[:len(refused)] for p in find_problems(old, databases=["shop"])] == [refused]
+    assert find_problems(old, databases=["shop", "crm"])[1:] == [
         "the CDC user lacks SELECT on crm: GRANT SELECT ON `crm`.* TO <cdc user>"
     ]
+    recent = SourceFacts(ServerInfo.from_version("8.0.14"), variables, parse_grants(grants))
+    assert find_problems(recent, databases=["shop"]) == ["the server reports no binlog_row_metadata: it must be FULL"]
     # MariaDB may print the old name REPLICATION CLIENT for BINLOG MONITOR
     maria = facts(MARIA, ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"])
     assert find_problems(maria) == []

@@ -72,15 +72,18 @@ def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str
     problems = []
     if server.flavor == MARIADB and server.version < (10, 5, 0):
         problems.append(f"MariaDB {server.version_string} is too old: use MariaDB 10.5 or newer")
-    if server.flavor != MARIADB and server.version < (5, 7, 0):
-        problems.append(f"MySQL {server.version_string} is too old: use MySQL 5.7, 8.0 or 8.4+")
+    if server.flavor != MARIADB and server.version < (8, 0, 14):
+        problems.append(f"MySQL {server.version_string} is not supported: its binlog's table maps carry no column "
+                        f"names (binlog_row_metadata exists from MySQL 8.0.14 on), so the stream cannot tell which "
+                        f"column a row's value belongs to after a schema change; use MySQL 8.0.14 or newer (8.0, 8.4 "
+                        f"or 9.x)")
     if variables.get("log_bin", "OFF").upper() not in ("ON", "1"):
         problems.append("log_bin is OFF: start the server with log_bin (binary logging) enabled")
     expected = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
     for name, value in expected.items():
         actual = variables.get(name)
         if actual is None:
-            if name != "binlog_row_metadata":  # MySQL before 8.0.14 has no such variable
+            if name != "binlog_row_metadata" or server.flavor == MARIADB or server.version >= (8, 0, 14):
                 problems.append(f"the server reports no {name}: it must be {value}")
         elif actual.upper() != value:
             problems.append(f"{name} is {actual}: SET GLOBAL {name} = '{value}' (and in the server config)")
