@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import machine, quantile, seconds_until_in_lake, write_sections
-from bench.server import throwaway_server
+from bench.common.measure import machine, quantile, seconds_until_in_lake
+from bench.common.results import write_sections
+from bench.common.server import throwaway_server
 from dev import airflow_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,10 +49,10 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str, object]]:
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.read import read_table
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.read.replica import read_table
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     with throwaway_server(args.port) as server:
         admin = server.admin_connect("bench")

@@ -15,7 +15,7 @@ bench/RESULTS.md.
   a column, read with ``read_table``).
 - Airflow's registration of the tasks' asset events (a snapshot task's one a table, ~7-10 ms each on SQLite),
   timed apart (``AssetRegistration``): a task succeeds, and its downstream tasks start, only after it.
-- the stream (``bench.stream_spread``): its start (open to the first batch) and its steady row events/s
+- the stream (``bench.common.stream_spread``): its start (open to the first batch) and its steady row events/s
   over ``--events`` row updates spread over ``--touch`` tables, or all in the one table.
 - peak memory of the Spark processes during the snapshot.
 
@@ -41,20 +41,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.measure import PeakRss, machine, scratch_dir, seconds_until_in_lake, write_sections
-from bench.server import TABLE, throwaway_server
-from bench.stream_spread import PER_TRANSACTION
-from bench.stream_spread import measure as measure_stream
+from bench.common.measure import PeakRss, machine, scratch_dir, seconds_until_in_lake
+from bench.common.results import write_sections
+from bench.common.server import LOAD_ANYWHERE, TABLE_ANYWHERE, throwaway_server
+from bench.common.stream_spread import PER_TRANSACTION
+from bench.common.stream_spread import measure as measure_stream
 from dev.dag_file import load_dag, start_execution_api
 
 ROOT = Path(__file__).resolve().parents[1]
-CREATE = TABLE.replace("bench.{table}", "{table}")  # the benchmark's table, in any database
 WRITE_AFTER_STREAM_SECONDS = 10.0
 """How long the writer goes on once the stream has written its first checkpoint."""
-LOAD = """INSERT INTO {table} (customer, sku, amount, created, updated, note)
-    SELECT seq % 50000, CONCAT('SKU-', MD5(seq)), (seq % 100000) / 100, '2024-01-01' + INTERVAL seq SECOND,
-           '2024-01-01' + INTERVAL seq SECOND, IF(seq % 3 = 0, NULL, CONCAT('note ', seq))
-    FROM seq_1_to_{rows}"""
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -88,8 +84,8 @@ def load(server: Any, sizes: dict[str, int], one_rows: int | None = None) -> Non
         cur.execute("CREATE DATABASE one")
         cur.execute("USE bench")  # the sequence engine's seq_1_to_N tables resolve in any database
         for table, rows in {**sizes, "one.t": one_rows or sum(sizes.values())}.items():
-            cur.execute(CREATE.format(table=table))
-            cur.execute(LOAD.format(table=table, rows=rows))
+            cur.execute(TABLE_ANYWHERE.format(table=table))
+            cur.execute(LOAD_ANYWHERE.format(table=table, rows=rows))
         cur.execute("FLUSH TABLES")
 
 
@@ -120,9 +116,9 @@ def run_dag(server: Any, base_uri: str, tables: list[str], writer: Writer) -> di
     stream's first checkpoint: the seconds until the stream's checkpoint covers the writer's last transaction
     (a consistent replica, read with ``read_table``), and until the DAG run ends (the stream's MERGE of the
     current tables when it stops included, its idle wait not)."""
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     store, consistent, ended = StreamStore(Lake.at(base_uri)), dict[str, float](), threading.Event()
 
@@ -197,7 +193,7 @@ def check_equal(server: Any, base_uri: str, tables: list[str]) -> None:
     """Each replica's row count and sum of ``amount`` against the source's."""
     import pyarrow.compute as pc
 
-    from airflow_provider_mysqlcdc.lake.read import read_table
+    from airflow_provider_mysqlcdc.lake.read.replica import read_table
 
     with server.admin_connect().cursor() as cur:
         for table in tables:
@@ -249,7 +245,7 @@ def report(results: dict[str, Any], args: argparse.Namespace, sizes: dict[str, i
 
 
 def stream_rows(stream: dict[str, dict[str, dict[str, Any]]], label: str, args: argparse.Namespace) -> list[str]:
-    """The rows of the stream's figures of one version (``bench.stream_spread``): one table, then the database
+    """The rows of the stream's figures of one version (``bench.common.stream_spread``): one table, then the database
     with each transaction over all touched tables, and with each transaction in one of them, with ratios."""
     one, many, turns = stream["one"][label], stream["many"][label], stream["turns"][label]
 
@@ -289,7 +285,8 @@ def stream_report(stream: dict[str, dict[str, dict[str, Any]]], args: argparse.N
         "",
         f"{dt.date.today().isoformat()}, `.venv/bin/python -m bench.many_tables --stream-only --tables {args.tables} "
         f"--touch {args.touch} --events {args.events}`; {facts['cores']} cores, {facts['server']}. Each version "
-        f"streams the same binlog in a process of its own (`bench.stream_spread`): before is {old}, after is this "
+        f"streams the same binlog in a process of its own (`bench.common.stream_spread`): before is {old}, after is "
+        f"this "
         f"branch. {args.tables} tables captured, the writes spread over {args.touch} of them (transactions of 1,000 "
         f"rows: 5 in each of them, or all 1,000 in one of them in turn), against one table with all of them. "
         f"Steady: the updates over the time from the end of open to the last commit; overall: from the call to "
@@ -313,14 +310,14 @@ def layouts(sizes: dict[str, int], touch: int) -> dict[str, tuple[list[str], lis
 
 def connection(server: Any) -> dict[str, Any]:
     """The stream's connection (``ConnectionConfig.to_dict``: the password travels apart)."""
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
     return ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port).to_dict()
 
 
 def stream_only(args: argparse.Namespace, sizes: dict[str, int]) -> int:
     """The stream alone over tables of 2,000 rows, ``--old`` against this checkout, in one run."""
-    from bench.delta_overhead import worktrees
+    from bench.common.two_commits import worktrees
 
     home = scratch_dir("bench-stream-")
     small = dict.fromkeys(sizes, 2000)

@@ -20,20 +20,30 @@ import json
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.common.server import LOAD_ANYWHERE, TABLE_ANYWHERE, throwaway_server
+from bench.common.two_commits import (
+    PASSWORD_ENV,
+    alternate,
+    check_tree,
+    old_against_new,
+    old_new_heading,
+    old_new_parser,
+    run_child,
+    short_commit,
+    worktrees,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "MERGE round over many small tables"
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
-    from bench.measure import old_new_parser
-
     parser = old_new_parser(__doc__)
     parser.add_argument("--tables", type=int, default=300, help="tables, every one changed")
     parser.add_argument("--port", type=int, default=33217)
@@ -43,16 +53,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 def child_main(spec: dict[str, Any]) -> int:
     import os
 
-    import airflow_provider_mysqlcdc
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-    from bench.delta_overhead import PASSWORD_ENV
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
-    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
-    if package.parent != Path(spec["tree"]).resolve():
-        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    check_tree(spec)
     shutil.copytree(spec["source"], spec["lake"])
     lake = Lake.at(spec["lake"])
     checkpoint = StreamStore(lake).read_checkpoint()
@@ -72,7 +78,6 @@ def child_main(spec: dict[str, Any]) -> int:
 
 def _lake(server: Any, base: str, count: int) -> tuple[dict[str, Any], str]:
     """The tables loaded, snapshotted and their changes streamed into ``base``; the connection (its dict)."""
-    from bench.many_tables import CREATE, LOAD
     from dev.fixture_lakes import config_of
     from tests import replica
 
@@ -82,8 +87,8 @@ def _lake(server: Any, base: str, count: int) -> tuple[dict[str, Any], str]:
         cur.execute("CREATE DATABASE many")
         cur.execute("USE bench")  # the sequence engine's seq_1_to_N tables resolve in any database
         for table in tables:
-            cur.execute(CREATE.format(table=table))
-            cur.execute(LOAD.format(table=table, rows=rnd.randint(1_000, 20_000)))
+            cur.execute(TABLE_ANYWHERE.format(table=table))
+            cur.execute(LOAD_ANYWHERE.format(table=table, rows=rnd.randint(1_000, 20_000)))
     config = config_of(server)
     for table in tables:
         replica.snapshot(config, base, table, 8096, 2, parts=1)
@@ -101,12 +106,7 @@ def _lake(server: Any, base: str, count: int) -> tuple[dict[str, Any], str]:
 
 
 def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, float]]], dict[str, str]]:
-    from bench.delta_overhead import alternate, run_child, worktrees
-    from bench.server import throwaway_server
-
-    commits = {label: subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True,
-                                     capture_output=True, text=True).stdout.strip()
-               for label, ref in (("old", args.old), ("new", args.new))}
+    commits = {"old": short_commit(args.old), "new": short_commit(args.new)}
     runs: dict[str, list[dict[str, float]]] = {}
     with (worktrees(commits) as trees, tempfile.TemporaryDirectory(prefix="bench-merge-round-") as home,
           throwaway_server(args.port) as server):
@@ -122,8 +122,6 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, float]]]
 
 def report(runs: dict[str, list[dict[str, float]]], commits: dict[str, str], args: argparse.Namespace,
            load: tuple[float, float]) -> str:
-    from bench.measure import old_new_heading
-
     def median(label: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[label])
 
@@ -146,8 +144,6 @@ def report(runs: dict[str, list[dict[str, float]]], commits: dict[str, str], arg
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.measure import old_against_new
-
     return old_against_new(arguments(argv), child_main, measure, report)
 
 

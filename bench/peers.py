@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
-from bench.measure import (
+from bench.common.measure import (
     PeakRss,
     child_peak_rss_mib,
     machine,
@@ -42,12 +42,11 @@ from bench.measure import (
     scratch_dir,
     seconds_until_in_lake,
     timer,
-    write_sections,
 )
-from bench.server import load_orders, raw_replication_rows, throwaway_server
+from bench.common.results import write_sections
+from bench.common.server import load_orders, raw_replication_rows, throwaway_server, write_events
 
 ROOT = Path(__file__).resolve().parents[1]
-TRANSACTION_ROWS = 10_000
 SECTIONS = ("snapshot", "binlog", "latency", "memory")
 
 
@@ -78,7 +77,7 @@ def client_read(server: Any) -> float:
 
 
 def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[str, Any]:
-    from bench.snapshot_bench import run_example_dag, run_jdbc_baseline
+    from bench.common.example_dag import run_example_dag, run_jdbc_baseline
     from dev.dag_file import start_execution_api
 
     start_execution_api()  # else the first run alone pays it
@@ -106,28 +105,6 @@ def snapshot_section(server: Any, args: argparse.Namespace, home: str) -> dict[s
 # -- binlog ------------------------------------------------------------------------------------------
 
 
-def write_events(server: Any, table: str, rows: int, events: int) -> int:
-    """Row events in 10,000-row transactions: of every ten, eight update rows of ``1..rows``, one
-    inserts new rows and one deletes the rows inserted before. Returns the row events written."""
-    written, transaction, inserted = 0, 0, 0
-    with server.admin_connect("bench").cursor() as cur:
-        while written < events:
-            kind, low = transaction % 10, (transaction * TRANSACTION_ROWS) % rows
-            if kind == 8:
-                inserted = 100_000_000 + transaction * TRANSACTION_ROWS
-                cur.execute(f"INSERT INTO {table} (id, customer, sku, amount, created, updated, note) "
-                            f"SELECT id + %s, customer, sku, amount, created, updated, note FROM {table} "
-                            f"WHERE id BETWEEN 1 AND %s", (inserted, TRANSACTION_ROWS))
-            elif kind == 9 and inserted:
-                cur.execute(f"DELETE FROM {table} WHERE id > %s", (inserted,))
-            else:
-                cur.execute(f"UPDATE {table} SET amount = amount + 1, updated = NOW(6) WHERE id > %s AND id <= %s",
-                            (low, low + TRANSACTION_ROWS))
-            written += cur.rowcount
-            transaction += 1
-    return written
-
-
 def mariadb_binlog_read(server: Any, start: Any) -> float:
     """Seconds for the C decoder to fetch and print every row of the binlog from ``start``."""
     with timer() as took:
@@ -140,10 +117,10 @@ def mariadb_binlog_read(server: Any, start: Any) -> float:
 
 def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
-    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
     from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
     store = StreamStore(Lake.at(scratch_dir("bench-stream-")))
     checkpoint = Checkpoint(0, start, {schema.id: schema})
@@ -156,13 +133,13 @@ def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: 
     # what both sides import, imported before either is timed
     import pymysqlreplication  # noqa: F401
 
-    import airflow_provider_mysqlcdc.cdc.row_columns  # noqa: F401
+    import airflow_provider_mysqlcdc.cdc.binlog.row_columns  # noqa: F401
     import airflow_provider_mysqlcdc.engine.stream_batches  # noqa: F401
-    import airflow_provider_mysqlcdc.lake.stream_store  # noqa: F401
-    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    import airflow_provider_mysqlcdc.lake.write.stream_commit  # noqa: F401
+    from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+    from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 
     schema = load_table_schema(control, TableId("bench", "events"))
     start = read_current_offset(control, ServerInfo.read(control), with_gtid=False)
@@ -205,9 +182,9 @@ class SteadyLoad(threading.Thread):
 
 def commit_to_lake_latencies(server: Any, control: Any, base_uri: str, probes: int) -> list[float]:
     """Seconds from each single-row commit until the lake's checkpoint covers it."""
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     info, store, latencies = ServerInfo.read(control), StreamStore(Lake.at(base_uri)), []
     with server.admin_connect("bench").cursor() as cur:
@@ -253,8 +230,8 @@ def latency_section(server: Any, args: argparse.Namespace, control: Any, home: s
 
 
 def memory_section(server: Any, args: argparse.Namespace, config: Any, control: Any) -> dict[str, Any]:
-    from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 
     with server.admin_connect("bench").cursor() as cur:
         load_orders(cur, args.big_transaction, table="big")
@@ -264,7 +241,7 @@ def memory_section(server: Any, args: argparse.Namespace, config: Any, control: 
     results = {}
     for label, limits in (("default batch bounds", {}),
                           ("bounds above the transaction", {"max_events": 10**12, "max_bytes": 10**15})):
-        command = [sys.executable, "-m", "bench.stream_child", scratch_dir("bench-rss-"),
+        command = [sys.executable, "-m", "bench.common.stream_child", scratch_dir("bench-rss-"),
                    json.dumps(config.to_dict()), json.dumps(start.to_dict()), json.dumps(limits)]
         peak, out = child_peak_rss_mib(command, env, ROOT)
         results[label] = {"peak_rss_mib": peak, "rows": int(out.split("rows=")[1])}
@@ -281,15 +258,15 @@ def _ratio_row(label: str, runs: list[dict[str, Any]], rate: str, ratio: str | N
 
 
 def report(sections: dict[str, Any]) -> str:
-    """RESULTS.md from the stored results: each section with the date, machine and runs it had."""
-    lines = ["# Benchmark results", "", "Written by `.venv/bin/python -m bench.peers` (docs/benchmarks.md). "
-             "Each section gives the date and machine of its last run; figures are medians over the "
-             "runs, ratios are computed per run, then their median taken.", ""]
+    """This benchmark's sections of RESULTS.md from the stored results: each with the date, machine and runs it
+    had; figures are medians over the runs, ratios are computed per run, then their median taken."""
+    lines: list[str] = []
 
     def heading(name: str, title: str) -> None:
         section = sections[name]
         facts = ", ".join(f"{k} {v}" for k, v in section["machine"].items())
-        lines.extend([f"## {title}", "", f"{section['date']}, {section['repeat']} run(s); {facts}", ""])
+        lines.extend([f"## {title}", "", f"Written by `.venv/bin/python -m bench.peers`. {section['date']}, "
+                      f"{section['repeat']} run(s), medians (ratios per run, then their median); {facts}", ""])
 
     for name in sorted((k for k in sections if k.startswith("snapshot")), key=lambda k: sections[k]["data"]["rows"]):
         runs = sections[name]["data"]["runs"]
@@ -333,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     home = scratch_dir("bench-airflow-")  # before anything imports Airflow
     os.environ.update({"AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags")})
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
     results: dict[str, Any] = {}
     with throwaway_server(args.port) as server:

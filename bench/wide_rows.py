@@ -28,8 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.measure import PeakRss, child_peak_rss_mib, machine, scratch_dir, write_sections
-from bench.server import throwaway_server
+from bench.common.measure import PeakRss, child_peak_rss_mib, machine, scratch_dir
+from bench.common.results import write_sections
+from bench.common.server import throwaway_server
 from dev.dag_file import load_dag
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,11 +53,11 @@ print(rows, time.perf_counter() - started)
 WIDEN = """
 import sys, time
 import pyarrow as pa, pyarrow.compute as pc
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake import merge
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+from airflow_provider_mysqlcdc.lake.write import merge
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
 current = Lake.at(sys.argv[1]).table(TableId.parse(sys.argv[2])).current
 table = current.open()
 started = time.perf_counter()
@@ -83,9 +84,9 @@ print(time.perf_counter() - started)
 
 def snapshot(table: str, base_uri: str, chunk_max_bytes: int) -> dict[str, float]:
     """One run of the example DAG for ``table`` into a new lake: seconds, chunks, and the Spark peaks in MiB."""
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 
     groups = {"jvm": ([base_uri.encode()], [b"pyspark.daemon"]), "workers": ([b"pyspark.daemon"], [])}
     conf = {"tables": [table], "base_uri": base_uri, "chunk_max_bytes": chunk_max_bytes, "stop_after_idle_seconds": 0}

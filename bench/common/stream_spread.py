@@ -5,7 +5,7 @@ The stream's cost over many tables has two parts that one figure over a short ba
 (opening the lake, the first checkpoint, the first batch: paid once a run) and the steady streaming (paid
 per event). So, per layout (``--tables`` tables with the writes spread over ``--touch`` of them, or all
 in one table) and per version of the code (a ``git worktree`` each, in processes of their own, as
-``bench.delta_overhead`` runs them):
+``bench.common.two_commits`` runs them):
 
 - start: a fresh lake, the stream opened at a fixed offset (``specific-offset``: no snapshot needed), one
   transaction updating a row of each touched table to stream: the seconds of ``StreamRunner.open`` and
@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from bench.common.two_commits import check_tree, run_child
 
 PER_TRANSACTION = 1000
 """Row updates per transaction of the backlog."""
@@ -53,9 +55,9 @@ class _Commits:
 
 def child_stream(spec: dict[str, Any]) -> dict[str, Any]:
     """One stream pass over ``spec``'s lake until caught up: open's seconds and each commit's time and events."""
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+    from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
     from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 
@@ -76,11 +78,7 @@ def child_stream(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_main(spec: dict[str, Any]) -> int:
-    import airflow_provider_mysqlcdc
-
-    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
-    if package.parent != Path(spec["tree"]).resolve():
-        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    check_tree(spec)
     print("RESULT " + json.dumps(child_stream(spec)), flush=True)
     return 0
 
@@ -133,7 +131,6 @@ def measure(server: Any, trees: dict[str, Path], layouts: dict[str, tuple[list[s
             home: str, connection: dict[str, Any], password: str) -> dict[str, dict[str, dict[str, Any]]]:
     """Per layout (its captured tables, the tables it writes to, and whether a transaction spreads over all of
     them) and tree: the start and the steady figures (``results[layout][tree]``)."""
-    from bench.delta_overhead import run_child
 
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for layout, (tables, targets, mixed) in layouts.items():

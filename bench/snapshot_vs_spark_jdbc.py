@@ -2,7 +2,7 @@
 SparkSubmit tasks through Airflow's ``dag.test()`` on ``local[*]``, against Spark's own JDBC read of
 the same table into Parquet (MariaDB Connector/J), both including Spark's start, in one run.
 
-    .venv/bin/python -m bench.snapshot_bench [--rows 2000000] [--rows-per-batch 1000000]
+    .venv/bin/python -m bench.snapshot_vs_spark_jdbc [--rows 2000000] [--rows-per-batch 1000000]
 
 Starts a throwaway MariaDB and a throwaway Airflow home of its own.
 """
@@ -13,42 +13,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from bench.measure import scratch_dir
-from bench.server import bench_arguments, load_orders, throwaway_server
-from dev.dag_file import load_dag, start_execution_api
+from bench.common.example_dag import run_example_dag, run_jdbc_baseline
+from bench.common.measure import scratch_dir
+from bench.common.server import bench_arguments, load_orders, throwaway_server
+from dev.dag_file import start_execution_api
 
 ROOT = Path(__file__).resolve().parents[1]
-JDBC_JAR = "/usr/share/java/mariadb-java-client.jar"
-
-
-def run_example_dag(base_uri: str, rows_per_batch: int) -> tuple[float, dict]:
-    dag = load_dag("mysql_cdc_example")
-    started = time.perf_counter()
-    run = dag.test(run_conf={"tables": ["bench.orders"], "base_uri": base_uri, "rows_per_batch": rows_per_batch,
-                                    "stop_after_idle_seconds": 0})
-    seconds = time.perf_counter() - started
-    if run.state != "success":
-        raise SystemExit(f"the example DAG ended {run.state}")
-    (summary,) = [ti for ti in run.get_task_instances() if ti.task_id == "summarize"]
-    return seconds, summary.xcom_pull(task_ids="summarize")
-
-
-def run_jdbc_baseline(host: str, port: int, user: str, password: str, out: str) -> tuple[float, float]:
-    spark_submit = str(Path(sys.executable).with_name("spark-submit"))
-    env = {**os.environ, "MYSQL_CDC_PASSWORD": password, "PYSPARK_PYTHON": sys.executable,
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    started = time.perf_counter()
-    result = subprocess.run(
-        [spark_submit, "--master", "local[*]", "--jars", JDBC_JAR, str(ROOT / "bench" / "spark_jdbc_read.py"),
-         "--url", f"jdbc:mysql://{host}:{port}/bench", "--table", "orders", "--user", user, "--out", out],
-        env=env, capture_output=True, text=True, check=True,
-    )
-    wall = time.perf_counter() - started
-    line = next(x for x in result.stdout.splitlines() if x.startswith("JDBC_BASELINE"))
-    return wall, float(line.split("seconds=")[1])
 
 
 def main(argv: list[str] | None = None) -> int:

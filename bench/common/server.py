@@ -1,4 +1,5 @@
-"""What the benchmarks share: a throwaway MariaDB per run (stopped however the run ends) and options."""
+"""A throwaway MariaDB per run (stopped however the run ends), the benchmarks' tables and the writes they
+measure, and the options of the benchmarks on a server."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from dev import mariadb
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
 
 @contextlib.contextmanager
@@ -56,8 +57,17 @@ LOAD = """INSERT INTO bench.{table} (customer, sku, amount, created, updated, no
     FROM seq_1_to_{rows}"""
 
 
+TABLE_ANYWHERE = TABLE.replace("bench.{table}", "{table}")
+"""The benchmark's table, in any database (``{table}`` a qualified name: a database of many tables)."""
+LOAD_ANYWHERE = """INSERT INTO {table} (customer, sku, amount, created, updated, note)
+    SELECT seq % 50000, CONCAT('SKU-', MD5(seq)), (seq % 100000) / 100, '2024-01-01' + INTERVAL seq SECOND,
+           '2024-01-01' + INTERVAL seq SECOND, IF(seq % 3 = 0, NULL, CONCAT('note ', seq))
+    FROM seq_1_to_{rows}"""
+"""``{rows}`` rows of it, shorter SKUs and notes than ``LOAD``'s."""
+
+
 def load_orders(cur: Any, rows: int, table: str = "orders") -> None:
-    """``bench.<table>``: ``rows`` rows of about 160 bytes (the table DESIGN.md's figures were measured on)."""
+    """``bench.<table>``: ``rows`` rows of about 160 bytes (the table of every benchmark of the snapshot)."""
     cur.execute(TABLE.format(table=table))
     cur.execute("USE bench")
     cur.execute(LOAD.format(rows=rows, table=table))
@@ -85,7 +95,7 @@ def connectorx_select_rate(config: Any) -> float:
 
     import connectorx
 
-    from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_url
+    from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import connectorx_url
 
     started = time.perf_counter()
     table = connectorx.read_sql(connectorx_url(config, "bench"), "SELECT * FROM bench.orders", return_type="arrow")
@@ -104,7 +114,7 @@ def many_tables_arguments(description: str | None, argv: list[str] | None, table
 
 def load_small_tables(cur: Any, tables: int, rows: int) -> list[TableId]:
     """``bench.t00000`` ... : ``tables`` tables of ``rows`` small rows each (a database of many tables), analyzed."""
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 
     names = [f"t{n:05d}" for n in range(tables)]
     for name in names:
@@ -120,9 +130,34 @@ def small_tables_database(args: argparse.Namespace) -> Iterator[
         tuple[mariadb.MariaDbServer, list[TableId], ConnectionConfig, str]]:
     """A throwaway server holding ``args.tables`` tables of ``args.rows`` rows (``load_small_tables``; options of
     ``many_tables_arguments``), the CDC user's connection settings and a temporary folder for the lake."""
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
     with throwaway_server(args.port) as server, tempfile.TemporaryDirectory(prefix="bench-lake-") as folder:
         with server.admin_connect("bench").cursor() as cur:
             tables = load_small_tables(cur, args.tables, args.rows)
         yield server, tables, ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port), folder
+
+
+TRANSACTION_ROWS = 10_000
+
+
+def write_events(server: Any, table: str, rows: int, events: int) -> int:
+    """Row events in 10,000-row transactions: of every ten, eight update rows of ``1..rows``, one
+    inserts new rows and one deletes the rows inserted before. Returns the row events written."""
+    written, transaction, inserted = 0, 0, 0
+    with server.admin_connect("bench").cursor() as cur:
+        while written < events:
+            kind, low = transaction % 10, (transaction * TRANSACTION_ROWS) % rows
+            if kind == 8:
+                inserted = 100_000_000 + transaction * TRANSACTION_ROWS
+                cur.execute(f"INSERT INTO {table} (id, customer, sku, amount, created, updated, note) "
+                            f"SELECT id + %s, customer, sku, amount, created, updated, note FROM {table} "
+                            f"WHERE id BETWEEN 1 AND %s", (inserted, TRANSACTION_ROWS))
+            elif kind == 9 and inserted:
+                cur.execute(f"DELETE FROM {table} WHERE id > %s", (inserted,))
+            else:
+                cur.execute(f"UPDATE {table} SET amount = amount + 1, updated = NOW(6) WHERE id > %s AND id <= %s",
+                            (low, low + TRANSACTION_ROWS))
+            written += cur.rowcount
+            transaction += 1
+    return written

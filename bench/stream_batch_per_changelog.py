@@ -2,12 +2,12 @@
 batches after it (appends to existing changelogs), the code on main (``--old``) against this branch
 (``--new``), in one run (issue 27).
 
-    .venv/bin/python -m bench.stream_changelogs_bench [--old main] [--new HEAD] [--tables 1000] [--repeat 3]
+    .venv/bin/python -m bench.stream_batch_per_changelog [--old main] [--new HEAD] [--tables 1000] [--repeat 3]
         [--old-what "..."] [--new-what "..."]
 
-No server: as in ``bench.stream_commit_bench`` (whose lake and change rows this uses), each child process
-captures ``--tables`` tables of 8 columns and commits through ``StreamStore.commit`` a first batch and
-``--batches`` more, each of ``--rows`` inserts spread evenly over every table (rows made by
+No server: as in ``bench.stream_commit_spread`` (the same lake and change rows, ``bench.common.lake_batches``),
+each child process captures ``--tables`` tables of 8 columns and commits through ``StreamStore.commit`` a
+first batch and ``--batches`` more, each of ``--rows`` inserts spread evenly over every table (rows made by
 ``lake.changelog.changes_table`` before the commit, so the figures are the Delta commits and the checkpoint:
 a stream makes its rows on the same pool). Timed per batch: ``StreamStore.commit``'s wall time and the
 process's CPU time, per table. Each version runs in a subprocess importing its own tree; old and new
@@ -20,20 +20,29 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.common.lake_batches import captured_schemas, insert_changes, offset_at, timed_commit
+from bench.common.two_commits import (
+    alternate,
+    check_tree,
+    old_against_new,
+    old_new_heading,
+    old_new_parser,
+    run_child,
+    short_commit,
+    worktrees,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Stream batches over many changelogs"
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
-    from bench.measure import old_new_parser
-
     parser = old_new_parser(__doc__)
     parser.add_argument("--tables", type=int, default=1000, help="captured tables, every one in every batch")
     parser.add_argument("--rows", type=int, default=20000, help="change rows of a batch")
@@ -44,24 +53,20 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def child_main(spec: dict[str, Any]) -> int:
-    import airflow_provider_mysqlcdc
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
-    from bench.stream_commit_bench import _changes, _commit, _offset, _schemas
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
-    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
-    if package.parent != Path(spec["tree"]).resolve():
-        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
-    schemas = _schemas(spec["tables"])
+    check_tree(spec)
+    schemas = captured_schemas(spec["tables"])
     tables = list(schemas)
     store = StreamStore(Lake.at(spec["lake"]))
-    checkpoint = Checkpoint(0, _offset(0), schemas)
+    checkpoint = Checkpoint(0, offset_at(0), schemas)
     store.commit(checkpoint, {})
     batches = []
     for _ in range(1 + spec["batches"]):
-        changes = _changes(schemas, tables, spec["rows"], checkpoint.seq + 1)
+        changes = insert_changes(schemas, tables, spec["rows"], checkpoint.seq + 1)
         cpu = time.process_time()
-        wall = _commit(store, checkpoint, changes)
+        wall = timed_commit(store, checkpoint, changes)
         cpu = time.process_time() - cpu
         batches.append({"wall_ms": wall * 1000 / len(tables), "cpu_ms": cpu * 1000 / len(tables)})
     print("RESULT " + json.dumps(batches), flush=True)
@@ -69,11 +74,7 @@ def child_main(spec: dict[str, Any]) -> int:
 
 
 def measure(args: argparse.Namespace) -> tuple[dict[str, list[list[dict[str, float]]]], dict[str, str]]:
-    from bench.delta_overhead import alternate, run_child, worktrees
-
-    commits = {label: subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True,
-                                     capture_output=True, text=True).stdout.strip()
-               for label, ref in (("old", args.old), ("new", args.new))}
+    commits = {"old": short_commit(args.old), "new": short_commit(args.new)}
     runs: dict[str, list[list[dict[str, float]]]] = {}
     with worktrees(commits) as trees, tempfile.TemporaryDirectory(prefix="bench-stream-changelogs-") as home:
         for attempt, label, tree in alternate(trees, args.repeat):
@@ -88,13 +89,11 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[list[dict[str, flo
 
 def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str], args: argparse.Namespace,
            load: tuple[float, float]) -> str:
-    from bench.measure import old_new_heading
-
     def median(label: str, key: str, first: bool) -> float:
         return statistics.median(b[key] for run in runs[label] for b in (run[:1] if first else run[1:]))
 
     lines = [
-        *old_new_heading(SECTION, "bench.stream_changelogs_bench", args.repeat,
+        *old_new_heading(SECTION, "bench.stream_batch_per_changelog", args.repeat,
                          f"{commits['old']} ({args.old_what})", f"{commits['new']} ({args.new_what})", load),
         f"{args.tables:,} captured tables, every batch {args.rows:,} inserts (8 columns) spread evenly over all of "
         f"them: the first batch creates every changelog, the {args.batches} after it append to them. "
@@ -115,8 +114,6 @@ def report(runs: dict[str, list[list[dict[str, float]]]], commits: dict[str, str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.measure import old_against_new
-
     return old_against_new(arguments(argv), child_main, measure, report)
 
 

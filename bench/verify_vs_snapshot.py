@@ -1,8 +1,8 @@
 """Verification throughput against the snapshot's, on the same table in the same run.
 
-    .venv/bin/python -m bench.verify_bench [--rows 1000000] [--chunk-size 8096] [--repeat 3]
+    .venv/bin/python -m bench.verify_vs_snapshot [--rows 1000000] [--chunk-size 8096] [--repeat 3]
 
-Starts a throwaway MariaDB of its own. The table (``bench.server.load_orders``) is snapshotted without
+Starts a throwaway MariaDB of its own. The table (``bench.common.server.load_orders``) is snapshotted without
 Spark, batch by batch, each batch's chunks in two contiguous parts one after the other (what its Spark
 job's two tasks do in parallel): ``write_chunks`` then ``commit_batch``. The stream then catches up and
 merges, and each batch is verified the same way (``verify_batch_locally``: two parts, each reading its
@@ -20,18 +20,18 @@ import tempfile
 import time
 import uuid
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.engine.verify import verify_batch_locally
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
-from bench.server import load_orders, throwaway_server
+from bench.common.server import load_orders, throwaway_server
 
 PARTS = 2
 

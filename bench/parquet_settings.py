@@ -10,7 +10,7 @@ figure a machine shared with other jobs keeps steady). It does it twice: on the 
 as it is (unique SKUs and notes, 50,000 customers) and with the ``sku`` column replaced by one of five
 status strings at random, where a dictionary is worth most.
 
-    .venv/bin/python -m bench.parquet_write_bench [--rows 2000000]
+    .venv/bin/python -m bench.parquet_settings [--rows 2000000]
 
 Starts a throwaway MariaDB of its own and stops it afterwards; writes its section of bench/RESULTS.md.
 """
@@ -28,14 +28,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot_batch import file_rows, file_schema, parquet_options
-from bench.measure import machine, write_sections
-from bench.server import bench_arguments, load_orders, throwaway_server
+from bench.common.measure import machine
+from bench.common.results import write_sections
+from bench.common.server import bench_arguments, load_orders, throwaway_server
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 ALTERNATIVES: dict[str, dict[str, Any]] = {
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = {"the benchmark table": chunks,
               "the same with five statuses in sku": [with_statuses(c, rnd) for c in chunks]}
     lines = [f"## Snapshot Parquet writing: {rows:,} rows in {len(chunks)} chunks, by setting", "",
-             f"`bench.parquet_write_bench` (pyarrow {pa.__version__}, {machine(version)['cpu']}, local disk): each "
+             f"`bench.parquet_settings` (pyarrow {pa.__version__}, {machine(version)['cpu']}, local disk): each "
              f"chunk as the rows its file holds, written into one file a row group each; the settings take turns, "
              f"median CPU seconds of {ROUNDS} writes.", ""]
     for name, table in tables.items():

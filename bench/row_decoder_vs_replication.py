@@ -4,7 +4,7 @@ row decoder (a record per image), and by the stream's columnar path (``BinlogRea
 ``rows_table``: Arrow columns per 100,000 images), in one run; for reference also ``BinlogReader``
 leaving rows to mysql-replication. ``--profile`` then shows where the columnar path spends its time.
 
-    .venv/bin/python -m bench.row_decode_bench [--rows 100000] [--events 200000] [--profile]
+    .venv/bin/python -m bench.row_decoder_vs_replication [--rows 100000] [--events 200000] [--profile]
 
 Starts a throwaway MariaDB of its own.
 """
@@ -18,15 +18,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
+from airflow_provider_mysqlcdc.cdc.binlog.change_columns import ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.lake.changelog import rows_table
-from bench.server import load_orders, raw_replication_rows, throwaway_server
+from bench.common.server import load_orders, raw_replication_rows, throwaway_server
 
 TRANSACTION_ROWS = 10_000
 # one per row event: an update's -U/+U count once
@@ -47,7 +48,7 @@ def columnar(config: ConnectionConfig, start: BinlogOffset, schema: TableSchema)
     row_events = images = 0
 
     def flush() -> int:
-        table = rows_table(events, schema)
+        table = rows_table(ImageBuffer.of(schema, events))  # the stream's way: a table's events gathered, then read
         events.clear()
         return sum(1 for op in table.column("_op").to_pylist() if op in ROW_EVENT_KINDS)
 

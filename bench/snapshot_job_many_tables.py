@@ -4,7 +4,7 @@ committed, each its own Delta transaction replacing its partition, then its mani
 (``spark.snapshot_job.commit_pack``): one table at a time against ``COMMIT_THREADS`` at once, alternating, each
 into a new lake, the first commit (creating each table) and a second one (replacing its partition) timed.
 
-    .venv/bin/python -m bench.pack_commit_bench [--tables 200] [--rows 300]
+    .venv/bin/python -m bench.snapshot_job_many_tables [--tables 200] [--rows 300]
 
 Starts a throwaway MariaDB of its own and stops it afterwards; the lake is a temporary local folder.
 """
@@ -15,15 +15,15 @@ import sys
 import time
 import uuid
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schemas
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schemas
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks, write_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
 from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
-from bench.server import many_tables_arguments, small_tables_database
+from bench.common.server import many_tables_arguments, small_tables_database
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
-"""Whether ``lake.maintenance`` keeps a Delta table small: file and log counts of a changelog under many
+"""Whether ``lake.write.maintenance`` keeps a Delta table small: file and log counts of a changelog under many
 small stream commits, and the cost of reading a current state after many MERGEs.
 
-    .venv/bin/python -m bench.delta_files [--commits 10000] [--rows-per-commit 20]
+    .venv/bin/python -m bench.maintenance_file_counts [--commits 10000] [--rows-per-commit 20]
 
 Part 1 appends ``--commits`` commits of 20 changelog rows, calling ``maintain`` after each as the stream
 runner does (default policy, except retentions of 0 so that vacuum and log cleanup show within the run),
@@ -28,11 +28,11 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy, maintain
-from airflow_provider_mysqlcdc.lake.merge import merge_changes
-from bench.delta_merge import change_set, rows_table
-from bench.measure import write_sections
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.write.maintenance import MaintenancePolicy, maintain
+from airflow_provider_mysqlcdc.lake.write.merge import merge_changes
+from bench.common.delta_rows import change_set, rows_table
+from bench.common.results import write_sections
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,11 +115,11 @@ def main() -> None:
     bound = p.max_small_files + p.check_every_commits + 1
     text = f"""## Delta table size under many small commits, and reads after many MERGEs
 
-Written by `.venv/bin/python -m bench.delta_files` (not by `bench.peers`). {date.today()}, 1 run; cores \
+Written by `.venv/bin/python -m bench.maintenance_file_counts` (not by `bench.peers`). {date.today()}, 1 run; cores \
 {os.cpu_count()}, python {platform.python_version()}, deltalake {version('deltalake')}, pyarrow {version('pyarrow')}
 
 {args.commits:,} stream commits of {args.rows_per_commit} changelog rows each into an unpartitioned changelog \
-table, `lake.maintenance.maintain` called after each commit with `MaintenancePolicy` defaults \
+table, `lake.write.maintenance.maintain` called after each commit with `MaintenancePolicy` defaults \
 (check every {p.check_every_commits} commits, compact beyond {p.max_small_files} excess small files, checkpoint \
 every {p.checkpoint_interval} commits) except both retentions 0 (the defaults are 24 h, which would show no \
 vacuum or log cleanup within a run of minutes). {seconds:.0f} s in all ({args.commits / seconds:.0f} \

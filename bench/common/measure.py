@@ -1,12 +1,10 @@
-"""What the peer benchmark measures besides wall time: peak memory of processes, and the machine."""
+"""What the benchmarks measure besides wall time: peak memory of processes, the machine, quantiles, when a
+commit is in the lake; and the scratch folders of a run."""
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
-import datetime as dt
-import json
 import os
 import platform
 import shutil
@@ -14,7 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,57 +109,6 @@ def machine(server_version: str) -> dict[str, Any]:
     }
 
 
-def write_sections(results: Path, text: str) -> None:
-    """Write ``text``'s ``## `` sections into ``results``, replacing sections of the same title and keeping
-    the others (each benchmark owns its sections of RESULTS.md); ``text``'s heading, if any, comes first."""
-    def split(document: str) -> tuple[str, dict[str, str]]:
-        head, *sections = document.split("\n## ")
-        return head, {s.split("\n", 1)[0]: "## " + s.rstrip("\n") for s in sections}
-
-    old_head, old = split(results.read_text()) if results.exists() else ("# Benchmark results", {})
-    new_head, new = split(text if text.startswith("#") and not text.startswith("## ") else "\n" + text)
-    sections = {**old, **new} if new_head.strip() == "" else {**new, **{t: s for t, s in old.items() if t not in new}}
-    head = new_head.strip() or old_head.strip()
-    results.write_text("\n\n".join([head, *sections.values()]) + "\n")
-
-
-def old_new_parser(description: str | None) -> argparse.ArgumentParser:
-    """The options of a benchmark of two commits (``old_against_new``): ``--old``, ``--new``, ``--repeat``, and
-    ``--child`` for its child processes; the benchmark adds its own."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old", default="main", help="the commit before (main)")
-    parser.add_argument("--new", default="HEAD", help="the commit after (this branch)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each version")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    return parser
-
-
-def old_new_heading(section: str, module: str, repeat: int, old: str, new: str, load: tuple[float, float]) -> list[str]:
-    """The first lines of a two-commit benchmark's section (``old_against_new``): what wrote it, when, the
-    machine, and the two versions (``old``/``new``: the commit and what it does)."""
-    facts = ", ".join(f"{k} {v}" for k, v in machine("none").items() if k != "server")
-    return [f"## {section}", "",
-            f"Written by `.venv/bin/python -m {module}` (not by `bench.peers`). {dt.date.today().isoformat()}, "
-            f"{repeat} runs of each version, alternating; {facts}. Old: {old}; new: {new}. Each version in its own "
-            f"process importing its own tree. Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end "
-            f"(other jobs shared the cores).", ""]
-
-
-def old_against_new(args: Any, child_main: Callable[[dict[str, Any]], int], measure: Callable[[Any], tuple[Any, Any]],
-                    report: Callable[[Any, Any, Any, tuple[float, float]], str]) -> int:
-    """The main of a benchmark that runs two commits' trees in child processes: in a child (``args.child``, its
-    spec as JSON) the measurement; else ``measure``'s runs reported (with the load average at the start and the
-    end) and written into bench/RESULTS.md."""
-    if args.child:
-        return child_main(json.loads(args.child))
-    start_load = os.getloadavg()[0]
-    runs, commits = measure(args)
-    text = report(runs, commits, args, (start_load, os.getloadavg()[0]))
-    print(text)
-    write_sections(Path(__file__).resolve().parent / "RESULTS.md", text)
-    return 0
-
-
 def seconds_until_in_lake(store: Any, control: Any, info: Any, since: float, timeout: float = 120.0) -> float:
     """Seconds from ``since`` (a ``perf_counter``) until the stream's checkpoint covers the server's
     current offset: a change committed at ``since`` is then in the lake.
@@ -170,7 +117,7 @@ def seconds_until_in_lake(store: Any, control: Any, info: Any, since: float, tim
     needs. So the checkpoint's offset is read from its document alone (a whole database's checkpoint is a
     thousand tables' schema refs and chunks, and ``read_checkpoint`` parses them all), and the poll waits five
     times as long as the read took, 10 ms at least."""
-    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
+    from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
 
     target = read_current_offset(control, info, with_gtid=False)
     while True:

@@ -8,7 +8,7 @@ than wall time, each against its baseline in the same run, the two taking turns:
   JVM's default compilers against the quick compiler only (``operators.spark_submit.DRIVER_JIT``): CPU of
   the whole process tree (JVM, Python driver and workers).
 
-    .venv/bin/python -m bench.snapshot_costs [--rows 1000000] [--repeat 3]
+    .venv/bin/python -m bench.snapshot_cpu_costs [--rows 1000000] [--repeat 3]
 
 Starts a throwaway MariaDB of its own; writes its section of bench/RESULTS.md.
 """
@@ -27,17 +27,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
-from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset, read_snapshot_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset, read_snapshot_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import ArrowSelect
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import DEFAULT_GROUP_SIZE
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.operators.spark_submit import DRIVER_JIT, job_spark_conf
-from bench.measure import machine, write_sections
-from bench.server import load_orders, throwaway_server
+from bench.common.measure import machine
+from bench.common.results import write_sections
+from bench.common.server import load_orders, throwaway_server
 
 ROOT = Path(__file__).resolve().parents[1]
 NOOP_JOB = '''
@@ -127,7 +128,7 @@ def report(rows: int, reads: dict[str, list[dict[str, float]]], starts: dict[str
            facts: dict[str, Any], repeat: int, load: tuple[float, float]) -> str:
     base_read, base_start = next(iter(reads.values())), next(iter(starts.values()))
     lines = ["## Snapshot job costs in CPU seconds: grouped chunk SELECTs, the driver JVM's compiler", "",
-             f"Written by `.venv/bin/python -m bench.snapshot_costs --rows {rows} --repeat {repeat}` (not by "
+             f"Written by `.venv/bin/python -m bench.snapshot_cpu_costs --rows {rows} --repeat {repeat}` (not by "
              f"`bench.peers`). {dt.date.today().isoformat()}, {repeat} alternating runs of each, medians; "
              + ", ".join(f"{k} {v}" for k, v in facts.items())
              + f"; load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (other jobs share the cores: "

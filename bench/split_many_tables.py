@@ -4,7 +4,7 @@ and how many mapped snapshot tasks and server ids the run needs. In the same run
 discovery: the tables' schemas and row estimates read table by table (two queries and one a table, as
 the split did before) against the bulk pass the split makes now.
 
-    .venv/bin/python -m bench.many_tables_split [--tables 1000] [--rows 200]
+    .venv/bin/python -m bench.split_many_tables [--tables 1000] [--rows 200]
 
 Starts a throwaway MariaDB of its own and stops it afterwards; the lake is a temporary local folder.
 """
@@ -16,13 +16,13 @@ import sys
 import tempfile
 import time
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, load_table_schema, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import approximate_rows, load_table_schema, load_table_schemas
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
-from bench.server import load_small_tables, many_tables_arguments, throwaway_server
+from bench.common.server import load_small_tables, many_tables_arguments, throwaway_server
 
 
 def main(argv: list[str] | None = None) -> int:

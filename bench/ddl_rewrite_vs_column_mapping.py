@@ -1,9 +1,9 @@
-"""RENAME/DROP COLUMN on a large current-state table (issue 25): what ``lake.table_events.reshape_current``'s
+"""RENAME/DROP COLUMN on a large current-state table (issue 25): what ``lake.write.current_ddl.reshape_current``'s
 rewrite costs, against writing the same table once, measured in the same run; and what Delta column
 mapping (``delta.columnMapping.mode=name``, a rename or drop without rewriting) can do with the deltalake
 in use, and which readers read such a table.
 
-    .venv/bin/python -m bench.ddl_rewrite_bench [--rows 10000000] [--batches 3] [--repeat 2]
+    .venv/bin/python -m bench.ddl_rewrite_vs_column_mapping [--rows 10000000] [--batches 3] [--repeat 2]
 
 The current table is shaped like ours (``lake.changelog.lake_schema`` of a six-column table: a BIGINT key,
 INT, VARCHAR, DECIMAL(12,2), DATETIME(3), TEXT with a third NULL; the metadata columns; partitioned by
@@ -42,10 +42,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
-from bench.measure import child_peak_rss_mib, write_sections
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, stored_type
+from bench.common.measure import child_peak_rss_mib
+from bench.common.results import write_sections
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = TableSchema(TableId("bench", "orders"), (
@@ -134,7 +135,7 @@ def child(step: str, uri: str, rows: int, batches: int) -> float:
     from deltalake import DeltaTable as Dt
     from deltalake import QueryBuilder, write_deltalake
 
-    from airflow_provider_mysqlcdc.lake.table_events import reshape_current
+    from airflow_provider_mysqlcdc.lake.write.current_ddl import reshape_current
 
     if step == "imports":
         return 0.0
@@ -175,7 +176,7 @@ def child(step: str, uri: str, rows: int, batches: int) -> float:
 
 def run_child(step: str, uri: str, args: argparse.Namespace) -> tuple[float, float]:
     """Seconds and peak RSS (MiB) of one step in a process of its own."""
-    command = [sys.executable, "-m", "bench.ddl_rewrite_bench", "--child", step, "--uri", uri,
+    command = [sys.executable, "-m", "bench.ddl_rewrite_vs_column_mapping", "--child", step, "--uri", uri,
                "--rows", str(args.rows), "--batches", str(args.batches)]
     peak, out = child_peak_rss_mib(command, {**os.environ, "PYTHONPATH": str(ROOT)}, ROOT)
     seconds = float(out.split("seconds=")[1])
@@ -405,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
 
     text = f"""## DDL on the current table: rewrite ({args.rows:,} rows) vs Delta column mapping (issue 25)
 
-Written by `.venv/bin/python -m bench.ddl_rewrite_bench --rows {args.rows} --repeat {args.repeat}` (not by \
+Written by `.venv/bin/python -m bench.ddl_rewrite_vs_column_mapping --rows {args.rows} --repeat {args.repeat}` (not by \
 `bench.peers`). {date.today()}, {args.repeat} round(s); cores {os.cpu_count()}, python \
 {platform.python_version()}, deltalake {version('deltalake')}, pyarrow {version('pyarrow')}, polars \
 {version('polars')}, duckdb {version('duckdb')}; load average {load[0]:.1f} at the start, {load_after[0]:.1f} at \

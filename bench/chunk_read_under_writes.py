@@ -2,7 +2,7 @@
 binlog fix-up changed. Baselines in the same run: the same rows by one plain SELECT, through pymysql
 (unbuffered tuples) and through connectorx (Arrow), with no chunks, watermarks or conversion.
 
-    .venv/bin/python -m bench.chunk_read_bench [--rows 2000000] [--chunk-size 8096]
+    .venv/bin/python -m bench.chunk_read_under_writes [--rows 2000000] [--chunk-size 8096]
 
 Starts a throwaway MariaDB of its own and stops it afterwards.
 """
@@ -18,12 +18,12 @@ from multiprocessing.synchronize import Event
 
 import pymysql.cursors
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from bench.server import bench_arguments, connectorx_select_rate, load_orders, throwaway_server
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
+from bench.common.server import bench_arguments, connectorx_select_rate, load_orders, throwaway_server
 from dev import mariadb
 
 

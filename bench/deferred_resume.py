@@ -8,7 +8,7 @@ way it was done before, in the same run.
   start after a crash still does: every changelog opened for rows past the checkpoint), then the first batch
   after it, whose changelogs the scan had opened already: with a change in every table and in 1 table of 100.
 
-    .venv/bin/python -m bench.resume_bench [--tables 1000] [--rows 100]
+    .venv/bin/python -m bench.deferred_resume [--tables 1000] [--rows 100]
 
 Alternates the two ways three times and prints the figures. Starts a throwaway MariaDB of its own; the lake is
 a temporary local folder.
@@ -22,14 +22,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema, load_table_schemas
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from bench.server import many_tables_arguments, small_tables_database
+from bench.common.server import many_tables_arguments, small_tables_database
 
 ROUNDS = 3
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """One stream pass in a process of its own, so that the peer benchmark can read its peak memory.
 
-    python -m bench.stream_child <base_uri> <connection json> <start offset json> <batch limits json>
+    python -m bench.common.stream_child <base_uri> <connection json> <start offset json> <batch limits json>
 
 The password comes from MYSQL_CDC_PASSWORD; prints ``rows=<change rows written>``. It runs the
 stream operator's runner, started at the given offset (``startup_mode="specific-offset"``).
@@ -12,10 +12,10 @@ import json
 import os
 import sys
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 

@@ -8,7 +8,7 @@ the tests start it).
   merged every few minutes for weeks (~8,600 entries over the default 30-day log retention);
 - each way ``ROUNDS`` times, alternating; medians and their ratio.
 
-    .venv/bin/python -m bench.commit_read_bench [--commits 1000] [--s3-commits 100]
+    .venv/bin/python -m bench.as_of_commit_time [--commits 1000] [--s3-commits 100]
 
 Writes its section of bench/RESULTS.md. Needs no MariaDB; the lakes are temporary folders and a bucket of moto's.
 """
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
-from bench.measure import machine, scratch_dir, write_sections
+from bench.common.measure import machine, scratch_dir
+from bench.common.results import write_sections
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 5
@@ -97,7 +98,7 @@ def _report(rows: list[tuple[str, int, float, float]], args: argparse.Namespace)
                       for lake, commits, scan, one in rows)
     return f"""## As-of reads: the snapshot's commit time on a long-lived current table
 
-{dt.date.today()}, `.venv/bin/python -m bench.commit_read_bench --commits {args.commits} --s3-commits \
+{dt.date.today()}, `.venv/bin/python -m bench.as_of_commit_time --commits {args.commits} --s3-commits \
 {args.s3_commits}`; {facts['cores']} cores, pyarrow {facts['pyarrow']}, airflow-provider-mysqlcdc \
 {facts['airflow-provider-mysqlcdc']}. A current table of one-row appends; an as-of read wants the commit time of the
 snapshot's version (here the first, the oldest entry). Before: the table's whole history scanned for it (every entry

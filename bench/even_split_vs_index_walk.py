@@ -1,7 +1,7 @@
 """How long splitting a 2,000,000-row table takes: even split (dense integer key) against the index
 walk of the uneven split (sparse key, the baseline every key type can fall back to), in one run.
 
-    .venv/bin/python -m bench.split_bench [--rows 2000000] [--chunk-size 8096]
+    .venv/bin/python -m bench.even_split_vs_index_walk [--rows 2000000] [--chunk-size 8096]
 
 Starts a throwaway MariaDB of its own and stops it afterwards.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 import time
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from bench.server import bench_arguments, throwaway_server
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
+from bench.common.server import bench_arguments, throwaway_server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""Baseline for bench/snapshot_bench.py: Spark's own JDBC read of a table into Parquet, nothing else.
+"""The baseline of the snapshot benchmarks (``example_dag.run_jdbc_baseline``): Spark's own JDBC read of a
+table into Parquet, nothing else.
 
     spark-submit --jars /usr/share/java/mariadb-java-client.jar spark_jdbc_read.py \\
         --url jdbc:mysql://127.0.0.1:3306/bench --table orders --user cdc --out /tmp/jdbc

@@ -11,7 +11,7 @@ the table: it holds every file and every tombstone kept (``delta.deletedFileRete
 the policy), and compaction leaves a tombstone for each small file the stream appended. So the second part
 measures writing a checkpoint of a table with ``--tombstones`` tombstones.
 
-No server: like ``bench.stream_commit_bench``, each run builds a lake of ``--tables`` captured tables (8
+No server: like ``bench.stream_commit_spread``, each run builds a lake of ``--tables`` captured tables (8
 columns) and drives it as the stream runner does, through the engine's own parts: ``--batches`` batches of
 ``--rows`` inserts spread over every table, each ``StreamStore.commit`` followed by ``TableUpkeep`` (its
 compaction, vacuum and checkpoints, with the policy of the interval measured), and every ``--merge-every``
@@ -21,7 +21,7 @@ table and batch, the commit (with its upkeep) over the last half of the batches 
 table over the same half, and the whole run's wall time. Writes the section "A long-running stream: the
 checkpoint interval" of ``bench/RESULTS.md``.
 
-    .venv/bin/python -m bench.long_stream_commits [--tables 10] [--batches 200] [--intervals 100,20] [--repeat 2]
+    .venv/bin/python -m bench.checkpoint_interval [--tables 10] [--batches 200] [--intervals 100,20] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.delta_overhead import alternate, run_child
-from bench.measure import machine, scratch_dir, write_sections
-from bench.stream_commit_bench import _changes, _commit, _offset, _schemas
+from bench.common.lake_batches import captured_schemas, insert_changes, offset_at, timed_commit
+from bench.common.measure import machine, scratch_dir
+from bench.common.results import write_sections
+from bench.common.two_commits import alternate, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "A long-running stream: the checkpoint interval"
@@ -61,22 +62,22 @@ def child_run(spec: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
     from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.maintenance import MaintenancePolicy
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.maintenance import MaintenancePolicy
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
     lake = Lake.at(spec["lake"])
-    schemas = _schemas(spec["tables"])
+    schemas = captured_schemas(spec["tables"])
     tables = list(schemas)
     store, merger = StreamStore(lake), StateMerger(lake, None)  # integer keys: no server for their order
     upkeep = TableUpkeep(lake, MaintenancePolicy(checkpoint_interval=spec["interval"]))
-    checkpoint = Checkpoint(0, _offset(0), schemas)
+    checkpoint = Checkpoint(0, offset_at(0), schemas)
     store.commit(checkpoint, {})
     commits, merges = [], []
     started = time.perf_counter()
     for batch in range(1, spec["batches"] + 1):
-        changes = _changes(schemas, tables, spec["rows"], batch)
+        changes = insert_changes(schemas, tables, spec["rows"], batch)
         began = time.perf_counter()
-        _commit(store, checkpoint, changes)
+        timed_commit(store, checkpoint, changes)
         upkeep.changelogs_committed(tables)
         commits.append(time.perf_counter() - began)
         if batch % spec["merge_every"] == 0:
@@ -146,7 +147,7 @@ def report(runs: dict[int, list[dict[str, Any]]], costs: dict[int, dict[str, flo
         return statistics.median(r[key] for r in runs[interval])
 
     lines = [f"## {SECTION}", "",
-             f"Written by `.venv/bin/python -m bench.long_stream_commits --tables {args.tables} --batches "
+             f"Written by `.venv/bin/python -m bench.checkpoint_interval --tables {args.tables} --batches "
              f"{args.batches} --rows {args.rows} --intervals {args.intervals} --repeat {args.repeat}` (not by "
              f"`bench.peers`). {time.strftime('%Y-%m-%d')}; {facts}. Load average {load[0]:.1f} at the start, "
              f"{load[1]:.1f} at the end. No server: {args.tables} tables, {args.batches} stream batches each "

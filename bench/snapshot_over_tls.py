@@ -7,7 +7,7 @@ once over TLS (CA and host name verified), in alternating order; then one plain 
 whole table each way. Once, as the baseline of before: the chunk reader over TLS through pymysql, the
 path a TLS connection took when connectorx could not be told to use TLS.
 
-    .venv/bin/python -m bench.tls_snapshot_bench [--rows 2000000] [--repeat 3]
+    .venv/bin/python -m bench.snapshot_over_tls [--rows 2000000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from airflow_provider_mysqlcdc.cdc.tls import TlsSettings
-from bench.server import connectorx_select_rate, load_orders, throwaway_server
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.tls import TlsSettings
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
+from bench.common.server import connectorx_select_rate, load_orders, throwaway_server
 from dev.tls_certs import make_tls_files
 
 

@@ -3,16 +3,16 @@ Parquet + JSON layout, ``--old``, default commit 1b5b3a3) against the code after
 HEAD), on the same data and the same server, in one run. The issue asks for no more than 10% less
 throughput; this measures the baseline in the same run rather than quoting an older figure.
 
-    .venv/bin/python -m bench.delta_overhead [--events 400000] [--rows 1000000] [--repeat 5]
+    .venv/bin/python -m bench.delta_vs_parquet_layout [--events 400000] [--rows 1000000] [--repeat 5]
 
 - stream: ``--events`` row events (updates of 10,000-row transactions, one in ten an insert, one in ten
-  a delete: ``bench.peers.write_events``) streamed from a checkpoint at their start to the binlog's end
+  a delete: ``bench.common.server.write_events``) streamed from a checkpoint at their start to the binlog's end
   into a fresh lake, through the stream runner's catch-up path (``StreamRunner.open`` + ``catch_up``,
   default batch limits): old, one Parquet file per table and batch plus the checkpoint JSON; new, one
   Delta append per table and batch plus the checkpoint, and the table maintenance the runner calls after
   its commits (``engine/table_upkeep.py``). Timed: ``catch_up``; the time inside ``StreamStore.commit``
   and (new) ``maintain`` is taken apart by wrapping them.
-- snapshot: a ``--rows``-row table (~160 B a row, ``bench.server.load_orders``) cut by the split's
+- snapshot: a ``--rows``-row table (~160 B a row, ``bench.common.server.load_orders``) cut by the split's
   ``split_table`` (the same code in both) into chunks and ``group_batches`` into batches of
   ``--rows-per-batch`` rows; each batch's chunks go, in two contiguous parts as the Spark job's two
   tasks would get them (here one after the other, in one process, without Spark), through that
@@ -36,18 +36,18 @@ import datetime as dt
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.common.two_commits import PASSWORD_ENV, alternate, check_tree, run_child, short_commit, worktrees
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Delta lake: throughput before/after"
-PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
 EVENTS_TABLE_ROWS = 200_000
 READERS_PER_BATCH = 2
 
@@ -87,15 +87,15 @@ def _timed(owner: Any, name: str, spent: dict[str, float], key: str) -> None:
 
 def child_stream(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     """The stream runner's catch-up from ``spec["start"]`` to the binlog's end into ``spec["lake"]``."""
-    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+    from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+    from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
     from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
-    from airflow_provider_mysqlcdc.lake import stream_store
+    from airflow_provider_mysqlcdc.lake.write import stream_commit
 
     spent = {"commit": 0.0, "maintain": 0.0}
-    _timed(stream_store.StreamStore, "commit", spent, "commit")
+    _timed(stream_commit.StreamStore, "commit", spent, "commit")
     with contextlib.suppress(ImportError):  # the table maintenance exists in the Delta version only
         from airflow_provider_mysqlcdc.engine import table_upkeep
 
@@ -132,12 +132,12 @@ def _field(result: Any, name: str) -> Any:
 
 def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     """Every batch of the table's plan through ``write_chunks`` (two parts) and ``commit_batch``."""
-    from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.cdc.splitter import split_table
+    from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
     from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 
     control = config.connect()
     try:
@@ -169,12 +169,9 @@ def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
 
 
 def child_main(spec: dict[str, Any]) -> int:
-    import airflow_provider_mysqlcdc
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
-    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
-    if package.parent != Path(spec["tree"]).resolve():
-        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    check_tree(spec)
     config = ConnectionConfig.from_dict(spec["connection"], os.environ[PASSWORD_ENV])
     result = (child_stream if spec["part"] == "stream" else child_snapshot)(spec, config)
     print("RESULT " + json.dumps(result), flush=True)
@@ -184,50 +181,12 @@ def child_main(spec: dict[str, Any]) -> int:
 # -- in the parent ----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def worktrees(commits: dict[str, str]) -> Iterator[dict[str, Path]]:
-    """A detached ``git worktree`` per commit in a temporary directory, byte-compiled; removed after."""
-    with tempfile.TemporaryDirectory(prefix="bench-delta-trees-") as base:
-        trees: dict[str, Path] = {}
-        try:
-            for label, commit in commits.items():
-                trees[label] = Path(base) / label
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(trees[label]),
-                                commit], check=True)
-                package = trees[label] / "airflow_provider_mysqlcdc"
-                subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
-            yield trees
-        finally:
-            for tree in trees.values():
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
-
-
-def run_child(tree: Path, spec: dict[str, Any], password: str, script: str = __file__) -> dict[str, Any]:
-    """One measurement in a process importing ``tree``'s package, by ``script --child`` (this file, or
-    another benchmark's); its result."""
-    env = {**os.environ, "PYTHONPATH": str(tree), PASSWORD_ENV: password}
-    # the script by its path: its own folder goes first on sys.path, not this checkout, so that the
-    # package (and nothing else of this checkout) comes from the tree
-    command = [sys.executable, str(Path(script).resolve()), "--child", json.dumps({**spec, "tree": str(tree)})]
-    out = subprocess.run(command, env=env, cwd=tempfile.gettempdir(), check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(next(line for line in reversed(out.splitlines()) if line.startswith("RESULT "))[7:])
-
-
-def alternate(trees: dict[str, Path], repeat: int) -> Iterator[tuple[int, str, Path]]:
-    """old, new; new, old; old, new; ... so that a drift of the machine's load hits both alike."""
-    labels = list(trees)
-    for attempt in range(repeat):
-        for label in labels if attempt % 2 == 0 else labels[::-1]:
-            yield attempt, label, trees[label]
-
-
 def stream_part(trees: dict[str, Path], spec: dict[str, Any], events: int, repeat: int, password: str,
                 home: str) -> dict[str, list[dict[str, Any]]]:
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
     for attempt, label, tree in alternate(trees, repeat):
-        result = run_child(tree, {**spec, "part": "stream", "lake": f"{home}/stream-{label}-{attempt}"}, password)
+        result = run_child(tree, {**spec, "part": "stream", "lake": f"{home}/stream-{label}-{attempt}"}, password,
+                           __file__)
         result["events"] = events
         result["events_per_second"] = events / result["seconds"]
         runs[label].append(result)
@@ -243,7 +202,7 @@ def snapshot_part(trees: dict[str, Path], spec: dict[str, Any], repeat: int, pas
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
     for attempt, label, tree in alternate(trees, repeat):
         result = run_child(tree, {**spec, "part": "snapshot", "lake": f"{home}/snapshot-{label}-{attempt}"},
-                           password)
+                           password, __file__)
         result["rows_per_second"] = result["rows"] / result["seconds"]
         runs[label].append(result)
         commits = ", ".join(f"{b['commit_seconds'] * 1000:.0f}" for b in result["batches"])
@@ -274,7 +233,8 @@ def report(results: dict[str, Any], args: argparse.Namespace, facts: dict[str, A
     machine = ", ".join(f"{k} {v}" for k, v in facts.items())
     lines = [
         f"## {SECTION}", "",
-        f"Written by `.venv/bin/python -m bench.delta_overhead` (not by `bench.peers`). {dt.date.today().isoformat()}, "
+        f"Written by `.venv/bin/python -m bench.delta_vs_parquet_layout` (not by `bench.peers`). "
+        f"{dt.date.today().isoformat()}, "
         f"{args.repeat} runs of each version, alternating (the order flips every round); {machine}. Old: "
         f"{commits['old']} (Parquet files + JSON manifests and checkpoint); new: {commits['new']} (Delta tables). "
         f"Each version in its own process importing its own tree (a `git worktree` of its commit), on the same "
@@ -320,7 +280,8 @@ def report(results: dict[str, Any], args: argparse.Namespace, facts: dict[str, A
     if stream:
         first = stream["new"][0]
         lines += [
-            f"Stream: `bench.peers.write_events` ({first['events']:,} row events: updates in 10,000-row transactions, "
+            f"Stream: `bench.common.server.write_events` ({first['events']:,} row events: updates in 10,000-row "
+            f"transactions, "
             f"one in ten an insert, one in ten a delete, on a {EVENTS_TABLE_ROWS:,}-row table), then each run the "
             f"stream runner's `open` + `catch_up` from a checkpoint at their start to the binlog's end (`startup_mode` "
             f"specific-offset), default batch limits, into a fresh lake: {first['batches']} batches, "
@@ -328,18 +289,20 @@ def report(results: dict[str, Any], args: argparse.Namespace, facts: dict[str, A
             f"by wrapping them. Per run, row events/s: {_per_run(stream, lambda r: r['events_per_second'], ',.0f')}. "
             f"`maintain` is called after every changelog commit but looks at a table only every "
             f"`MaintenancePolicy.check_every_commits` commits (10): with {first['batches']} batches it did not "
-            f"compact or vacuum here (`bench.delta_files` measures it under many commits). The MERGE at stop is what "
+            f"compact or vacuum here (`bench.maintenance_file_counts` measures it under many commits). The MERGE at "
+            f"stop is what "
             f"the stream operator does when it stops or defers, and every `merge_interval_seconds` (300) while it "
             f"runs: here all {first['change_rows']:,} change rows at once, into a current-state table it creates "
             f"(this table has no snapshot); the old layout had no such step (readers applied the changes). It is "
             f"paid per stop and per merge interval, not per event: a short catch-up that stops pays it whole, as "
-            f"in the last row; `bench.delta_merge` measures a MERGE into a large current state.",
+            f"in the last row; `bench.merge_partitioning` measures a MERGE into a large current state.",
             "",
         ]
     if snapshot:
         first = snapshot["new"][0]
         lines += [
-            f"Snapshot, without Spark: a {args.rows:,}-row table (~160 B a row, `bench.server.load_orders`) split by "
+            f"Snapshot, without Spark: a {args.rows:,}-row table (~160 B a row, `bench.common.server.load_orders`) "
+            f"split by "
             f"`split_table` (the same code in both) into {first['chunks']} chunks of {args.chunk_size:,} rows and "
             f"{len(first['batches'])} batches of {max(1, args.rows_per_batch // args.chunk_size)} chunks (the last one "
             f"smaller); each batch's chunks in two contiguous "
@@ -359,23 +322,18 @@ def main(argv: list[str] | None = None) -> int:
     parts = [p for p in args.only.split(",") if p]
     if set(parts) - {"stream", "snapshot"}:
         raise SystemExit("--only takes stream, snapshot")
-    from bench.measure import machine, write_sections
-    from bench.peers import write_events
-    from bench.server import load_orders, throwaway_server
+    from bench.common.measure import machine
+    from bench.common.results import write_sections
+    from bench.common.server import load_orders, throwaway_server, write_events
 
-    def resolve(commit: str) -> str:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", commit], check=True,
-                             capture_output=True, text=True)
-        return out.stdout.strip()
-
-    commits = {"old": resolve(args.old), "new": resolve(args.new)}
+    commits = {"old": short_commit(args.old), "new": short_commit(args.new)}
     load_start = os.getloadavg()[0]
     results: dict[str, Any] = {}
     with worktrees(commits) as trees, throwaway_server(args.port) as server, \
             tempfile.TemporaryDirectory(prefix="bench-delta-lakes-") as home:
-        from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-        from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-        from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+        from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+        from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+        from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
         spec = {"connection": config.to_dict(), "chunk_size": args.chunk_size, "rows_per_batch": args.rows_per_batch}
@@ -412,6 +370,6 @@ def _version(name: str) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        del sys.path[0]  # this file's folder: nothing of this checkout besides this file
+        del sys.path[0]  # this file's folder: the package from the tree alone (``run_child``)
         sys.exit(child_main(json.loads(sys.argv[2])))
     sys.exit(main())

@@ -1,7 +1,7 @@
 """The MERGE of 100,000 changed keys into a 10,000,000-row current state: what partitioning the current
 table by snapshot batch (``_batch``) saves against the same files unpartitioned, measured in one run.
 
-    .venv/bin/python -m bench.delta_merge [--rows 10000000] [--changes 100000] [--batches 100]
+    .venv/bin/python -m bench.merge_partitioning [--rows 10000000] [--changes 100000] [--batches 100]
 
 The current table is laid out as the snapshot writes it: ``_batch`` partitions of contiguous key ranges,
 a few files each (``--file-bytes``); the baseline holds the same rows in files of the same key ranges,
@@ -27,35 +27,13 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.merge import _merge, merge_changes, prepare_source
-from airflow_provider_mysqlcdc.lake.table_format import quote
-from bench.measure import write_sections
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.format.table_format import quote
+from airflow_provider_mysqlcdc.lake.write.merge import _merge, merge_changes, prepare_source
+from bench.common.delta_rows import change_set, rows_table
+from bench.common.results import write_sections
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def rows_table(ids: np.ndarray, rows_per_batch: int, rng: np.random.Generator, *, op: str = "+I",
-               pos: int = 100) -> pa.Table:
-    """~100 B a row: the key, five columns, the metadata columns and the batch."""
-    n = len(ids)
-    ops = op if isinstance(op, np.ndarray) else np.full(n, op)
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "customer": pa.array(rng.integers(0, 1_000_000, n), pa.int64()),
-        "amount": pa.array(rng.random(n) * 1000, pa.float64()),
-        "qty": pa.array(rng.integers(0, 100, n), pa.int32()),
-        "status": pa.array(np.array(["new", "paid", "shipped", "returned"])[rng.integers(0, 4, n)], pa.string()),
-        "note": pa.array(np.char.add("note-", rng.integers(0, 10**12, n).astype(str)), pa.string()),
-        "_op": pa.array(ops, pa.string()),
-        "_database": pa.array(np.full(n, "bench"), pa.string()),
-        "_table": pa.array(np.full(n, "orders"), pa.string()),
-        "_op_ts": pa.array(np.zeros(n, np.int64), pa.int64()),
-        "_binlog_file": pa.array(np.ones(n, np.int32), pa.int32()),
-        "_binlog_pos": pa.array(np.full(n, pos, np.int64), pa.int64()),
-        "_row_seq": pa.array(np.arange(n, dtype=np.int64), pa.int64()),
-        "_batch": pa.array((ids // rows_per_batch).astype(np.int32), pa.int32()),
-    })
 
 
 def write_current(path: str, rows: int, batches: int, file_bytes: int, *, partitioned: bool) -> None:
@@ -66,19 +44,6 @@ def write_current(path: str, rows: int, batches: int, file_bytes: int, *, partit
         part = rows_table(np.arange(start, min(rows, start + step)), per_batch, rng)
         write_deltalake(path, part, mode="append", partition_by=["_batch"] if partitioned else None,
                         target_file_size=file_bytes)
-
-
-def change_set(rows: int, changes: int, rows_per_batch: int, ranges: list[tuple[int, int]], seed: int) -> pa.Table:
-    """``changes`` changelog rows: 90% updates of keys in the ``ranges``, 5% deletes, 5% inserts of new keys."""
-    rng = np.random.default_rng(seed)
-    n_new = changes // 20
-    pool = np.concatenate([np.arange(lo, hi) for lo, hi in ranges])
-    existing = rng.choice(pool, changes - n_new, replace=False)
-    ids = np.concatenate([existing, rows + np.arange(n_new)])
-    ops = np.array(["+U"] * (changes - 2 * n_new) + ["-D"] * n_new + ["+I"] * n_new)
-    table = rows_table(ids, rows_per_batch, rng, op=ops, pos=500)  # type: ignore[arg-type]
-    batch = (np.minimum(ids, rows - 1) // rows_per_batch).astype(np.int32)  # inserts past the end: last batch
-    return table.set_column(table.schema.get_field_index("_batch"), "_batch", pa.array(batch, pa.int32()))
 
 
 @dataclass
@@ -153,14 +118,14 @@ def main() -> None:
                  .split()[1]) / 2**20
     text = f"""## Delta MERGE: {args.changes:,} changed keys into a {args.rows:,}-row current state
 
-Written by `.venv/bin/python -m bench.delta_merge` (not by `bench.peers`). {date.today()}, 1 run; cores \
+Written by `.venv/bin/python -m bench.merge_partitioning` (not by `bench.peers`). {date.today()}, 1 run; cores \
 {os.cpu_count()}, memory {memory:.1f} GiB, python {platform.python_version()}, deltalake {version('deltalake')}, \
 pyarrow {version('pyarrow')}
 
 The current table as the snapshot lays it out: {args.batches} `_batch` partitions of contiguous key ranges \
 ({per_batch:,} rows each), files of about {args.file_bytes / 2**20:g} MiB; ~100 B a row (id BIGINT key, five \
 columns, the metadata columns). The changes: 90% updates, 5% deletes, 5% inserts, one changelog row per key. \
-`lake.merge.merge_changes` (predicate on `_batch` and the key) against the same MERGE on the key alone into the \
+`lake.write.merge.merge_changes` (predicate on `_batch` and the key) against the same MERGE on the key alone into the \
 same rows unpartitioned, in files of the same key ranges; each on a fresh copy, in the same run.
 
 | changes | current table | MERGE | files rewritten | bytes rewritten |

@@ -3,7 +3,7 @@
 table) against this branch (``--new``, the commits at once on a bounded pool, schemas as documents, a
 MERGE of the changed tables only), in one run (issue 27).
 
-    .venv/bin/python -m bench.stream_commit_bench [--old main] [--new HEAD] [--repeat 3]
+    .venv/bin/python -m bench.stream_commit_spread [--old main] [--new HEAD] [--repeat 3]
 
 No server: each child process builds a lake of ``--tables`` captured tables (8 columns each) without
 MariaDB, through ``StreamStore.commit`` as the stream calls it (change rows made by
@@ -15,7 +15,7 @@ the stream's MERGE interval calls it). Separately, the checkpoint's size and a b
 with ``--wide`` tables captured (no MERGE there).
 
 Each version runs in a subprocess importing its own tree (a ``git worktree`` of its commit, made in a
-temporary directory: ``bench.delta_overhead.worktrees``); old and new alternate, the order flipping every
+temporary directory: ``bench.common.two_commits.worktrees``); old and new alternate, the order flipping every
 round. The new version runs also with 4 and 16 commit threads (its default is 8). Writes the section
 "Stream commits across many tables" of ``bench/RESULTS.md``.
 """
@@ -26,22 +26,30 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.common.lake_batches import captured_schemas, insert_changes, offset_at, timed_commit
+from bench.common.two_commits import (
+    alternate,
+    check_tree,
+    old_against_new,
+    old_new_heading,
+    old_new_parser,
+    run_child,
+    short_commit,
+    worktrees,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Stream commits across many tables"
 SPREADS = (1, 20, 200)
-COLUMNS = 8
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
-    from bench.measure import old_new_parser
-
     parser = old_new_parser(__doc__)
     parser.add_argument("--tables", type=int, default=200, help="captured tables of the spread runs")
     parser.add_argument("--wide", type=int, default=1000, help="captured tables of the checkpoint-size run")
@@ -53,61 +61,29 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 # -- in the child (imports the tree's package) -------------------------------------------------------
 
 
-def _schemas(count: int) -> dict[Any, Any]:
-    from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-
-    columns = (Column("id", "int", "int(11)", nullable=False),
-               *(Column(f"c{i}", "varchar", "varchar(40)", charset="utf8mb4", collation="utf8mb4_general_ci")
-                 for i in range(1, COLUMNS)))
-    return {(t := TableId("many", f"t{i:04d}")): TableSchema(t, columns, ("id",)) for i in range(count)}
-
-
-def _offset(seq: int) -> Any:
-    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-
-    return BinlogOffset("mysql-bin.000001", 4 + 1000 * seq)
-
-
-def _changes(schemas: dict[Any, Any], tables: list[Any], rows: int, seq: int) -> dict[Any, list[Any]]:
-    """``rows`` inserts spread evenly over ``tables``, keys new in every batch."""
-    from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-    from airflow_provider_mysqlcdc.lake.changelog import changes_table
-
-    each = max(1, rows // len(tables))
-    offset, ts = _offset(seq), int(time.time() * 1000)
-    return {t: [changes_table([ChangeRecord(ChangeKind.INSERT, t, (seq * each + k, *[f"value {k}"] * (COLUMNS - 1)),
-                                            offset, ts) for k in range(each)], schemas[t])] for t in tables}
-
-
 def _store(lake: Any, threads: int | None) -> Any:
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     return StreamStore(lake) if threads is None else StreamStore(lake, threads=threads)
-
-
-def _commit(store: Any, checkpoint: Any, changes: dict[Any, list[Any]]) -> float:
-    checkpoint.advance(checkpoint.seq + 1, _offset(checkpoint.seq + 1))
-    started = time.perf_counter()
-    store.commit(checkpoint, changes)
-    return time.perf_counter() - started
 
 
 def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 
     lake = Lake.at(spec["lake"])
-    schemas = _schemas(spec["tables"])
+    schemas = captured_schemas(spec["tables"])
     tables = list(schemas)
     store, merger = _store(lake, spec["threads"]), StateMerger(lake, None)  # integer keys: no server for their order
-    checkpoint = Checkpoint(0, _offset(0), schemas)
+    checkpoint = Checkpoint(0, offset_at(0), schemas)
     store.commit(checkpoint, {})
-    _commit(store, checkpoint, _changes(schemas, tables, len(tables), 1))  # every changelog created
+    timed_commit(store, checkpoint, insert_changes(schemas, tables, len(tables), 1))  # every changelog created
     merger.merge(checkpoint)  # every current table created
     result: dict[str, Any] = {}
     for spread in spec["spreads"]:
-        commits = [_commit(store, checkpoint, _changes(schemas, tables[:spread], spec["rows"], checkpoint.seq + 1))
+        commits = [timed_commit(store, checkpoint,
+                                insert_changes(schemas, tables[:spread], spec["rows"], checkpoint.seq + 1))
                    for _ in range(spec["batches"])]
         started = time.perf_counter()
         merger.merge(checkpoint)
@@ -118,26 +94,22 @@ def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
 
 def child_wide(spec: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 
     lake = Lake.at(spec["lake"])
-    schemas = _schemas(spec["tables"])
+    schemas = captured_schemas(spec["tables"])
     store = _store(lake, spec["threads"])
-    checkpoint = Checkpoint(0, _offset(0), schemas)
+    checkpoint = Checkpoint(0, offset_at(0), schemas)
     store.commit(checkpoint, {})
     one = list(schemas)[:1]
-    _commit(store, checkpoint, _changes(schemas, one, spec["rows"], 1))  # the changelog created
-    commits = [_commit(store, checkpoint, _changes(schemas, one, spec["rows"], checkpoint.seq + 1))
+    timed_commit(store, checkpoint, insert_changes(schemas, one, spec["rows"], 1))  # the changelog created
+    commits = [timed_commit(store, checkpoint, insert_changes(schemas, one, spec["rows"], checkpoint.seq + 1))
                for _ in range(spec["batches"])]
     return {"commit_ms": [c * 1000 for c in commits], "checkpoint_bytes": os.path.getsize(lake.checkpoint)}
 
 
 def child_main(spec: dict[str, Any]) -> int:
-    import airflow_provider_mysqlcdc
-
-    package = Path(airflow_provider_mysqlcdc.__file__).resolve().parent
-    if package.parent != Path(spec["tree"]).resolve():
-        raise SystemExit(f"imported {package}, not the package of {spec['tree']}")
+    check_tree(spec)
     result = (child_spread if spec["part"] == "spread" else child_wide)(spec)
     print("RESULT " + json.dumps(result), flush=True)
     return 0
@@ -147,11 +119,7 @@ def child_main(spec: dict[str, Any]) -> int:
 
 
 def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    from bench.delta_overhead import alternate, run_child, worktrees
-
-    commits = {label: subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], check=True,
-                                     capture_output=True, text=True).stdout.strip()
-               for label, ref in (("old", args.old), ("new", args.new))}
+    commits = {"old": short_commit(args.old), "new": short_commit(args.new)}
     runs: dict[str, list[dict[str, Any]]] = {}
     base = {"rows": args.rows, "batches": args.batches}
     with worktrees(commits) as trees, tempfile.TemporaryDirectory(prefix="bench-stream-commits-") as home:
@@ -173,8 +141,6 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], 
 
 def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args: argparse.Namespace,
            load: tuple[float, float]) -> str:
-    from bench.measure import old_new_heading
-
     def commit_ms(name: str, spread: int) -> float:
         return statistics.median(statistics.median(r["spread"][str(spread)]["commit_ms"]) for r in runs[name])
 
@@ -186,7 +152,7 @@ def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args:
                                  for r in runs[name])
 
     lines = [
-        *old_new_heading(SECTION, "bench.stream_commit_bench", args.repeat,
+        *old_new_heading(SECTION, "bench.stream_commit_spread", args.repeat,
                          f"{commits['old']} (main: one Delta commit after another, every schema in the checkpoint, "
                          f"every table opened by a MERGE)",
                          f"{commits['new']} (commits at once on 8 threads, schemas as documents named by the "
@@ -227,8 +193,6 @@ def report(runs: dict[str, list[dict[str, Any]]], commits: dict[str, str], args:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.measure import old_against_new
-
     return old_against_new(arguments(argv), child_main, measure, report)
 
 
