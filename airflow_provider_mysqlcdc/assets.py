@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Asset, AssetAlias
 
-    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
 
 SCHEME_PREFIX = "mysql-cdc+"
 LAKE_SCHEMES = handle.SCHEMES
@@ -139,7 +139,7 @@ def snapshot_extra(manifest: BatchManifest) -> dict[str, Any]:
     """The asset event extra of a committed snapshot batch: ``seq`` is the current-state Delta table's
     version that the batch's commit made, ``offset``/``gtid`` the batch's highest high watermark (its
     rows are the source's as of there), ``rows`` the rows it wrote."""
-    from airflow_provider_mysqlcdc.lake.stream_commits import offset_extra  # pyarrow: not for the provider info
+    from airflow_provider_mysqlcdc.lake.read.stream_commits import offset_extra  # pyarrow: not for the provider info
 
     return {"source": "snapshot", "table": str(manifest.batch.table), "batch": manifest.batch.number,
             "seq": manifest.delta_version, **offset_extra(manifest.high_watermark), "rows": manifest.rows}

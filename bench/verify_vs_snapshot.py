@@ -29,7 +29,7 @@ from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.engine.verify import verify_batch_locally
-from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from bench.common.server import load_orders, throwaway_server
 

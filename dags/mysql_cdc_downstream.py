@@ -38,7 +38,7 @@ with DAG(dag_id="mysql_cdc_downstream", schedule=[REPLICA], catchup=False, max_a
         """The change rows of the stream batches that triggered this run, counted by operation."""
         import pyarrow.compute as pc
 
-        from airflow_provider_mysqlcdc.lake.read import read_changes
+        from airflow_provider_mysqlcdc.lake import read_changes
 
         extras = [event.extra.get("payload", event.extra) for event in triggering_asset_events[REPLICA]]
         for extra in extras:

@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                    stdout=subprocess.DEVNULL)
 
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.read import read_table
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.read.replica import read_table
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     dag = load_dag("mysql_cdc_example")
     writer = sample_shop.ShopWriter(server.admin_connect())
@@ -161,7 +161,7 @@ Stop it: kill -TERM -- -{server.pid}""")
 def _stop_writer_once_streaming(writer: sample_shop.ShopWriter, lake: str, first_seq: int) -> threading.Thread:
     """Let the writer go on until the stream has committed a few batches of its own, then stop it."""
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     def watch() -> None:
         while not writer.stop.wait(1):

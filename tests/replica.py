@@ -24,9 +24,9 @@ from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 from tests.stream_worker import ROOT
 
 

@@ -26,7 +26,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,8 +84,8 @@ def tear_and_catch_up(base_uri: str, config: ConnectionConfig, table: TableId, s
     from deltalake import CommitProperties, Transaction, write_deltalake
 
     from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-    from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
-    from airflow_provider_mysqlcdc.lake.read import read_changes
+    from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
+    from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 
     store = StreamStore(Lake.at(base_uri))
     seq = store.read_checkpoint().seq + 1  # type: ignore[union-attr]

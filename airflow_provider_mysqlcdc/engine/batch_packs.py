@@ -30,7 +30,7 @@ from airflow_provider_mysqlcdc.cdc.chunk_reader import DEFAULT_GROUP_SIZE
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.snapshot import Batch
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch
 
 MAX_PACK_TABLES = 500
 """Tables in one pack at most: names of up to 129 characters and the batches' numbers keep its JSON

@@ -4,12 +4,12 @@ Debezium's ad-hoc incremental snapshot, done with the snapshot's own parts. The 
 plan that overlap the requested key ranges are read again exactly as the snapshot reads them (low
 watermark, SELECT, high watermark, binlog fix-up: ``cdc.chunk_reader``), so each chunk's rows are its
 state at its new high watermark (HW). They enter the current-state Delta table by the stream's own
-MERGE rule (``lake.merge``): a row replaces the target row only when it is newer in changelog order,
+MERGE rule (``lake.write.merge``): a row replaces the target row only when it is newer in changelog order,
 and a re-read row is ordered at its chunk's HW. So:
 
 * a damaged row (changed, deleted, or one that should not be there) is replaced, re-inserted or
   deleted, because the lake's row is older than the HW; a row that is right is left as it is, with the
-  order key of the change that made it, which ``lake.as_of`` reads as the time of that change;
+  order key of the change that made it, which ``lake.read.as_of_read`` reads as the time of that change;
 * a change the stream committed after the HW stays, because it is newer than the re-read row; one at
   or before the HW (merged already or not yet) loses to it, whenever it is merged.
 
@@ -41,12 +41,12 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes
-from airflow_provider_mysqlcdc.lake.multiset import check_not_keyless
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore
-from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
+from airflow_provider_mysqlcdc.lake.write.merge import MergeReport, merge_changes
+from airflow_provider_mysqlcdc.lake.write.multiset import check_not_keyless
 
 _log = logging.getLogger(__name__)
 MERGE_ROWS = 200_000

@@ -5,7 +5,7 @@ it as a batch of their own, then calls ``SchemaChanges.apply`` for the DDL's bat
 
 1. merges every table's changes up to the DDL into the current tables (the DDL must act on the state
    the source had at its offset);
-2. changes the current tables (``lake.table_events``): TRUNCATE empties the table; renamed columns keep
+2. changes the current tables (``lake.write.current_ddl``): TRUNCATE empties the table; renamed columns keep
    their values under the new name; dropped columns go; added columns appear; a retyped column whose
    values the new type may convert is emptied. Each is a commit at the DDL batch's number, so a run
    killed before its checkpoint does not apply it twice;
@@ -49,10 +49,10 @@ from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
-from airflow_provider_mysqlcdc.lake.table_events import replace_current, reshape_current, truncate_current
+from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current, reshape_current, truncate_current
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable
 
 _log = logging.getLogger(__name__)
 
@@ -310,7 +310,7 @@ class SchemaChanges:
 def _refuse_keyless_reread(schema: TableSchema, statement: SchemaStatement) -> None:
     """A DDL that gives rows values without row events is followed by reading the rows again at new high
     watermarks; the stream's changes between the DDL and those watermarks then lose to the re-read rows by
-    their order keys. A keyless table's changes count without order keys (``lake.multiset``): they would
+    their order keys. A keyless table's changes count without order keys (``lake.write.multiset``): they would
     count twice, so the stream stops before anything past the DDL is committed."""
     if schema.keyless:
         raise SchemaChangeError(

@@ -4,7 +4,7 @@ Each Spark task writes one Parquet file (a row group per chunk) into the batch's
 the table's current-state Delta table and returns only a ``ChunkResult`` per chunk, so no row passes
 through the Spark driver. Once every chunk is written the driver commits the batch: one Delta
 transaction that replaces the batch's partition with this attempt's files
-(``lake.snapshot_commit``), then the batch manifest with the chunks' watermarks. The Spark
+(``lake.write.snapshot_commit``), then the batch manifest with the chunks' watermarks. The Spark
 application (``spark/snapshot_job.py``) only distributes these steps; the tests drive them without
 Spark.
 """
@@ -43,12 +43,18 @@ from airflow_provider_mysqlcdc.exceptions import (
     TableNotSupportedError,
 )
 from airflow_provider_mysqlcdc.lake.changelog import SNAPSHOT_CONSTANTS, lake_schema, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.delta import for_delta, stored_schema
+from airflow_provider_mysqlcdc.lake.documents.snapshot import (
+    Batch,
+    BatchManifest,
+    ChunkResult,
+    SnapshotStore,
+    part_file,
+)
+from airflow_provider_mysqlcdc.lake.format.delta_schema import for_delta, stored_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.multiset import DUP_FIELD, with_dup
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, SnapshotStore, part_file
-from airflow_provider_mysqlcdc.lake.snapshot_commit import data_file, replace_partition
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.write.multiset import DUP_FIELD, with_dup
+from airflow_provider_mysqlcdc.lake.write.snapshot_commit import data_file, replace_partition
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 
 def batch_schema(planned: TableSchema, config: ConnectionConfig, lake: Lake) -> TableSchema:
@@ -147,7 +153,7 @@ def _first_values(column: pa.ChunkedArray) -> pa.ChunkedArray:
 def file_schema(schema: TableSchema) -> pa.Schema:
     """The columns of a batch's Parquet files: the table's and the metadata columns (``lake_schema``) in
     the types the Delta tables store (``for_delta``: no unsigned integers, durations or wide decimals),
-    and for a keyless table the copy ordinal ``_dup`` (``lake.multiset``). No ``_batch`` column: the
+    and for a keyless table the copy ordinal ``_dup`` (``lake.write.multiset``). No ``_batch`` column: the
     partition value is in the Delta log. Made from the schemas alone: through an empty table's conversions
     (``file_rows``) it took a fifth of a small table's commit."""
     stored = stored_schema(lake_schema(schema))
@@ -266,7 +272,7 @@ def _write(store: SnapshotStore, attempt: str, part: int, batches: Sequence[Batc
 def refuse_keyless_rerun(store: SnapshotStore, batch: Batch) -> None:
     """A keyless table's committed batch is not replaced once the stream has captured its table: the new rows
     would be as of a later binlog position than the old ones, and the changelog's changes between the two
-    would count twice in the multiset (``lake.multiset`` says why only a whole re-snapshot is exact)."""
+    would count twice in the multiset (``lake.write.multiset`` says why only a whole re-snapshot is exact)."""
     if store.read_manifest(batch) is None:
         return
     checkpoint = StreamStore(store.lake).read_checkpoint()

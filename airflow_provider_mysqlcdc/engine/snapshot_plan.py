@@ -30,8 +30,8 @@ from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, 
 from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
 TABLES_LOGGED = 50

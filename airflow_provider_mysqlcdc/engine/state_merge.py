@@ -26,14 +26,14 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, for_delta
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import MergeReport, merge_changes, merged_through
-from airflow_provider_mysqlcdc.lake.multiset import merge_multiset
 from airflow_provider_mysqlcdc.lake.parallel import each
-from airflow_provider_mysqlcdc.lake.read import unmerged_changes
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import COMMIT_THREADS, Checkpoint
+from airflow_provider_mysqlcdc.lake.read.replica import unmerged_changes
+from airflow_provider_mysqlcdc.lake.write.merge import MergeReport, merge_changes, merged_through
+from airflow_provider_mysqlcdc.lake.write.multiset import merge_multiset
+from airflow_provider_mysqlcdc.lake.write.stream_commit import COMMIT_THREADS, Checkpoint
 
 _log = logging.getLogger(__name__)
 ROUND_DETAIL_TABLES = 10
@@ -98,7 +98,7 @@ class StateMerger:
         changes = for_delta(changes)  # the types the snapshot's files have (Delta lacks unsigned, TIME, ...)
         batches = self._batches(table, schema, changes)
         changes = changes.append_column(BATCH_COLUMN, pa.array(batches, pa.int32()))
-        if schema.keyless:  # a multiset: every change counts once (lake.multiset says why)
+        if schema.keyless:  # a multiset: every change counts once (lake.write.multiset says why)
             report = merge_multiset(location, changes, schema.column_names, schema.chunk_key, through_seq,
                                     opened=current)
         else:

@@ -42,9 +42,9 @@ from airflow_provider_mysqlcdc.engine.stream_options import (
 )
 from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
-from airflow_provider_mysqlcdc.lake.lease import StreamLease
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore, batch_read_with
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore, batch_read_with
+from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
 _log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ MERGE rewrites files of its current state; left alone, every commit (which loads
 file list) and every reader gets slower as files pile up (measured: 36 ms a commit at 200 files,
 ~200 ms at 3,600). The runner reports each commit here; every table is looked at once enough
 commits gathered (``MaintenancePolicy.check_every_commits``), and compacted, vacuumed and its log
-cleaned as the policy says (``lake/maintenance.py``). A maintenance commit that loses a race with
+cleaned as the policy says (``lake/write/maintenance.py``). A maintenance commit that loses a race with
 another writer of the table is put off to the next commit, never the stream's failure.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Iterable
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
+from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY, MaintenancePolicy, maintain
-from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
+from airflow_provider_mysqlcdc.lake.write.maintenance import DEFAULT_POLICY, MaintenancePolicy, maintain
 
 _log = logging.getLogger(__name__)
 

@@ -3,14 +3,14 @@
 Each chunk of the table's snapshot plan is read from the source exactly as the snapshot reads it (the
 chunk reader: low watermark, SELECT, high watermark, binlog fix-up), which gives the chunk's rows as of
 its new high watermark (HW) in the canonical Arrow types. Once the stream's checkpoint has passed that
-HW, the replica is read as of the same HW (``lake.as_of``: the current table's rows of the chunk's batch
+HW, the replica is read as of the same HW (``lake.read.as_of_read``: the current table's rows of the chunk's batch
 and the changelog, rolled to the HW) and restricted to the chunk's key range, by the same collation-exact
 sort keys the stream's emit filter uses. Both sides are then compared by key, column by column, in the
 same Arrow types: the type-matrix test already holds that a value read by SELECT and the same value
 from the binlog convert to the same value, so an equal table shows no difference. A chunk's verdict is
 equal, or its keys missing from the replica, extra in it, and different. A table without any key is
 compared as multisets of whole rows (``compare_multisets``): its chunks are read at one binlog position
-each (LW = HW, ``cdc.chunk_reader``), and the replica's copies rolled to it (``lake.multiset``).
+each (LW = HW, ``cdc.chunk_reader``), and the replica's copies rolled to it (``lake.write.multiset``).
 
 Why read the source again rather than checksum on the server: a server-side checksum (``CRC32`` of a
 concatenation) would have to reproduce in SQL exactly the canonical conversions of every type (zero dates
@@ -56,12 +56,12 @@ from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,
     VerifyError,
 )
-from airflow_provider_mysqlcdc.lake.as_of import History
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.multiset import images
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.as_of_read import History
+from airflow_provider_mysqlcdc.lake.write.multiset import images
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 _log = logging.getLogger(__name__)
 

@@ -20,15 +20,15 @@ __all__ = ["Lake", "changelog_uri", "read_changes", "read_table", "register_view
 
 def __getattr__(name: str) -> Any:
     if name in ("read_changes", "read_table", "scan_table"):
-        from airflow_provider_mysqlcdc.lake import read
+        from airflow_provider_mysqlcdc.lake.read import replica
 
-        return getattr(read, name)
+        return getattr(replica, name)
     if name in ("Lake", "table_uri", "changelog_uri"):
         from airflow_provider_mysqlcdc.lake import handle
 
         return getattr(handle, name)
     if name == "register_views":
-        from airflow_provider_mysqlcdc.lake.spark_views import register_views
+        from airflow_provider_mysqlcdc.lake.read.spark_views import register_views
 
         return register_views
     raise AttributeError(name)

@@ -7,7 +7,7 @@ snapshot row takes its chunk's high watermark with ``_row_seq`` 0, so it sorts b
 after that HW and after every change it already contains.
 
 These are the lake's own Arrow types (``lake_schema``); the Delta tables store the few types Delta
-lacks in another form (``delta.stored_type``), and readers cast back to these.
+lacks in another form (``delta_schema.stored_type``), and readers cast back to these.
 
 The table's own columns come from the core (``cdc.change_columns``): a rows event's values are in the
 binlog's wire formats, and reading those is the binlog decoder's work (``cdc.row_decoder`` locates them,
@@ -29,7 +29,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.lake.delta import cast_to
+from airflow_provider_mysqlcdc.lake.format.delta_schema import cast_to
 
 METADATA_FIELDS = [
     pa.field("_op", pa.string()),

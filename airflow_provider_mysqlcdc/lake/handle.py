@@ -8,12 +8,12 @@ builds a lake URI or maps a scheme: every module takes a ``Lake`` and asks it.
 
 Layout under the base URI::
 
-    _stream/checkpoint.json        the stream's checkpoint (``lake.stream_store``)
-    _stream/lease.json             the one stream writer's lease (``lake.lease``)
-    _stream/schemas/<ref>.json     the table schemas the checkpoint names (``lake.schema_documents``)
+    _stream/checkpoint.json        the stream's checkpoint (``lake.write.stream_commit``)
+    _stream/lease.json             the one stream writer's lease (``lake.write.lease``)
+    _stream/schemas/<ref>.json     the table schemas the checkpoint names (``lake.documents.schema_documents``)
     <db>/<table>/current/          the current-state Delta table (``LakeTable.current``)
     <db>/<table>/changelog/        the changelog Delta table (``LakeTable.changelog``)
-    <db>/<table>/snapshot/         the snapshot's plan and batch manifests (``lake.snapshot``)
+    <db>/<table>/snapshot/         the snapshot's plan and batch manifests (``lake.documents.snapshot``)
     <db>/<table>/verify/           verification reports (``engine.verify``)
 
 Schemes: Spark writes ``s3a://`` (and ``s3n://``), pyarrow and delta-rs know the same buckets as
@@ -35,21 +35,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.lake import storage
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY
+from airflow_provider_mysqlcdc.lake.documents import storage
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.write.maintenance import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 
 SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
 """The URI schemes of a lake (as pyarrow and Spark name them), aliases included; a local path has none."""
 SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 """Schemes that name the same store as another one (Hadoop's names for S3, GCS's two names)."""
 _NEW_TABLE_PROPERTIES = DEFAULT_POLICY.table_properties()
-"""The table properties every replica table is made with: those the stream's upkeep keeps (``lake.maintenance``)."""
+"""The table properties every replica table is made with: those the stream's upkeep keeps (``lake.write.maintenance``)."""
 CURRENT = "current"
 CHANGELOG = "changelog"
 
@@ -70,7 +70,7 @@ def canonical_uri(base_uri: str) -> str:
 
 @dataclass(frozen=True)
 class LakeTable:
-    """The places of one replicated table: its two tables (``lake.table_format.ReplicaTable``, Delta Lake
+    """The places of one replicated table: its two tables (``lake.format.table_format.ReplicaTable``, Delta Lake
     tables) and its documents' folders (paths of the lake's pyarrow filesystem)."""
 
     lake: Lake
@@ -92,7 +92,7 @@ class LakeTable:
         return self._format(CHANGELOG)
 
     def _format(self, name: str) -> ReplicaTable:
-        """The table format of the replica tables (``lake.table_format``): the one place another format
+        """The table format of the replica tables (``lake.format.table_format``): the one place another format
         (Iceberg, say) would be chosen instead of Delta Lake, from the lake's options or the URI."""
         return DeltaLocation(f"{self.folder}/{name}", self.lake.storage_options, self.lake,
                              (self.id.database, self.id.table, name), _NEW_TABLE_PROPERTIES)
@@ -186,7 +186,7 @@ class Lake:
         return self.path("_stream", "lease.json")
 
     def schema_document(self, ref: str) -> str:
-        """A table schema the checkpoint names by ``ref`` (``lake.schema_documents``)."""
+        """A table schema the checkpoint names by ``ref`` (``lake.documents.schema_documents``)."""
         return self.path("_stream", "schemas", f"{ref}.json")
 
     @property

@@ -32,18 +32,18 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.assets import openlineage_location
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.parallel import READ_THREADS, each
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_commits import stream_rows
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_rows
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     from airflow_provider_mysqlcdc.engine.stream_options import StreamSummary
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
     Lineage: TypeAlias = OperatorLineage[Any, Any]
     """What ``get_openlineage_facets_on_complete`` returns."""

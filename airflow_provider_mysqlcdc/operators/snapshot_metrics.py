@@ -18,7 +18,7 @@ from airflow.sdk.observability import stats
 from airflow_provider_mysqlcdc.operators.stream_metrics import tag_value
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
 
 _log = logging.getLogger(__name__)
 

@@ -73,7 +73,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.batch_packs import pack_batches
         from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
-        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+        from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
         rows_per_batch = rendered.whole_number("rows_per_batch", self.rows_per_batch)
@@ -210,7 +210,7 @@ class MySqlVerifySummaryOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
         from airflow_provider_mysqlcdc.engine.verify import summarize
-        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+        from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         fail_on_difference = rendered.flag("fail_on_difference", self.fail_on_difference)
         lake = open_lake(self.base_uri, self.lake_conn_id)

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
     from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, Plan
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.snapshot import Batch, Plan
 
 PASSWORD_ENV = "MYSQL_CDC_PASSWORD"
 LAKE_OPTIONS_ENV = "MYSQL_CDC_LAKE_OPTIONS"
@@ -156,7 +156,7 @@ class SparkApplication:
         from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.engine.batch_readers import pack_tasks
         from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schemas
-        from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+        from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         pack = BatchPack.from_dict(json.loads(args.batch))
         partitions = pack_tasks(pack, args.partitions)

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_batches
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.parallel import each
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
 

@@ -7,7 +7,7 @@ reads the lake's stream checkpoint every ``poll_interval`` seconds (one small JS
 thread; the watchers of one lake share a read of the last second, ``CHECKPOINT_REUSE_SECONDS``) and,
 when its ``seq`` moved, counts the table's changelog rows of the new batches from the Delta log's
 commit metrics. If there are any it yields one ``TriggerEvent`` whose payload is the
-event's extra (``lake.stream_commits.stream_extra``: ``seq``, ``first_seq``, ``offset``, ``gtid``,
+event's extra (``lake.read.stream_commits.stream_extra``: ``seq``, ``first_seq``, ``offset``, ``gtid``,
 ``rows``); Airflow stores it as the asset event's ``extra["payload"]``. Batches committed within one
 poll make one event. Snapshot batches are not watched here: their tasks emit their own events.
 
@@ -28,7 +28,7 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.stream_commits import checkpoint_seq, stream_extra
+from airflow_provider_mysqlcdc.lake.read.stream_commits import checkpoint_seq, stream_extra
 
 STATE_KEY = "mysql_cdc_stream_seq"
 """The asset state store's key of the last stream batch reported."""

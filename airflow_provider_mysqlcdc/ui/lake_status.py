@@ -2,7 +2,7 @@
 tables, verification and table events; the stream's position, lease and commit history.
 
 Read only, and only through the lake's readers (``SnapshotStore``, ``StreamStore``, the table format
-seam ``lake.table_format``, ``VerifyStore``'s reports): the page never writes. The snapshot's chunks are
+seam ``lake.format.table_format``, ``VerifyStore``'s reports): the page never writes. The snapshot's chunks are
 done when their batch has a manifest; a batch without one is pending unless Airflow says its task runs
 or failed (``batch_states``, given by ``ui.runs``: this module knows no Airflow). Figures of the tables
 come from their logs (file sizes and row counts, no data read); the stream's lag at each commit from
@@ -28,18 +28,18 @@ from airflow_provider_mysqlcdc.cdc.chunks import encode_key
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
-from airflow_provider_mysqlcdc.lake.committed import TABLE_EVENT_OPS
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, Plan, SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.lease import Lease
-from airflow_provider_mysqlcdc.lake.merge import merged_through
 from airflow_provider_mysqlcdc.lake.parallel import each
-from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, Plan, SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_commits import StreamAppend, appends_of
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.read.committed import TABLE_EVENT_OPS
+from airflow_provider_mysqlcdc.lake.read.stream_commits import StreamAppend, appends_of
+from airflow_provider_mysqlcdc.lake.write.lease import Lease
+from airflow_provider_mysqlcdc.lake.write.merge import merged_through
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import StoredFile, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import StoredFile, TableVersion
 
 HISTORY_COMMITS = 2_000
 """Changelog commits read per table for the history: about a day of a stream committing every minute."""

@@ -73,7 +73,8 @@ def module_name(path: Path, root: Path, package: str) -> str:
 
 
 def layer_of(module: str, package: str) -> str:
-    """The module's layer: the name under the package (``cdc``, ``operators``, ``assets``), "" for its __init__."""
+    """The module's layer: the name under the package (``cdc``, ``operators``, ``assets``), "" for its __init__;
+    a sub-package's modules are their layer's (``lake.read.replica`` is ``lake``)."""
     parts = module.split(".")
     return parts[1] if parts[0] == package and len(parts) > 1 else ""
 
@@ -158,8 +159,8 @@ def test_every_layer_imports_only_the_layers_below_it_and_no_module_takes_part_i
     assert cycles(imports.internal) == []
 
 
-TABLE_FORMATS = {"deltalake": frozenset({f"{PACKAGE}.lake.delta_table"})}
-"""Each table format's library and the modules that implement ``lake.table_format`` with it: the one place
+TABLE_FORMATS = {"deltalake": frozenset({f"{PACKAGE}.lake.format.delta_table"})}
+"""Each table format's library and the modules that implement ``lake.format.table_format`` with it: the one place
 a format is reached (README and docs/development.md, "A new table format"); every other module goes
 through the protocols."""
 
@@ -172,14 +173,16 @@ def test_a_table_formats_library_is_imported_by_its_implementation_alone() -> No
 
 
 def test_the_check_finds_what_is_against_the_layering(tmp_path: Path) -> None:
-    """On a small package: imports hidden in functions and under TYPE_CHECKING, relative ones, a forbidden
-    third-party import and a layer without a rule are all found."""
+    """On a small package: imports hidden in functions and under TYPE_CHECKING, relative ones, a sub-package's
+    module in its layer, a forbidden third-party import and a layer without a rule are all found."""
     files = {
         "__init__.py": "",
         "cdc/__init__.py": "",
         "cdc/core.py": "def f():\n    from fake.lake.store import STORE\n    return STORE\n",
         "lake/__init__.py": "",
         "lake/store.py": "from ..cdc import core\nSTORE = core\n",
+        "lake/read/__init__.py": "",
+        "lake/read/view.py": "from ..store import STORE\nfrom fake.engine import loop\n",
         "engine/__init__.py": "",
         "engine/loop.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fake.engine import run\n"
                            "def g():\n    import airflow.sdk\n"),
@@ -193,9 +196,10 @@ def test_the_check_finds_what_is_against_the_layering(tmp_path: Path) -> None:
     imports = read_imports(tmp_path, "fake")
 
     assert imports.internal["fake.lake.store"] == {"fake.cdc.core"}
+    assert imports.internal["fake.lake.read.view"] == {"fake.lake.store", "fake.engine.loop"}
     assert violations(imports, ALLOWED, FORBIDDEN) == [
         "fake.cdc.core -> fake.lake.store", "fake.engine.loop -> airflow",
-        "fake.extra: layer 'extra' has no rule in ALLOWED",
+        "fake.extra: layer 'extra' has no rule in ALLOWED", "fake.lake.read.view -> fake.engine.loop",
     ]
     assert cycles(imports.internal) == [["fake.cdc.core", "fake.lake.store"], ["fake.engine.loop", "fake.engine.run"]]
 

@@ -25,8 +25,8 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_table
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import airflow_deployment
 from dev.airflow_deployment import AirflowDeployment
 from tests.arrow_rows import canonical_rows

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.lake.handle import table_uri
-from airflow_provider_mysqlcdc.lake.read import read_changes
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 from tests.deployment.browser import chromium, png_facts
 from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 

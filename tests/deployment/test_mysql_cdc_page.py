@@ -34,7 +34,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev.airflow_deployment import free_port
 from dev.processes import stop_group
 from tests.deployment.browser import chromium, png_facts

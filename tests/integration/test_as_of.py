@@ -23,7 +23,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_snapshot_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError
-from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from tests import replica
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import Writer, table_rows

@@ -17,7 +17,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream_batches import CaughtUp, StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
 COMMIT_SECONDS = 1.2
 """How long each commit with rows takes here: longer than the stream's latency (``FOLLOW``)."""

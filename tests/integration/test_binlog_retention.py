@@ -16,8 +16,8 @@ from airflow_provider_mysqlcdc.cdc.binlog_retention import BATCH_OVERHEAD_SECOND
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from tests.airflow_connections import set_airflow_connections
 
 ROWS = 20_000  # 10 chunks of 2,000 in 4 batches: about 60 s by the estimate (Spark's start per batch)

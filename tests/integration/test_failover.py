@@ -40,8 +40,8 @@ from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import ServerChangedError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 from dev import mariadb
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows

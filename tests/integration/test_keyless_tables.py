@@ -25,11 +25,11 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.multiset import DUP_COLUMN
-from airflow_provider_mysqlcdc.lake.read import read_table
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
+from airflow_provider_mysqlcdc.lake.write.multiset import DUP_COLUMN
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import replica
 from tests.airflow_connections import set_airflow_connections
 from tests.integration.test_as_of import config_of

@@ -21,7 +21,7 @@ from airflow_provider_mysqlcdc.cdc.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
-from airflow_provider_mysqlcdc.lake.read import read_table
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import current_rows, table_contents
 

@@ -24,8 +24,8 @@ from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE, Ser
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from tests.integration.test_snapshot_dag import current_rows, example_dag
 from tests.integration.test_stream_dag import _Writing, table_rows
 from tests.replica import run_stopping_stream

@@ -17,8 +17,8 @@ from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, Strea
 from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import table_rows
 

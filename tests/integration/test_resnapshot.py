@@ -23,9 +23,9 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_table
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from tests.airflow_connections import set_airflow_connections

@@ -28,9 +28,9 @@ from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.stream_commits import stream_extra
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_extra
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.integration.test_snapshot_dag import current_rows
 from tests.integration.test_stream_dag import table_rows
 from tests.replica import run_stopping_stream, snapshot

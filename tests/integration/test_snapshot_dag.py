@@ -38,8 +38,8 @@ from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, SnapshotStore
 from dev.dag_file import load_dag
 from tests.arrow_rows import canonical_rows
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.operators.links import SparkApplicationLink
 from dev.dag_file import load_dag
 from dev.spark_cluster import free_port, spark_home

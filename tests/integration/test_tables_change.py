@@ -23,8 +23,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_snapshot_dag import example_dag

@@ -19,8 +19,8 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks, write_batches
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, ChunkResult, SnapshotStore
 
 TABLES = 5
 """Three chunks each: one read group (16 chunks) holds all of them."""

@@ -27,8 +27,8 @@ from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, sele
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_table
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 from dev.dag_file import load_dag
 from dev.tls_certs import TlsFiles

@@ -24,9 +24,9 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, summarize, verify_batch_locally
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.snapshot import Plan
 from tests import replica
 from tests.integration.test_as_of import config_of, create_orders
 from tests.integration.test_stream_dag import TypesWriter, Writer, create_types_table

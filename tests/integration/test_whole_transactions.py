@@ -16,8 +16,8 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_table
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.replica import run_stopping_stream, snapshot
 
 BEFORE, TRANSACTION = 1_000, 200_000

@@ -25,9 +25,9 @@ import psutil
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_table, scan_table
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_table, scan_table
 from dev.dag_file import load_dag
 from tests.integration.test_snapshot_dag import connections  # noqa: F401 (the fixture: Spark, the source)
 

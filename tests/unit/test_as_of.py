@@ -19,14 +19,15 @@ from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
-from airflow_provider_mysqlcdc.lake import delta_table, table_uri
-from airflow_provider_mysqlcdc.lake.as_of import History
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult
+from airflow_provider_mysqlcdc.lake.format import delta_table
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import merge_changes
-from airflow_provider_mysqlcdc.lake.read import read_table, scan_table, unmerged_changes
-from airflow_provider_mysqlcdc.lake.snapshot import BatchManifest, ChunkResult
-from airflow_provider_mysqlcdc.lake.stream_store import StoppedTable
+from airflow_provider_mysqlcdc.lake.read.as_of_read import History
+from airflow_provider_mysqlcdc.lake.read.replica import read_table, scan_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.write.merge import merge_changes
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StoppedTable
 from tests.unit.test_lake import (
     ORDERS,
     SCHEMA,

@@ -20,7 +20,7 @@ from airflow_provider_mysqlcdc.engine.batch_packs import (
     spread_chunks,
 )
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, group_batches
 
 CHUNK = 8_096
 

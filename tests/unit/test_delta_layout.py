@@ -11,8 +11,8 @@ import pytest
 from deltalake import write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
-from airflow_provider_mysqlcdc.lake.delta import for_delta, stored_type
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.format.delta_schema import for_delta, stored_type
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.handle import changelog_uri, table_uri
 
 
@@ -53,7 +53,7 @@ class _Session:
 
 
 def test_spark_views_use_deltas_own_reader_only_in_a_session_set_up_for_delta() -> None:
-    from airflow_provider_mysqlcdc.lake.spark_views import has_delta_reader
+    from airflow_provider_mysqlcdc.lake.read.spark_views import has_delta_reader
 
     assert has_delta_reader(_Session(**{"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}))
     assert not has_delta_reader(_Session())

@@ -1,4 +1,4 @@
-"""Appends committed by log entries of our own (``lake.delta_log``): read back by delta-rs as its own commits,
+"""Appends committed by log entries of our own (``lake.format.delta_log``): read back by delta-rs as its own commits,
 ordered against other writers by put-if-absent, checkpointed at the table's interval."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_d
 from deltalake.transaction import create_table_with_add_actions
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake import delta_log
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation, DeltaVersion, _added
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag, DataFile
+from airflow_provider_mysqlcdc.lake.format import delta_log
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation, DeltaVersion, _added
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, DataFile
 
 APP = "test-app"
 

@@ -1,4 +1,4 @@
-"""The Delta implementation of the table format seam (``lake.delta_table``): what the protocols promise
+"""The Delta implementation of the table format seam (``lake.format.delta_table``): what the protocols promise
 callers, checked on real Delta tables: commit tags come back in the history, files carry their
 statistics and partition, a lost commit race is the seam's error, and a MERGE brings a DATETIME
 column into an existing table."""
@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag, MergeSpec, TableVersion
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, MergeSpec, TableVersion
 
 
 def rows(ids: list[int], batch: int = 0) -> pa.Table:

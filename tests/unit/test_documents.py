@@ -1,4 +1,4 @@
-"""The lake documents' codec (``lake.documents``): earlier versions upgraded step by step, the current one
+"""The lake documents' codec (``lake.documents.versions``): earlier versions upgraded step by step, the current one
 written, newer and retired ones refused by name; and each document kind's own steps, fed documents in the
 shapes earlier commits wrote (taken from each commit's ``to_dict``)."""
 
@@ -13,10 +13,10 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, NewerLakeFormatError, RetiredLakeFormatError
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
-from airflow_provider_mysqlcdc.lake.lease import Lease
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, BatchManifest, ChunkResult, Plan
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, ChunkResult, Plan
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
+from airflow_provider_mysqlcdc.lake.write.lease import Lease
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable
 
 ORDERS, OLD = TableId("shop", "orders"), TableId("shop", "old")
 SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),), ("id",))

@@ -1,4 +1,4 @@
-"""Delta file statistics from a Parquet footer (``lake.delta_table.file_stats``), and what delta-rs does
+"""Delta file statistics from a Parquet footer (``lake.format.delta_table.file_stats``), and what delta-rs does
 with them: a file whose first row group is empty (a snapshot chunk of no rows) keeps the bounds of its
 other row groups, so a filtered read still finds its rows."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.lake.delta_table import file_stats
+from airflow_provider_mysqlcdc.lake.format.delta_table import file_stats
 
 
 def test_an_empty_row_group_does_not_take_the_files_bounds(tmp_path: Path) -> None:

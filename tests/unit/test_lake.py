@@ -26,15 +26,22 @@ from airflow_provider_mysqlcdc.exceptions import (
     RetiredLakeFormatError,
     SchemaChangeError,
 )
-from airflow_provider_mysqlcdc.lake import changelog_uri, stream_store, table_uri
+from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_APP_ID, STREAM_SEQ_COLUMN, for_delta
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaVersion
+from airflow_provider_mysqlcdc.lake.documents.schema_documents import schema_ref
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.format.delta_schema import (
+    BATCH_COLUMN,
+    MERGE_APP_ID,
+    STREAM_APP_ID,
+    STREAM_SEQ_COLUMN,
+    for_delta,
+)
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaVersion
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes, read_table, unmerged_changes
-from airflow_provider_mysqlcdc.lake.schema_documents import schema_ref
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StoppedTable, StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table, unmerged_changes
+from airflow_provider_mysqlcdc.lake.write import stream_commit
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable, StreamStore
 
 ORDERS = TableId("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)
@@ -511,7 +518,7 @@ def test_eleven_stream_batches_all_count_in_order(lake: Lakes) -> None:
 
 def test_changelogs_beyond_those_kept_loaded_are_let_go_and_opened_again(lake: Lakes,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stream_store, "KEPT_CHANGELOGS", 1)
+    monkeypatch.setattr(stream_commit, "KEPT_CHANGELOGS", 1)
     users = TableSchema(TableId("shop", "users"), (ID, NAME), ("id",))
     for seq in range(1, 5):
         checkpoint = Checkpoint(seq=seq, offset=off(1, 100 * seq + 100), schemas={ORDERS: SCHEMA, users.id: users})

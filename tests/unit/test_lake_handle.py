@@ -15,8 +15,8 @@ from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_uri
-from airflow_provider_mysqlcdc.lake.snapshot import Batch
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.spark_submit import check_password_reaches_driver
 from airflow_provider_mysqlcdc.spark.application import LAKE_OPTIONS_ENV

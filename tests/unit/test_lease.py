@@ -8,7 +8,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError, NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.lease import StreamLease
+from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""``lake.maintenance`` on temporary local Delta tables: compaction keeps the rows and cuts the files, vacuum
+"""``lake.write.maintenance`` on temporary local Delta tables: compaction keeps the rows and cuts the files, vacuum
 deletes only unreferenced files, ``maintain`` follows its policy."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.maintenance import (
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
+from airflow_provider_mysqlcdc.lake.write.maintenance import (
     MaintenancePolicy,
     checkpoint,
     compact,
@@ -20,7 +21,6 @@ from airflow_provider_mysqlcdc.lake.maintenance import (
     maintain,
     vacuum,
 )
-from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable
 
 
 def commit(uri: str, start: int, rows: int = 5, batch: int | None = None) -> None:
@@ -151,9 +151,9 @@ def test_a_lakes_tables_are_made_with_the_upkeeps_properties_and_keep_their_prot
     upkeep under that policy commits nothing; under another, its properties change and its protocol does not
     (delta-rs's ``set_table_properties`` would add the variantType reader feature)."""
     from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.maintenance import DEFAULT_POLICY
-    from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+    from airflow_provider_mysqlcdc.lake.write.maintenance import DEFAULT_POLICY
 
     place = Lake.at(str(tmp_path)).table(TableId("shop", "orders")).changelog
     for n in range(10):

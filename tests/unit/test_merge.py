@@ -1,4 +1,4 @@
-"""``lake.merge.merge_changes`` on temporary local Delta tables, no server.
+"""``lake.write.merge.merge_changes`` on temporary local Delta tables, no server.
 
 The current state is written as the snapshot writes it (rows with snapshot metadata, partitioned by
 ``_batch``); changes are changelog rows as the stream writes them (with ``_stream_seq``) plus the
@@ -17,9 +17,9 @@ from deltalake import DeltaTable, write_deltalake
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
-from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.merge import last_change_per_key, merge_changes
+from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.write.merge import last_change_per_key, merge_changes
 
 SNAPSHOT_HW = (1, 100)  # binlog file index and position of the snapshot's high watermark
 META = [f.name for f in METADATA_FIELDS]

@@ -1,4 +1,4 @@
-"""``lake.multiset``: a keyless table's copies, changes as +1/-1 per image, the MERGE on (partition,
+"""``lake.write.multiset``: a keyless table's copies, changes as +1/-1 per image, the MERGE on (partition,
 image, ``_dup``), as-of rolls, and the refusals where the multiset cannot be exact. Local Delta tables,
 no server."""
 
@@ -17,9 +17,9 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.verify import compare
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
-from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.multiset import (
+from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.write.multiset import (
     CURRENT_ROW,
     DUP_COLUMN,
     apply_counts,

@@ -9,7 +9,7 @@ from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.resnapshot import RequestedRange, ResnapshotRequest, chunk_ranges
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches
 
 ORDERS = TableId("shop", "orders")
 COLUMN = Column("id", "int", "int(11)", nullable=False)

@@ -12,7 +12,7 @@ from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapsh
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, pack_batches
 from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers, pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, group_batches
 
 
 def test_parse_and_allocate() -> None:

@@ -29,9 +29,7 @@ from airflow_provider_mysqlcdc.exceptions import (
     RetiredLakeFormatError,
     SchemaChangeError,
 )
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
-from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.lake.snapshot import (
+from airflow_provider_mysqlcdc.lake.documents.snapshot import (
     BatchManifest,
     ChunkResult,
     Plan,
@@ -39,6 +37,8 @@ from airflow_provider_mysqlcdc.lake.snapshot import (
     batch_read_with,
     group_batches,
 )
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 
 ORDERS = TableId("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)

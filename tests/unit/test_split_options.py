@@ -89,7 +89,7 @@ def test_the_unbounded_last_chunk_is_read_first() -> None:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
     from airflow_provider_mysqlcdc.engine.snapshot_plan import unbounded_first
-    from airflow_provider_mysqlcdc.lake.snapshot import Plan, group_batches
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches
 
     table = TableId("shop", "orders")
     schema = TableSchema(table, (Column("id", "int", "int(11)", nullable=False),), ("id",), "id")

@@ -10,8 +10,8 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Plan, SnapshotStore, group_batches
 
 ORDERS = TableId("shop", "orders")
 SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),), ("id",), "id")
@@ -48,7 +48,7 @@ def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:
     from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
     from airflow_provider_mysqlcdc.engine.state_merge import ROUND_DETAIL_TABLES
     from airflow_provider_mysqlcdc.lake.changelog import changes_table
-    from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
     def merged_lines(tables: int) -> list[str]:
         lake = Lake.at(str(tmp_path / f"lake-{tables}"))

@@ -15,8 +15,8 @@ from airflow_provider_mysqlcdc.engine.stream_batches import _Committer, _Pending
 from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeLeaseError
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.read import read_changes
-from airflow_provider_mysqlcdc.lake.stream_store import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.read.replica import read_changes
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
 ORDERS = TableId("shop", "orders")
 SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),
@@ -74,12 +74,12 @@ def test_a_commit_that_landed_and_then_failed_is_not_doubled_by_its_retry(tmp_pa
     """The store knows each changelog's last batch from its own commits and asks delta-rs once (its first use),
     and again after a commit of it failed: that commit may have landed, and its retry must then skip it."""
     from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-    from airflow_provider_mysqlcdc.lake import stream_store
     from airflow_provider_mysqlcdc.lake.changelog import changes_table
+    from airflow_provider_mysqlcdc.lake.write import stream_commit
 
     asked: list[int] = []
-    version_of, append = stream_store._stream_version, stream_store._append
-    monkeypatch.setattr(stream_store, "_stream_version", lambda changelog: asked.append(1) or version_of(changelog))
+    version_of, append = stream_commit._stream_version, stream_commit._append
+    monkeypatch.setattr(stream_commit, "_stream_version", lambda changelog: asked.append(1) or version_of(changelog))
     store = StreamStore(Lake.at(str(tmp_path)))
     checkpoint = Checkpoint(0, offset(4), {ORDERS: SCHEMA})
     store.commit(checkpoint, {})
@@ -100,10 +100,10 @@ def test_a_commit_that_landed_and_then_failed_is_not_doubled_by_its_retry(tmp_pa
         append(*args)  # type: ignore[arg-type]
         raise OSError("connection reset after the commit landed")
 
-    monkeypatch.setattr(stream_store, "_append", lands_then_fails)
+    monkeypatch.setattr(stream_commit, "_append", lands_then_fails)
     with pytest.raises(OSError, match="connection reset"):
         commit(4)
-    monkeypatch.setattr(stream_store, "_append", append)
+    monkeypatch.setattr(stream_commit, "_append", append)
     store.commit(checkpoint, changes(4))  # the retry of batch 4
     assert len(asked) == 1
     assert sorted(read_changes(str(tmp_path), "shop.orders").column("id").to_pylist()) == [1, 2, 3, 4]

@@ -10,9 +10,9 @@ from deltalake import write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
-from airflow_provider_mysqlcdc.lake.delta_table import DeltaLocation
-from airflow_provider_mysqlcdc.lake.table_events import replace_current
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
+from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current
 
 
 def rows(*ids: int) -> pa.Table:
@@ -49,7 +49,7 @@ def test_a_replace_without_its_high_watermark_is_refused(tmp_path: Path) -> None
     replace's metadata: re-snapshot, whatever the length of its history."""
     from deltalake import CommitProperties, Transaction
 
-    from airflow_provider_mysqlcdc.lake.delta import MERGE_APP_ID
+    from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID
 
     location = DeltaLocation(str(tmp_path))
     for n in range(10):

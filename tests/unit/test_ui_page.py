@@ -21,11 +21,11 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.snapshot import Batch, SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator

@@ -1,7 +1,7 @@
 """The stream's commits as a reader outside the stream sees them: which batch the checkpoint has made
 final, and how many changelog rows of a table the batches since a given one wrote.
 
-The stream (``lake.stream_store``) writes each batch's changelog append with the custom commit metadata
+The stream (``lake.write.stream_commit``) writes each batch's changelog append with the custom commit metadata
 ``stream_seq`` and advances the checkpoint after it; the commits here are read back from the table's
 history (its commit metrics, no data read) and the checkpoint, so that the lake alone tells what is new. The
 asset watcher's trigger (``triggers.lake_commits``) turns them into asset events, whose extra is
@@ -17,9 +17,9 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.lake.format.table_format import Commit, TableVersion
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
-from airflow_provider_mysqlcdc.lake.table_format import Commit, TableVersion
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 
 def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def offset_extra(offset: BinlogOffset) -> dict[str, Any]:
 
 
 def _appended_seq(commit: Commit) -> int | None:
-    """The stream batch of a changelog commit that appended that batch's rows (``lake.stream_store``:
+    """The stream batch of a changelog commit that appended that batch's rows (``lake.write.stream_commit``:
     metadata ``stream_seq``, no ``note``), else None: the deletes of a killed run's rows, type rewrites
     and maintenance are no new data."""
     if commit.appended_rows is None or "note" in commit.metadata:

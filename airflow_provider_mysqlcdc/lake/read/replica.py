@@ -10,11 +10,11 @@ at intervals) with the changelog rows not merged yet applied on top: those past 
 MERGE transaction version, up to the checkpoint. The last row per key in changelog order wins, so a
 change older than the current table's row for its key (a snapshot batch re-run after it) does not
 override it; keys whose last row is a delete are dropped. A keyless table's rows are a multiset: every
-change not merged yet adds or removes one copy of its image (``lake.multiset``), and the result has
+change not merged yet adds or removes one copy of its image (``lake.write.multiset``), and the result has
 one row per copy. ``scan_table`` is the same as a stream of record batches, the current table read a batch
-at a time (``lake.current_scan``); ``read_table`` collects it and sorts it by key.
+at a time (``lake.read.current_scan``); ``read_table`` collects it and sorts it by key.
 
-Rows written before a column changed type are read as the current type (``lake.committed``, which
+Rows written before a column changed type are read as the current type (``lake.read.committed``, which
 these readers share with as-of reads and the Spark views). The checkpoint is read first, then the
 current table, then the changelog: whatever the stream and the MERGE commit meanwhile, the result is a committed state.
 """
@@ -29,18 +29,18 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.as_of import scan_as_of
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.committed import (
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.read.as_of_read import scan_as_of
+from airflow_provider_mysqlcdc.lake.read.committed import (
     ORDER,
     CommittedTable,
     changes_between,
     committed_table,
     conform,
 )
-from airflow_provider_mysqlcdc.lake.current_scan import as_reader, current_past_keys
-from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.multiset import current_rows
+from airflow_provider_mysqlcdc.lake.read.current_scan import as_reader, current_past_keys
+from airflow_provider_mysqlcdc.lake.write.multiset import current_rows
 
 
 def read_changes(lake: Lake | str, table: str) -> pa.Table:
@@ -66,7 +66,7 @@ def read_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.Table:
     variables). The whole table in memory: ``scan_table`` reads one larger than that.
 
     ``as_of``: the table as it was at that source position instead (a binlog offset ``"file:pos"`` or
-    ``BinlogOffset``, a datetime or epoch ms; ``lake.as_of``), an ``AsOfError`` where the lake does not
+    ``BinlogOffset``, a datetime or epoch ms; ``lake.read.as_of_read``), an ``AsOfError`` where the lake does not
     cover it."""
     schema, reader = _scan(Lake.of(lake), table, as_of)
     rows = reader.read_all()
@@ -76,7 +76,7 @@ def read_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.Table:
 def scan_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.RecordBatchReader:
     """``read_table`` as a stream of record batches, in no particular order, holding about one batch of the
     current table at a time besides the changes not merged yet (with ``as_of``: the table's changelog) and
-    the current rows of the keys they touch (``lake.current_scan``). For tables larger than memory: e.g.
+    the current rows of the keys they touch (``lake.read.current_scan``). For tables larger than memory: e.g.
     ``pyarrow.dataset.write_dataset(scan_table(...), ...)``, ``duckdb`` or ``polars.from_arrow`` over it.
     A keyless table (a multiset, whose copies are counted over the whole table) is read into memory first."""
     return _scan(Lake.of(lake), table, as_of)[1]

@@ -13,7 +13,7 @@ and the log grows by an entry a commit. Three Delta operations bound that:
   listing the table's folder (cheap on S3); files a crashed writer left unreferenced are only found by a
   full vacuum (:func:`vacuum` with ``full=True``), worth an occasional manual run;
 * **checkpoints and log cleanup**: delta-rs writes a checkpoint every ``delta.checkpointInterval`` commits
-  by itself (a post-commit hook), and so do the stream's appends of their own log entries (``lake.delta_log``);
+  by itself (a post-commit hook), and so do the stream's appends of their own log entries (``lake.format.delta_log``);
   log entries older than ``delta.logRetentionDuration`` and before a
   checkpoint that is itself that old are deleted by ``cleanup_metadata``. Both are table properties: a
   table is made with the policy's (``DEFAULT_POLICY``, through the lake handle's places), and :func:`maintain`
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import Compaction, ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import Compaction, ReplicaTable, TableVersion
 
 MIB = 1024 * 1024
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"

@@ -1,11 +1,11 @@
 """What a reader may take of one table: the checkpoint, then its two Delta tables, and the changelog
 rows of the stream batches between them, in changelog order and as the table's current types.
 
-Shared by every reader of committed data: ``read_table``/``read_changes`` (``lake.read``), as-of reads
-(``lake.as_of``) and the Spark views (``lake.spark_views``). It sits below them so that ``read`` can
-hand ``read_table(as_of=...)`` to ``as_of`` without the two importing each other. Rows written before
+Shared by every reader of committed data: ``read_table``/``read_changes`` (``lake.read.replica``), as-of reads
+(``lake.read.as_of_read``) and the Spark views (``lake.read.spark_views``). It sits below them so that ``replica`` can
+hand ``read_table(as_of=...)`` to ``as_of_read`` without the two importing each other. Rows written before
 a column changed type are read as the current type (a value that cannot be is a ``SchemaChangeError``
-naming the column); Delta-stored forms (``delta.stored_type``) are cast back to the table's Arrow types.
+naming the column); Delta-stored forms (``delta_schema.stored_type``) are cast back to the table's Arrow types.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import NoSuchTableError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, cast_to
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN, cast_to
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import merged_through
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.write.merge import merged_through
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import TableVersion
 
 ORDER = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_row_seq", "ascending")]
 TABLE_EVENT_OPS = pa.array([k.value for k in ChangeKind.table_events()], pa.string())
@@ -80,7 +80,7 @@ def _changelog_rows(changelog: TableVersion, after: int, through: int, columns: 
 
 def changes_between(committed: CommittedTable, after: int, through: int, dropped: bool,
                     where: pc.Expression | None = None) -> pa.Table:
-    """``where``: a filter on the changelog's stored columns (``lake.as_of`` reads a key range)."""
+    """``where``: a filter on the changelog's stored columns (``lake.read.as_of_read`` reads a key range)."""
     schema = committed.schema
     rows = (_changelog_rows(committed.changelog, after, through, where=where) if committed.changelog is not None
             else pa.table({STREAM_SEQ_COLUMN: pa.array([], pa.int64())}))

@@ -1,5 +1,5 @@
 """The replica tables as Delta Lake tables, written and read with ``deltalake`` (delta-rs): the one
-implementation of ``lake.table_format``, and the only module that imports ``deltalake`` (a test checks).
+implementation of ``lake.format.table_format``, and the only module that imports ``deltalake`` (a test checks).
 
 ``DeltaLocation`` is a place (``ReplicaTable``), ``DeltaVersion`` an opened version (``TableVersion``).
 What is Delta's here and nowhere else:
@@ -19,7 +19,7 @@ What is Delta's here and nowhere else:
   its footer (``file_stats``) and the rows it added in the commit's info: ``write_deltalake`` cost 4.4 ms
   of CPU for an append of 20 rows of 12 columns, the file and the commit 3.2 ms (delta-rs 1.6.6), which a
   batch over 1,000 tables pays 1,000 times. On a local filesystem the commit is a log entry of our own
-  (``lake.delta_log``: delta-rs replays the log since its last checkpoint at every commit and refresh; a batch
+  (``lake.format.delta_log``: delta-rs replays the log since its last checkpoint at every commit and refresh; a batch
   over 1,000 changelogs 2.55 against 4.45 ms a table, bench/RESULTS.md "Stream batches over many changelogs"),
   elsewhere delta-rs's transaction. Rows that add a
   column or change a type go through ``write_deltalake`` (its schema merge);
@@ -52,8 +52,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, SnapshotJobError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake import delta_log, storage
-from airflow_provider_mysqlcdc.lake.table_format import (
+from airflow_provider_mysqlcdc.lake.documents import storage
+from airflow_provider_mysqlcdc.lake.format import delta_log
+from airflow_provider_mysqlcdc.lake.format.table_format import (
     SCAN_BATCH_BYTES,
     SCAN_BATCH_ROWS,
     Commit,
@@ -240,7 +241,7 @@ class DeltaLocation:
     def append(self, rows: pa.Table, tag: CommitTag, *, loaded: DeltaTable | None = None) -> None:
         """Append ``rows``; ``loaded``: the table as already loaded (its features allowed for the rows), written
         through without loading its log again. Without it, on a local filesystem, a table not there yet is made
-        by a log entry of our own (``lake.delta_log``: 2.8 ms of CPU against 5.9 ms through ``write_deltalake``,
+        by a log entry of our own (``lake.format.delta_log``: 2.8 ms of CPU against 5.9 ms through ``write_deltalake``,
         bench/RESULTS.md "Stream batches over many changelogs"; a stream's first batch over a whole database makes
         hundreds)."""
         if loaded is None and self._create_own(rows, tag):
@@ -335,7 +336,7 @@ class DeltaLocation:
 class DeltaVersion:
     """A Delta table as delta-rs loaded it (``delta``), at the place ``location``.
 
-    Appends committed by log entries of our own (``lake.delta_log``) move the table past the version delta-rs
+    Appends committed by log entries of our own (``lake.format.delta_log``) move the table past the version delta-rs
     loaded without loading it again: ``version`` counts them, and ``delta`` brings delta-rs's table up to date
     before any other use, so every read sees them. A handle opened for appends from the log alone (``_log``)
     has no delta-rs table until such a use loads it."""
@@ -420,7 +421,7 @@ class DeltaVersion:
         self.refresh()  # delta-rs's commit leaves its table at the version it had loaded
 
     def _commit_own(self, add: AddAction, tag: CommitTag, schema: pa.Schema) -> bool:
-        """``add`` committed by a log entry of our own (``lake.delta_log``) at the next version, or False where
+        """``add`` committed by a log entry of our own (``lake.format.delta_log``) at the next version, or False where
         that path does not apply (an object store, a protocol asking more of a writer). A lost race reads the
         log again and takes the version after, unless the entry of ``tag`` landed already (True) or the
         other writer changed the schema the file was written for (``TableCommitConflictError``)."""

@@ -6,7 +6,7 @@ Per source table (the lake handle, ``lake.handle``, says where, and opens them):
                               partitioned by ``_batch``, the snapshot batch whose key range holds the row
     <db>/<table>/changelog/   every change the stream committed, append-only
 
-Both are ordinary Delta tables written with ``deltalake`` (delta-rs, in ``lake.delta_table``), so
+Both are ordinary Delta tables written with ``deltalake`` (delta-rs, in ``lake.format.delta_table``), so
 Spark, DuckDB, Polars and Trino read them with their own Delta readers. Delta has no unsigned integers,
 no durations and no decimals over 38 digits (MySQL allows 65): such columns are stored as the nearest
 Delta type that holds every value (``stored_type``, ``for_delta``), and our readers cast them back to the table's

@@ -24,7 +24,7 @@ right after its checkpoint writes the checkpoint's sequence number as ``clean_se
 renews the lease for the wait; every writer clears it in the same write that takes the lease, before
 anything else can commit. A run killed between its Delta commits and its checkpoint cleared it when it
 took the lease and never wrote it again, so the next writer finds none and scans every changelog for
-rows past the checkpoint (``lake.stream_store.StreamStore.remove_uncommitted``). With it, a resume
+rows past the checkpoint (``lake.write.stream_commit.StreamStore.remove_uncommitted``). With it, a resume
 skips that scan: over a thousand tables it opened a thousand changelogs at every deferral's end, 1.2-2.7 s
 on local disk (``bench.resume_bench``) and more on an object store. It costs no request of its own: taking
 and renewing the lease read and write the document anyway.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
 

@@ -30,13 +30,13 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, stored_schema
-from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS, merged_at, merged_through
-from airflow_provider_mysqlcdc.lake.multiset import with_dup
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag, quote
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, MERGE_APP_ID, stored_schema
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, quote
+from airflow_provider_mysqlcdc.lake.write.merge import ORDER_COLUMNS, merged_at, merged_through
+from airflow_provider_mysqlcdc.lake.write.multiset import with_dup
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable, TableVersion
 
 
 def _pending(location: ReplicaTable, seq: int) -> TableVersion | None:

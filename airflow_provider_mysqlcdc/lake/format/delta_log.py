@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.lake import storage
+from airflow_provider_mysqlcdc.lake.documents import storage
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs

@@ -5,7 +5,7 @@ there): ``<db>_<table>_changes`` (the committed changelog: current columns, meta
 ``_stream_seq``) and ``<db>_<table>`` (the current state: the current-state Delta table with the
 changelog rows not merged yet applied on top, the last row per primary key in changelog order,
 deleted keys dropped), the same data as ``read_changes`` / ``read_table``. With ``as_of`` (a binlog
-offset) the table view is the table as of that offset, by ``lake.as_of``'s rule written as a window
+offset) the table view is the table as of that offset, by ``lake.read.as_of_read``'s rule written as a window
 over each key's rows.
 
 They work on a Spark without the Delta Lake jars: the Parquet files each Delta table's log lists
@@ -15,7 +15,7 @@ COLUMN``. Changelog files whose ``_stream_seq`` statistics lie outside the batch
 read. A session set up for Delta Lake (delta-spark's ``DeltaSparkSessionExtension`` in
 ``spark.sql.extensions``) reads each table with Delta's own reader instead, at the same version.
 
-Spark sees the Delta-stored forms of the types Delta lacks (``delta.stored_type``): UNSIGNED
+Spark sees the Delta-stored forms of the types Delta lacks (``delta_schema.stored_type``): UNSIGNED
 integers as the next wider signed type (BIGINT UNSIGNED as DECIMAL(20,0)), TIME as microseconds (a
 long), DECIMAL wider than 38 digits as its text.
 """
@@ -33,14 +33,14 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedError
-from airflow_provider_mysqlcdc.lake.as_of import coverage, order_bound
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
-from airflow_provider_mysqlcdc.lake.committed import CommittedTable, committed_table
-from airflow_provider_mysqlcdc.lake.delta import STREAM_SEQ_COLUMN, stored_schema
+from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN, stored_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.read.as_of_read import coverage, order_bound
+from airflow_provider_mysqlcdc.lake.read.committed import CommittedTable, committed_table
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import TableVersion
 
 METADATA = [f.name for f in METADATA_FIELDS]
 
@@ -130,7 +130,7 @@ def current_frame(spark: Any, lake: Lake, committed: CommittedTable) -> Any:
 
 
 def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: BinlogOffset) -> Any:
-    """The table as of ``offset``, by ``lake.as_of``'s rule: per key, among the current table's row, the
+    """The table as of ``offset``, by ``lake.read.as_of_read``'s rule: per key, among the current table's row, the
     unmerged changes and the merged changes after ``offset``, the last row at or before it decides (kept if
     an accumulation), else the first row after it (kept, its before image, if a retraction)."""
     from pyspark.sql import Window
@@ -166,7 +166,7 @@ def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: Binlo
 def register_views(spark: Any, lake: Lake | str, tables: Sequence[str], as_of: Any = None) -> dict[str, str]:
     """Create or replace both views of every table; returns ``{"db.table": view name}``. ``lake``: a ``Lake``
     handle, or the base URI (its Spark reads the files with Spark's own Hadoop settings). With ``as_of`` (a
-    binlog offset: ``"file:pos"`` or a ``BinlogOffset``; see ``lake.as_of``), the table view is the table
+    binlog offset: ``"file:pos"`` or a ``BinlogOffset``; see ``lake.read.as_of_read``), the table view is the table
     as of that offset (``AsOfError`` outside the lake's range); the changelog view is every committed change."""
     offset = None
     if as_of is not None:

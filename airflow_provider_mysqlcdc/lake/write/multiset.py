@@ -26,7 +26,7 @@ keyed tables). So every changelog row counts, on top of the snapshot's rows, onc
 ``read_table``) apply every change not merged yet without comparing order keys. That holds as long
 as a committed snapshot batch is not replaced after the stream captured changes of its table: a
 re-run batch would hold rows as of a later position, and the changes between the two positions
-would count twice. So ``lake.snapshot_commit`` refuses such a re-run for a keyless table (re-snapshot
+would count twice. So ``lake.write.snapshot_commit`` refuses such a re-run for a keyless table (re-snapshot
 the whole table instead), and the repair re-snapshot and as-of reads refuse keyless tables.
 
 **The MERGE.** For each image the changes touch, the copies the current table has are read first
@@ -48,13 +48,13 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, STREAM_SEQ_COLUMN
-from airflow_provider_mysqlcdc.lake.merge import _report, _widened, merged_at, merged_through
-from airflow_provider_mysqlcdc.lake.table_format import MergeCounts, MergeSpec, quote
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, STREAM_SEQ_COLUMN
+from airflow_provider_mysqlcdc.lake.format.table_format import MergeCounts, MergeSpec, quote
+from airflow_provider_mysqlcdc.lake.write.merge import _report, _widened, merged_at, merged_through
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.merge import MergeReport
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.write.merge import MergeReport
 
 DUP_COLUMN = "_dup"
 """The ordinal of a copy among the equal rows of a keyless table's current state (0, 1, ...)."""
@@ -112,13 +112,13 @@ def current_rows(current: pa.Table, changes: pa.Table, columns: Sequence[str]) -
 
 
 CURRENT_ROW = "__current_row"
-"""``lake.as_of``'s history column: the row is the current table's (a copy), not a changelog row."""
+"""``lake.read.as_of_read``'s history column: the row is the current table's (a copy), not a changelog row."""
 _INVERSE = {op: "-D" for op in _ADDS} | {op: "+I" for op in _REMOVES}
 
 
 def multiset_at(rows: pa.Table, before: pa.Array | pa.ChunkedArray, columns: Sequence[str], merged_column: str,
                 ) -> pa.Table:
-    """The copies of a keyless table at the point ``before`` splits ``rows`` (``lake.as_of``'s history, in
+    """The copies of a keyless table at the point ``before`` splits ``rows`` (``lake.read.as_of_read``'s history, in
     changelog order, without the merged changes at or before the point): the current table's copies, plus
     the unmerged changes at or before the point, minus the merged changes after it (undone newest first)."""
     before_list = pc.fill_null(before, False).to_pylist()

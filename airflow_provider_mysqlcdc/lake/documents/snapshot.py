@@ -8,7 +8,7 @@ Layout under the base URI, per table::
 
 The rows live in the table's current-state Delta table (``Lake.table(...).current``), partitioned by
 batch: a batch commits in one Delta transaction that replaces its partition
-(``lake.snapshot_commit``), so a re-run of a batch (a retry, or one map index cleared in the UI)
+(``lake.write.snapshot_commit``), so a re-run of a batch (a retry, or one map index cleared in the UI)
 replaces exactly its rows, atomically, and the files of a failed or killed attempt are never part of
 the table. Its manifest is written after that commit: the Delta table is the truth for the data,
 the manifest for the chunks' watermarks, which the stream starts from. A batch with a manifest is
@@ -16,7 +16,7 @@ committed; the snapshot of a table is finished when every batch of its plan has 
 kept so that a re-run after a failure keeps the same chunks and batch ids and skips the committed
 batches.
 
-Both documents are typed dataclasses, versioned by ``lake.documents`` (``PLAN_FORMAT``,
+Both documents are typed dataclasses, versioned by ``lake.documents.versions`` (``PLAN_FORMAT``,
 ``MANIFEST_FORMAT``): an earlier version is upgraded as it is read, a newer one refused.
 """
 
@@ -31,8 +31,8 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.parallel import READ_THREADS, each
 
@@ -282,7 +282,7 @@ class SnapshotStore:
         return self._each(self.read_manifest, batches)
 
     def write_manifest(self, manifest: BatchManifest) -> None:
-        """Record a batch whose rows are committed to the Delta table (``lake.snapshot_commit``)."""
+        """Record a batch whose rows are committed to the Delta table (``lake.write.snapshot_commit``)."""
         batch = manifest.batch
         self.lake.write_json(self.lake.table(batch.table).manifest(batch.number), manifest.to_dict())
 

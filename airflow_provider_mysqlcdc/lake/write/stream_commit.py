@@ -3,7 +3,7 @@
 Layout under the base URI::
 
     _stream/checkpoint.json      format version, sequence number, offset, tables, schema refs, finished chunks
-    _stream/schemas/<ref>.json   the tables' schemas, one document each (``lake.schema_documents``)
+    _stream/schemas/<ref>.json   the tables' schemas, one document each (``lake.documents.schema_documents``)
     <db>/<table>/changelog/      the table's changelog Delta table (``LakeTable.changelog``)
 
 A stream batch appends each table's change rows to that table's changelog in one Delta commit
@@ -41,7 +41,7 @@ A run killed between its Delta commits and its checkpoint leaves rows past the c
 removes them before its first commit (``remove_uncommitted``), because it may cut its batches elsewhere
 (on time, before a schema change).
 A run that follows one which stopped or deferred cleanly skips that scan: the lease says so
-(``lake.lease``, ``clean_seq``).
+(``lake.write.lease``, ``clean_seq``).
 
 The changelog follows the source's schema: a column added or dropped is a schema merge (a dropped
 column stays, NULL in later rows); a column whose type changes so that the stored type cannot hold
@@ -65,15 +65,21 @@ from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
-from airflow_provider_mysqlcdc.lake.delta import STREAM_APP_ID, STREAM_SEQ_COLUMN, cast_to, for_delta, wider
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.documents.schema_documents import SchemaDocuments, schema_ref
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
+from airflow_provider_mysqlcdc.lake.format.delta_schema import (
+    STREAM_APP_ID,
+    STREAM_SEQ_COLUMN,
+    cast_to,
+    for_delta,
+    wider,
+)
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.parallel import each
-from airflow_provider_mysqlcdc.lake.schema_documents import SchemaDocuments, schema_ref
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable, TableVersion
 
 
 def _chunk_2_to_3(chunk: Any) -> Any:
@@ -179,7 +185,7 @@ class Checkpoint:
     history_from: dict[TableId, BinlogOffset] = field(default_factory=dict)
     """Per table whose rows a DDL replaced without row events (TRUNCATE; a re-read after a DDL that gave
     rows values): the position from which its changelog and current table tell its whole history. As-of
-    reads before it are refused (``lake.as_of``): the rows it replaced have no before images."""
+    reads before it are refused (``lake.read.as_of_read``): the rows it replaced have no before images."""
     kept: dict[TableId, TableSchema] = field(default_factory=dict)
     """Per table whose DDL ``schema_change_behavior='ignore'`` passed over: the columns its lake tables keep
     (its schema before the first DDL ignored). Its changes are decoded with ``schemas`` (the server's

@@ -3,7 +3,7 @@
 Each replicated table is two tables of the lake (``lake.handle.LakeTable``: its current state and its
 changelog). Every module that writes or reads them does so through the two protocols here, never
 through a format's own library, so the format is one choice: ``LakeTable.current`` / ``.changelog``
-return a place of the one implementation there is, Delta Lake (``lake.delta_table``). A test checks
+return a place of the one implementation there is, Delta Lake (``lake.format.delta_table``). A test checks
 that no other module imports ``deltalake``.
 
 The operations are those the callers use, no more:

@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.committed import METADATA, conform
+from airflow_provider_mysqlcdc.lake.read.committed import METADATA, conform
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import TableVersion
 
 _INDEX = "__scan_row_index"
 

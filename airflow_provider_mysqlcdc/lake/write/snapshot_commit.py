@@ -9,7 +9,7 @@ versions may still need them.
 
 Why not a write of rows: the rows never pass through the driver. The files are committed as they are,
 each with its Parquet footer, from which the table format takes the statistics readers skip files by
-(``TableVersion.replace_partition``; for Delta, ``lake.delta_table.file_stats``).
+(``TableVersion.replace_partition``; for Delta, ``lake.format.delta_table.file_stats``).
 
 Batches of one table commit at the same time (parallel mapped tasks). delta-rs reports a commit that
 raced another as a conflict (``TableCommitConflictError``) even for disjoint partitions, and only one
@@ -34,12 +34,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag, DataFile
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, DataFile
 
 if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.lake.format.table_format import TableVersion
     from airflow_provider_mysqlcdc.lake.handle import LakeTable
-    from airflow_provider_mysqlcdc.lake.table_format import TableVersion
 
 COMMIT_TRIES = 10
 

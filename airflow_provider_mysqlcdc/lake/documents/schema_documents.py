@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.schema import TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
-from airflow_provider_mysqlcdc.lake.documents import DocumentFormat
+from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.parallel import each
 

@@ -50,7 +50,10 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
-from airflow_provider_mysqlcdc.lake.committed import (
+from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, stored_type
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.read.committed import (
     METADATA,
     ORDER,
     CommittedTable,
@@ -58,13 +61,10 @@ from airflow_provider_mysqlcdc.lake.committed import (
     committed_table,
     conform,
 )
-from airflow_provider_mysqlcdc.lake.current_scan import as_reader, current_past_keys
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, stored_type
-from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.merge import ORDER_COLUMNS
-from airflow_provider_mysqlcdc.lake.multiset import CURRENT_ROW, multiset_at
-from airflow_provider_mysqlcdc.lake.snapshot import SnapshotStore
-from airflow_provider_mysqlcdc.lake.stream_store import StreamStore
+from airflow_provider_mysqlcdc.lake.read.current_scan import as_reader, current_past_keys
+from airflow_provider_mysqlcdc.lake.write.merge import ORDER_COLUMNS
+from airflow_provider_mysqlcdc.lake.write.multiset import CURRENT_ROW, multiset_at
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 _SOURCE = "__as_of_source"
 MERGED = "__merged"
@@ -310,7 +310,7 @@ def scan_as_of(lake: Lake, table: str, as_of: Any) -> tuple[TableSchema, pa.Reco
     stream, and its schema. The changelog is read whole (it decides every key it holds); the current table
     batch by batch: a key without a change in the changelog is as the current table has it at every covered
     position (its row is from the snapshot, at or before the highest HW), so only the current rows of keys
-    with changes are held, for ``History.at`` (``lake.current_scan``). A keyless table is read into memory.
+    with changes are held, for ``History.at`` (``lake.read.current_scan``). A keyless table is read into memory.
     The position is checked before any row is returned."""
     table_id = TableId.parse(table)
     covered = coverage(lake, table_id)

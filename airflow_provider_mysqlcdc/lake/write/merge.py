@@ -15,7 +15,7 @@ What the MERGE applies, per key:
   snapshot batch re-run after the stream wrote these changes holds newer rows (its high watermark is
   later) and must not be overwritten by them. So merging the same changes twice changes nothing.
 
-A table without any key is a multiset and takes ``lake.multiset.merge_multiset`` instead: counts of
+A table without any key is a multiset and takes ``lake.write.multiset.merge_multiset`` instead: counts of
 copies are not idempotent as last images are, so there every change counts once and none is compared
 with the target's order key (that module says why this is exact, and which re-run it refuses).
 
@@ -42,11 +42,17 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SchemaChangeError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS
-from airflow_provider_mysqlcdc.lake.delta import BATCH_COLUMN, MERGE_APP_ID, STREAM_SEQ_COLUMN, cast_to, wider
-from airflow_provider_mysqlcdc.lake.table_format import CommitTag, MergeCounts, MergeSpec, quote
+from airflow_provider_mysqlcdc.lake.format.delta_schema import (
+    BATCH_COLUMN,
+    MERGE_APP_ID,
+    STREAM_SEQ_COLUMN,
+    cast_to,
+    wider,
+)
+from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, MergeCounts, MergeSpec, quote
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.lake.table_format import ReplicaTable, TableVersion
+    from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable, TableVersion
 
 ORDER_COLUMNS = ("_binlog_file", "_binlog_pos", "_row_seq")
 """The changelog's total order, most significant first (``lake.changelog``)."""
@@ -223,7 +229,7 @@ def _merge(
 ) -> MergeCounts:
     """The MERGE itself; ``predicate`` replaces the partition-pruning join (the benchmark's baseline).
     ``changed_only``: a newer row replaces the target's only when one of its values differs, so a row
-    that was right keeps the order key of the change that made it (what ``lake.as_of`` reads)."""
+    that was right keeps the order key of the change that made it (what ``lake.read.as_of_read`` reads)."""
     batches = pc.unique(source.column(BATCH_COLUMN)).to_pylist()
     newer = _newer("s", "t")
     op = f"s.{quote(OP_COLUMN)}"
