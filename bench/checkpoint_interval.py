@@ -59,8 +59,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def child_run(spec: dict[str, Any]) -> dict[str, Any]:
     """One run: the lake driven as the stream runner drives it, with the interval's maintenance policy."""
-    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
-    from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
+    from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.maintenance import MaintenancePolicy
     from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore

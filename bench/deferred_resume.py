@@ -26,8 +26,8 @@ from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from bench.common.server import many_tables_arguments, small_tables_database
 

@@ -10,13 +10,13 @@ throughput; this measures the baseline in the same run rather than quoting an ol
   into a fresh lake, through the stream runner's catch-up path (``StreamRunner.open`` + ``catch_up``,
   default batch limits): old, one Parquet file per table and batch plus the checkpoint JSON; new, one
   Delta append per table and batch plus the checkpoint, and the table maintenance the runner calls after
-  its commits (``engine/table_upkeep.py``). Timed: ``catch_up``; the time inside ``StreamStore.commit``
+  its commits (``engine/stream/table_upkeep.py``). Timed: ``catch_up``; the time inside ``StreamStore.commit``
   and (new) ``maintain`` is taken apart by wrapping them.
 - snapshot: a ``--rows``-row table (~160 B a row, ``bench.common.server.load_orders``) cut by the split's
   ``split_table`` (the same code in both) into chunks and ``group_batches`` into batches of
   ``--rows-per-batch`` rows; each batch's chunks go, in two contiguous parts as the Spark job's two
   tasks would get them (here one after the other, in one process, without Spark), through that
-  version's ``engine/snapshot_batch.write_chunks`` (read from the server, Parquet file per part), then
+  version's ``engine/snapshot/snapshot_batch.write_chunks`` (read from the server, Parquet file per part), then
   ``commit_batch`` (old: the manifest JSON; new: one Delta transaction replacing the batch's partition,
   then the manifest). Timed per batch: the writes (the chunk reads included), the time inside the
   Parquet writer (each chunk's ``write_seconds``), and the commit.
@@ -90,14 +90,14 @@ def child_stream(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
     from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
-    from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-    from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+    from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+    from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
     from airflow_provider_mysqlcdc.lake.write import stream_commit
 
     spent = {"commit": 0.0, "maintain": 0.0}
     _timed(stream_commit.StreamStore, "commit", spent, "commit")
     with contextlib.suppress(ImportError):  # the table maintenance exists in the Delta version only
-        from airflow_provider_mysqlcdc.engine import table_upkeep
+        from airflow_provider_mysqlcdc.engine.stream import table_upkeep
 
         _timed(table_upkeep, "maintain", spent, "maintain")
     offset = BinlogOffset.from_dict(spec["start"])
@@ -112,7 +112,7 @@ def child_stream(spec: dict[str, Any], config: Any) -> dict[str, Any]:
         seconds = time.perf_counter() - opened
         merge_seconds = None
         with contextlib.suppress(ImportError):  # the Delta version merges into the current state at stop
-            from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+            from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
             from airflow_provider_mysqlcdc.lake.handle import Lake
 
             merging = time.perf_counter()
@@ -135,7 +135,7 @@ def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-    from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+    from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
     from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import Plan, SnapshotStore, group_batches
     from airflow_provider_mysqlcdc.lake.handle import Lake
 

@@ -54,7 +54,7 @@ def child_main(spec: dict[str, Any]) -> int:
     import os
 
     from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 

@@ -1,6 +1,6 @@
 """The snapshot's Parquet writing: seconds and bytes per setting, on the chunks the chunk reader returns.
 
-Each Spark task writes its chunks into one Parquet file, a row group per chunk (``engine.snapshot_batch``).
+Each Spark task writes its chunks into one Parquet file, a row group per chunk (``engine.snapshot.snapshot_batch``).
 Dictionary encoding pays off for columns with few distinct values and costs CPU for the others (a
 chunk's unique strings are hashed into a dictionary that does not shrink them). This benchmark reads
 ``--rows`` rows of the benchmark table once with the chunk reader, turns each chunk into the rows its
@@ -33,7 +33,7 @@ from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot_batch import file_rows, file_schema, parquet_options
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import file_rows, file_schema, parquet_options
 from bench.common.measure import machine
 from bench.common.results import write_sections
 from bench.common.server import bench_arguments, load_orders, throwaway_server

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from bench.common.measure import (
     PeakRss,
     child_peak_rss_mib,
@@ -118,7 +118,7 @@ def mariadb_binlog_read(server: Any, start: Any) -> float:
 def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
     from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
-    from airflow_provider_mysqlcdc.engine.stream_batches import stream_batches
+    from airflow_provider_mysqlcdc.engine.stream.stream_batches import stream_batches
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
@@ -134,7 +134,7 @@ def binlog_section(server: Any, args: argparse.Namespace, config: Any, control: 
     import pymysqlreplication  # noqa: F401
 
     import airflow_provider_mysqlcdc.cdc.binlog.row_columns  # noqa: F401
-    import airflow_provider_mysqlcdc.engine.stream_batches  # noqa: F401
+    import airflow_provider_mysqlcdc.engine.stream.stream_batches  # noqa: F401
     import airflow_provider_mysqlcdc.lake.write.stream_commit  # noqa: F401
     from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
     from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema

@@ -20,8 +20,8 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import approximate_rows, loa
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_snapshot
 from bench.common.server import load_small_tables, many_tables_arguments, throwaway_server
 
 

@@ -68,7 +68,7 @@ def _store(lake: Any, threads: int | None) -> Any:
 
 
 def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
-    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 

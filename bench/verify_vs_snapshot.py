@@ -24,11 +24,11 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
-from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
-from airflow_provider_mysqlcdc.engine.verify import verify_batch_locally
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.verification.verify import verify_batch_locally
 from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from bench.common.server import load_orders, throwaway_server

@@ -20,10 +20,10 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
-from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint

@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 

@@ -14,7 +14,7 @@ Layout under the base URI::
     <db>/<table>/current/          the current-state Delta table (``LakeTable.current``)
     <db>/<table>/changelog/        the changelog Delta table (``LakeTable.changelog``)
     <db>/<table>/snapshot/         the snapshot's plan and batch manifests (``lake.documents.snapshot``)
-    <db>/<table>/verify/           verification reports (``engine.verify``)
+    <db>/<table>/verify/           verification reports (``engine.verification.verify``)
 
 Schemes: Spark writes ``s3a://`` (and ``s3n://``), pyarrow and delta-rs know the same buckets as
 ``s3://``; ``gcs://`` is ``gs://``. A new storage scheme is added here (``SCHEMES``, ``SCHEME_ALIASES``,

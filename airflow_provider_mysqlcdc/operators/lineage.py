@@ -40,7 +40,7 @@ from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from airflow_provider_mysqlcdc.engine.stream_options import StreamSummary
+    from airflow_provider_mysqlcdc.engine.options.stream_options import StreamSummary
     from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
     from airflow_provider_mysqlcdc.lake.handle import Lake

@@ -13,7 +13,7 @@ from typing import Any
 from airflow.sdk import TaskGroup
 
 from airflow_provider_mysqlcdc.assets import replica_alias
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator

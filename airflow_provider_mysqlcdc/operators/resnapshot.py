@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
 
@@ -24,7 +24,7 @@ class MySqlResnapshotOperator(BaseOperator):
     checkpoint); the table's snapshot must be complete. It reads the binlog with the id below the
     stream's of the connection's ``server_id`` range. Returns one report per table (chunks with their
     rows and high watermark; rows inserted, updated, deleted). The work is done by
-    ``engine.resnapshot``.
+    ``engine.verification.resnapshot``.
 
     :param base_uri: the lake of the pipeline: a local path or ``s3://bucket/prefix``; required (templated)
     :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
@@ -57,7 +57,11 @@ class MySqlResnapshotOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.resnapshot import ResnapshotRequest, resnapshot, resnapshot_server_id
+        from airflow_provider_mysqlcdc.engine.verification.resnapshot import (
+            ResnapshotRequest,
+            resnapshot,
+            resnapshot_server_id,
+        )
 
         requests = ResnapshotRequest.parse_all(rendered.literal("resnapshot", self.resnapshot))
         if not requests:

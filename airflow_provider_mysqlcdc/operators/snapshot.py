@@ -26,7 +26,7 @@ from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
@@ -146,7 +146,7 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the outcome goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         pack = BatchPack.from_dict(self.batch)

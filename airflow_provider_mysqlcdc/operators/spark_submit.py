@@ -37,7 +37,7 @@ from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_ma
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
@@ -118,7 +118,7 @@ def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None
 
 class SparkApplicationOperator(SparkSubmitOperator):
     """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<job>_job.py``) for one
-    pack of batches (``engine.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
+    pack of batches (``engine.snapshot.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
     XCom): the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
     connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
     refused: the base class keeps it untemplated as ``_conn_id``)."""
@@ -168,7 +168,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
         (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
         (the password and the storage options in ``spark-submit``'s environment)."""
         # the engine and the lake (pyarrow): not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
 
         # The base class keeps ``conn_id`` untemplated, as the private ``_conn_id`` its ``execute`` builds
         # the hook from, and ``deploy_mode`` (given directly or by default_args) as ``_deploy_mode``, with

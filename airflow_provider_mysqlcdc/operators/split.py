@@ -1,5 +1,5 @@
 """Planning the snapshot: the split task renders its arguments into ``SplitOptions`` and returns the
-packs of batches ``engine.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and
+packs of batches ``engine.snapshot.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and
 batches, pack the batches into mapped tasks)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
@@ -150,7 +150,7 @@ class MySqlChunkSplitOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
+        from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_snapshot
         from airflow_provider_mysqlcdc.operators.lineage import gather, split_facts
 
         options = SplitOptions.from_values(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import error_from_event
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import storage_options
@@ -33,7 +33,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
     worker on its binlog connection; once idle for ``defer_after_idle_seconds`` it defers to
     ``MySqlBinlogTrigger`` until its tables change. Set ``retries``: Airflow 3.3 can fail a task that
     defers often, and a retry simply continues from the checkpoint. The work is done by
-    ``engine.stream_runner.StreamRunner``.
+    ``engine.stream.stream_runner.StreamRunner``.
 
     ``deferrable`` defaults to Airflow's ``[operators] default_deferrable`` setting (False unless set), as
     in the official providers: read from the configuration when this module is imported, nothing else.
@@ -207,7 +207,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     def _stream(self, options: StreamOptions, progress: StreamProgress, context: Any) -> dict[str, Any] | None:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+        from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
         from airflow_provider_mysqlcdc.operators.lineage import gather, stream_facts
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()

@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.sdk.observability import stats
 
-from airflow_provider_mysqlcdc.engine.stream_observer import CommitObservation, MergeObservation
+from airflow_provider_mysqlcdc.engine.stream.stream_observer import CommitObservation, MergeObservation
 
 _log = logging.getLogger(__name__)
 

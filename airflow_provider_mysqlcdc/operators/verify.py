@@ -4,7 +4,7 @@
 chunks the snapshot read) and gives each its binlog server ids; ``MySqlVerifyOperator`` (a
 ``SparkSubmitOperator``, mapped over those batches like the snapshot) runs ``spark/verify_job.py``,
 whose executors compare their chunks with the replica as of each chunk's new high watermark
-(``engine.verify``) and whose driver writes the batch's report into the lake;
+(``engine.verification.verify``) and whose driver writes the batch's report into the lake;
 ``MySqlVerifySummaryOperator`` combines a run's batch reports per table into
 ``<db>/<table>/verify/<run>.json``, logs the summary, returns it to XCom and fails on differences.
 The stream must run meanwhile: each chunk is compared once the stream has committed past its HW.
@@ -17,8 +17,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_mysqlcdc.engine import rendered
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options import rendered
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake import open_lake
@@ -31,7 +31,7 @@ WAIT_SECONDS = 600.0
 class MySqlVerifyPlanOperator(BaseOperator):
     """Returns the verify jobs, one a mapped task (``BatchPack.to_dict``, with binlog server ids), for
     ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
-    lake, packed as the split packs the snapshot (``engine.batch_packs``): batches of many tables in one
+    lake, packed as the split packs the snapshot (``engine.snapshot.batch_packs``): batches of many tables in one
     job up to ``rows_per_batch`` rows (their manifests' rows), a larger batch in a job of its own, so that
     a whole database is verified in a handful of Spark applications. A table whose snapshot is not
     finished is refused (``VerifyError``).
@@ -71,8 +71,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_packs import pack_batches
-        from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import pack_batches
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
@@ -156,8 +156,8 @@ class MySqlVerifyOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-        from airflow_provider_mysqlcdc.engine.verify import VerifyStore
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.verification.verify import VerifyStore
 
         pack = BatchPack.from_dict(self.batch)
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
@@ -209,7 +209,7 @@ class MySqlVerifySummaryOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.verify import summarize
+        from airflow_provider_mysqlcdc.engine.verification.verify import summarize
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         fail_on_difference = rendered.flag("fail_on_difference", self.fail_on_difference)

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-    from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-    from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks
+    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
     from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, Plan
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
@@ -96,7 +96,7 @@ def start_session(kind: str, label: str) -> Any:
 @dataclass(frozen=True)
 class TaskChunks:
     """What one Spark task works on: its chunks of each batch it has chunks of (with the batch, the columns
-    and the batch's read group: ``engine.snapshot_batch.BatchChunks``), the connection (with the password),
+    and the batch's read group: ``engine.snapshot.snapshot_batch.BatchChunks``), the connection (with the password),
     the lake (with its storage options) and its binlog reader id."""
 
     lake: Lake
@@ -122,7 +122,7 @@ class JobBatch:
 @dataclass(frozen=True)
 class SparkApplication:
     """A Spark application's driver side (the snapshot's or the verification's, one ``spark-submit``): the
-    pack of batches it reads (``engine.batch_packs``), their plans and the columns they read, found once."""
+    pack of batches it reads (``engine.snapshot.batch_packs``), their plans and the columns they read, found once."""
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
@@ -153,9 +153,9 @@ class SparkApplication:
     def open(cls, kind: str, args: argparse.Namespace) -> SparkApplication:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-        from airflow_provider_mysqlcdc.engine.batch_readers import pack_tasks
-        from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schemas
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schemas
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         pack = BatchPack.from_dict(json.loads(args.batch))
@@ -188,14 +188,14 @@ class SparkApplication:
     ) -> list[T]:
         """``work(TaskChunks, **settings)`` on every Spark task, once, with its share of the batches' chunks;
         the results, collected. ``chunks[i]`` are the chunks of the pack's batch ``i`` to work on, spread over
-        the tasks by ``engine.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
+        the tasks by ``engine.snapshot.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
         connection travel as the objects they are (pickled by Spark, the package being importable on every
         executor), and so do ``settings``; the password only inside the task's closure. Task ``index``
         reads with the server id the split (or the verify plan) gave this pack's task ``index`` among all
         packs of the run."""
-        from airflow_provider_mysqlcdc.engine.batch_packs import spread_chunks  # see open()
-        from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id
-        from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import spread_chunks  # see open()
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id
+        from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
 
         lake, pack, config = self.lake, self.pack, self.config
         parts = [(b.batch, b.schema, group) for b, group in zip(self.batches, pack.read_groups, strict=True)]

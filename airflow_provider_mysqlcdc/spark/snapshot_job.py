@@ -1,5 +1,5 @@
 """The PySpark application the snapshot operator submits: read a pack of batches (one table's or many
-tables', ``engine.batch_packs``) into the lake.
+tables', ``engine.snapshot.batch_packs``) into the lake.
 
 Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
 themselves, into each batch's partition folder of its table's current-state Delta table; the driver
@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_batches
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_batches
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.parallel import each
@@ -73,7 +73,7 @@ COMMIT_THREADS = 8
 
 def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
                 threads: int = COMMIT_THREADS) -> list[BatchManifest]:
-    """Commit each batch of the job's pack as a batch is committed (``engine.snapshot_batch.commit_batch``:
+    """Commit each batch of the job's pack as a batch is committed (``engine.snapshot.snapshot_batch.commit_batch``:
     one Delta transaction replacing its partition, then its manifest): the batches of one table one after
     another (delta-rs fails a commit that raced another of the same table, even of another partition), up to
     ``threads`` tables at once (a pack of a database's small tables is hundreds of tables, each commit

@@ -1,7 +1,7 @@
 """The PySpark application the verify operator submits: verify a pack of batches (the verify plan makes
 one batch a pack).
 
-Executors verify their share of the batches' chunks (``engine.verify.verify_chunks``: the
+Executors verify their share of the batches' chunks (``engine.verification.verify.verify_chunks``: the
 source's chunks read as the snapshot reads them, the stream awaited past their high watermarks, the
 replica read as of them) and return one verdict per chunk; the driver writes each batch's report into
 the lake (``<db>/<table>/verify/<run>/batch=<n>.json``), which the operator returns and the summary
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
-from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, verify_chunks
+from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport, VerifyStore, verify_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.chunks import Chunk
     from airflow_provider_mysqlcdc.cdc.schema import TableId
     from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
-from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict
+from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict
 
 
 def verify_task(task: TaskChunks, *, plan_chunks: dict[TableId, list[Chunk]],

@@ -3,7 +3,7 @@
 The wait is cheap: one ``SHOW MASTER STATUS`` (or ``SHOW BINARY LOG STATUS``) every
 ``poll_interval`` seconds, run in a thread so the triggerer's event loop never blocks. When the
 binlog has moved, the new stretch is read for a change of the captured ``tables``
-(``engine.change_watch``; other traffic does not wake the stream), or a table made or renamed under a
+(``engine.stream.change_watch``; other traffic does not wake the stream), or a table made or renamed under a
 name the stream's ``selection`` patterns match or under a stopped table's name it still selects
 (``awaited``). It fires at such a change, or
 at ``wake_at`` (so the task can check its stop conditions and advance its checkpoint past other
@@ -82,7 +82,7 @@ class MySqlBinlogTrigger(BaseTrigger):
     def _captured_change(self, start: Any, stop: Any) -> tuple[bool, Any]:
         # the binlog reader (mysql-replication, sqlglot; 0.3 s): not when the stream operator imports this
         # module at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.change_watch import first_captured_change
+        from airflow_provider_mysqlcdc.engine.stream.change_watch import first_captured_change
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
         control = config.connect()

@@ -26,7 +26,7 @@ import pyarrow.fs as pafs
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunks import encode_key
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.verify import VerifyReport
+from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, Plan, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
@@ -208,7 +208,7 @@ def chunk_views(plan: Plan, manifests: list[BatchManifest | None],
 
 
 def latest_verification(lake: Lake, table: TableId) -> VerificationView | None:
-    """The newest whole-run report under the table's ``verify/`` folder (``engine.verify``), if any."""
+    """The newest whole-run report under the table's ``verify/`` folder (``engine.verification.verify``), if any."""
     folder = lake.table(table).path("verify")
     if not lake.exists(folder):
         return None

@@ -21,8 +21,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine import rendered
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.options import rendered
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 
 OPERATORS = (

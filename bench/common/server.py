@@ -34,7 +34,7 @@ def bench_arguments(
     description: str | None, argv: list[str] | None, port: int, rows_per_batch: bool = False, events: bool = False
 ) -> argparse.Namespace:
     """The options every benchmark takes: table size, chunk size, and the throwaway server's port."""
-    from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+    from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", type=int, default=2_000_000)

@@ -16,8 +16,8 @@ from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 
 
 def main(argv: list[str]) -> int:

@@ -58,8 +58,8 @@ def child_stream(spec: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-    from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+    from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+    from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 
     config = ConnectionConfig.from_dict(spec["connection"], os.environ["MYSQL_CDC_PASSWORD"])
     options = StreamOptions(spec["lake"], tuple(TableId.parse(t) for t in spec["tables"]), StartupMode.SPECIFIC,

@@ -15,7 +15,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.stream_batches import CaughtUp, StreamCommit, stream_batches
+from airflow_provider_mysqlcdc.engine.stream.stream_batches import CaughtUp, StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 

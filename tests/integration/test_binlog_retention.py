@@ -14,7 +14,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog_retention import BATCH_OVERHEAD_SECONDS, read_retention
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake

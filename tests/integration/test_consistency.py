@@ -32,7 +32,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.engine.stream_batches import emit_filter_for, stream_batches
+from airflow_provider_mysqlcdc.engine.stream.stream_batches import emit_filter_for, stream_batches
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, lake_schema
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN, cast_to
 from airflow_provider_mysqlcdc.lake.handle import Lake

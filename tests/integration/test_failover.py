@@ -36,8 +36,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import ServerChangedError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table

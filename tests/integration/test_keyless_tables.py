@@ -23,7 +23,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.snapshot_batch import commit_batch, write_chunks
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri

@@ -18,8 +18,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from tests.arrow_rows import canonical_rows

@@ -21,9 +21,9 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE, ServerIdRange
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from tests.integration.test_snapshot_dag import current_rows, example_dag

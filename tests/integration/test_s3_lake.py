@@ -38,7 +38,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
+from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
@@ -177,7 +177,7 @@ def test_upkeep_never_raises_a_protocol_on_s3(lake_options: dict[str, str], capl
     uri = lake.table(older).changelog.uri
     write_deltalake(uri, ntz_rows, storage_options=lake_options)
     upkeep = TableUpkeep(lake, MaintenancePolicy(check_every_commits=1))
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_mysqlcdc.engine.table_upkeep"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_mysqlcdc.engine.stream.table_upkeep"):
         upkeep.changelogs_committed([older])
         upkeep.changelogs_committed([older])
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

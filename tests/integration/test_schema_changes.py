@@ -1,6 +1,6 @@
 """The replica follows DDL at its binlog offset, with a writer running: column renames, drops, adds with
 a DEFAULT or a generated value, conversions, TRUNCATE, DROP TABLE and the online-schema-change swap
-(``engine.schema_changes``). After each stream the current Delta table read with ``deltalake`` alone
+(``engine.stream.schema_changes``). After each stream the current Delta table read with ``deltalake`` alone
 equals the source column for column, and the changelog holds the ``!T``/``!S`` records.
 
 The snapshot is made with the engine's own steps without Spark (``tests.replica``), the stream by the
@@ -22,9 +22,9 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_snapshot
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
-from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior, StreamOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior, StreamOptions
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_snapshot
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake

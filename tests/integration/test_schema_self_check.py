@@ -65,7 +65,7 @@ def test_an_idle_stream_whose_tables_match_goes_on(admin, database, tmp_path, ca
         cur.execute("INSERT INTO followed VALUES (1, 10)")
         cur.execute("ALTER TABLE followed ADD COLUMN note VARCHAR(10)")
         cur.execute("INSERT INTO followed VALUES (2, 20, 'two')")
-    caplog.set_level(logging.DEBUG, logger="airflow_provider_mysqlcdc.engine.schema_self_check")
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_mysqlcdc.engine.stream.schema_self_check")
     summary = stream(base_uri, table, stop_after_idle_seconds=1.0, schema_check_seconds=0.1)
     assert summary["stopped"] == "idle for 1 s"  # not by an error: its changes (and the ALTER) were written
     passed = [r for r in caplog.records if "match information_schema" in r.getMessage()]

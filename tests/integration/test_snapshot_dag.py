@@ -34,8 +34,8 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.batch_readers import pack_server_id, pack_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, SnapshotStore

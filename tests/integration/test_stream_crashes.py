@@ -13,8 +13,8 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.stream_batches import StreamCommit, stream_batches
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.stream.stream_batches import StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table

@@ -19,9 +19,13 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_observer import CommitObservation, MergeObservation, NoStreamObserver
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
+from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
+    CommitObservation,
+    MergeObservation,
+    NoStreamObserver,
+)
+from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, tag_value, task_tags

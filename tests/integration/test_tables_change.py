@@ -45,7 +45,7 @@ def runner_log() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             messages.append(record.getMessage())
 
-    handler, logger = Collect(logging.WARNING), logging.getLogger("airflow_provider_mysqlcdc.engine.stream_runner")
+    handler, logger = Collect(logging.WARNING), logging.getLogger("airflow_provider_mysqlcdc.engine.stream.stream_runner")
     logger.addHandler(handler)
     yield messages
     logger.removeHandler(handler)

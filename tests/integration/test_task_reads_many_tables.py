@@ -1,4 +1,4 @@
-"""One snapshot task's batches of many small tables (``engine.snapshot_batch.write_batches``): read through one
+"""One snapshot task's batches of many small tables (``engine.snapshot.snapshot_batch.write_batches``): read through one
 source session, their chunks selected between one pair of watermarks and fixed up from one binlog pass,
 each table's rows exact, and an ALTER TABLE of one of them between those watermarks still stops the attempt."""
 
@@ -17,7 +17,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot_batch import BatchChunks, write_batches
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks, write_batches
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake

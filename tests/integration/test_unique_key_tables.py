@@ -25,7 +25,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table

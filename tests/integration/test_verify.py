@@ -22,7 +22,12 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.verify import VerifyReport, VerifyStore, summarize, verify_batch_locally
+from airflow_provider_mysqlcdc.engine.verification.verify import (
+    VerifyReport,
+    VerifyStore,
+    summarize,
+    verify_batch_locally,
+)
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN

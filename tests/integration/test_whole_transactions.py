@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits, StreamOptions
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table

@@ -1,4 +1,4 @@
-"""Packing snapshot batches into mapped tasks (``engine.batch_packs``): small tables share a job up to the
+"""Packing snapshot batches into mapped tasks (``engine.snapshot.batch_packs``): small tables share a job up to the
 rows budget, a large table's batches each fill one, the rows are spread evenly over the fewest jobs,
 ``max_batches`` bounds the jobs, the labels name what a job holds, its chunks are spread evenly over its Spark
 tasks in runs of its read group (sized by the rows' bytes), and a pack survives XCom and the command line."""
@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.batch_packs import (
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import (
     MAX_PACK_TABLES,
     BatchPack,
     batch_rows,

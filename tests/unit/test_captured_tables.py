@@ -9,7 +9,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, floored, reconcile_tables
+from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, floored, reconcile_tables
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 

@@ -11,7 +11,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk, FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport
+from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, NewerLakeFormatError, RetiredLakeFormatError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, ChunkResult, Plan
 from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat

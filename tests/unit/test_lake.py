@@ -267,7 +267,7 @@ def test_changes_merged_into_the_current_table_are_not_applied_again(lake: Lakes
 def test_a_merge_counts_the_rows_it_merged_also_those_a_killed_run_left(lake: Lakes) -> None:
     """The merge_rows metric counts what the MERGE took: a run killed after committing batch 1 and before
     merging it leaves those rows to the next run's merge, which counts them with its own."""
-    from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 
     lake.current([(1, "a", 1)], off(1, 500))
     lake.commit_stream(1, off(1, 700), (SCHEMA, transaction(1, 600, insert((2, "b", 2)), *update((1, "a", 1),

@@ -11,8 +11,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch

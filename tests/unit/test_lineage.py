@@ -13,7 +13,7 @@ import pytest
 
 import airflow_provider_mysqlcdc
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.stream_options import StreamProgress, StreamSummary
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest

@@ -123,7 +123,7 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
     """Another writer's commit (a re-run snapshot batch, a repair) can make a compaction's commit fail;
     the stream goes on and the table is looked at again at its next commit."""
     from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.engine import table_upkeep
+    from airflow_provider_mysqlcdc.engine.stream import table_upkeep
     from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri
 
     base_uri, table = str(tmp_path / "lake"), TableId("shop", "orders")

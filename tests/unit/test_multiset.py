@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.verify import compare
+from airflow_provider_mysqlcdc.engine.verification.verify import compare
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID
 from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation

@@ -12,7 +12,7 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.engine.snapshot_batch import file_rows, file_schema, parquet_options
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import file_rows, file_schema, parquet_options
 from airflow_provider_mysqlcdc.lake.changelog import SNAPSHOT_CONSTANTS
 
 _COLUMNS = (Column("id", "bigint", "bigint unsigned", unsigned=True), Column("n", "int", "int"),

@@ -1,4 +1,4 @@
-"""Reading ahead in a thread (``engine.read_ahead``): the items arrive in order, the source runs in its
+"""Reading ahead in a thread (``engine.snapshot.read_ahead``): the items arrive in order, the source runs in its
 own thread at most ``depth`` items ahead, its error reaches the consumer where it happened, and a
 consumer that stops early leaves the source closed before it returns."""
 
@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from airflow_provider_mysqlcdc.engine.read_ahead import read_ahead
+from airflow_provider_mysqlcdc.engine.snapshot.read_ahead import read_ahead
 
 
 def test_items_arrive_in_order_from_another_thread() -> None:

@@ -1,4 +1,4 @@
-"""engine.rendered: an operator argument means the same native or rendered to text, on every operator."""
+"""engine.options.rendered: an operator argument means the same native or rendered to text, on every operator."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 ORDERS, ITEMS = TableId("shop", "orders"), TableId("shop", "items")

@@ -22,7 +22,7 @@ from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.engine import snapshot_batch
+from airflow_provider_mysqlcdc.engine.snapshot import snapshot_batch
 from airflow_provider_mysqlcdc.exceptions import (
     LakeFormatError,
     NewerLakeFormatError,

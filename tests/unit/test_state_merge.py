@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
@@ -46,7 +46,7 @@ def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:
 
     from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
     from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-    from airflow_provider_mysqlcdc.engine.state_merge import ROUND_DETAIL_TABLES
+    from airflow_provider_mysqlcdc.engine.stream.state_merge import ROUND_DETAIL_TABLES
     from airflow_provider_mysqlcdc.lake.changelog import changes_table
     from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
 
@@ -61,7 +61,7 @@ def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:
         store.commit(checkpoint, {t: [changes_table([ChangeRecord(ChangeKind.INSERT, t, (k,), at, 1_000)
                                                      for k in range(3)], s)] for t, s in schemas.items()})
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="airflow_provider_mysqlcdc.engine.state_merge"):
+        with caplog.at_level(logging.INFO, logger="airflow_provider_mysqlcdc.engine.stream.state_merge"):
             assert StateMerger(lake, control=None).merge(checkpoint) == dict.fromkeys(schemas, 3)
         return [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
 

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError, NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.documents.schema_documents import schema_ref

@@ -11,8 +11,8 @@ from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.stream_batches import _Committer, _Pending
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.stream.stream_batches import _Committer, _Pending
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeLeaseError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes

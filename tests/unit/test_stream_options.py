@@ -8,7 +8,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode
-from airflow_provider_mysqlcdc.engine.stream_options import (
+from airflow_provider_mysqlcdc.engine.options.stream_options import (
     CommitLimits,
     StreamOptions,
     StreamProgress,
@@ -87,7 +87,7 @@ def test_the_summary_reads_as_a_sentence_and_its_xcom_has_no_epoch_floats() -> N
 
 
 def test_schema_change_behavior_is_one_of_flinks_names() -> None:
-    from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
+    from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior
 
     assert SchemaChangeBehavior.parse(" Try_Evolve ") is SchemaChangeBehavior.TRY_EVOLVE
     with pytest.raises(InvalidOptionError, match="must be one of 'evolve', 'try_evolve'"):

@@ -18,8 +18,8 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN

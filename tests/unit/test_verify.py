@@ -12,7 +12,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.types import arrow_schema
-from airflow_provider_mysqlcdc.engine.verify import (
+from airflow_provider_mysqlcdc.engine.verification.verify import (
     ChunkVerdict,
     KeyList,
     VerifyReport,

@@ -96,7 +96,7 @@ def changes_between(committed: CommittedTable, after: int, through: int, dropped
             rows = rows.append_column(DDL_COLUMN, pa.nulls(rows.num_rows, pa.string()))
         return rows.select([*current, *gone, *METADATA, DDL_COLUMN, STREAM_SEQ_COLUMN])
     # the records of table events (TRUNCATE, a schema change) are applied to the current table at their
-    # batch (engine.schema_changes), never merged as rows
+    # batch (engine.stream.schema_changes), never merged as rows
     return rows.filter(pc.invert(pc.is_in(rows.column("_op"), TABLE_EVENT_OPS))).select([*current, *METADATA])
 
 

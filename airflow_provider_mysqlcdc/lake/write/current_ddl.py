@@ -1,6 +1,6 @@
 """A DDL applied to a table's current-state Delta table, at the stream batch that carries it.
 
-The stream applies each DDL of a captured table at its binlog offset (``engine.schema_changes``): the
+The stream applies each DDL of a captured table at its binlog offset (``engine.stream.schema_changes``): the
 changes before it are merged first, then this module changes the current table, then the DDL's batch
 (its ``!T``/``!S`` records in the changelog) and the checkpoint are committed. Each change here is one
 Delta commit recording ``(MERGE_APP_ID, seq)``, the DDL batch's sequence number, like a MERGE: a run

@@ -265,7 +265,7 @@ def merge_changes(
     ``(MERGE_APP_ID, through_seq)``: ``through_seq`` is the last stream batch (``_stream_seq``) the changes
     cover. A merge the table already records (its merged sequence >= ``through_seq``) is skipped unless
     ``force``; a missing table is created, partitioned by ``_batch``, from the changes' live rows.
-    ``through_seq`` None: rows that are no stream batch (a re-snapshot's, ``engine.resnapshot``), merged by
+    ``through_seq`` None: rows that are no stream batch (a re-snapshot's, ``engine.verification.resnapshot``), merged by
     the same rule into an existing table, whose merged sequence stays as it is; with ``changed_only`` a
     matched row is replaced only when a value differs (see ``_merge``). ``opened``: the table as the caller
     opened it already (the state merge reads its merged sequence first), so that its log is not loaded twice.

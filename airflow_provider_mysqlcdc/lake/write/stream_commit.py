@@ -27,7 +27,7 @@ The checkpoint names each table's schema by the ref of its document, which is wr
 first checkpoint naming it, so a batch's checkpoint does not grow with the columns of the tables it did
 not touch; it keeps, per table, the last batch that wrote changelog rows of it (``touched``), which
 the MERGE compares with the batch it last merged all tables through (``merged_seq``) to leave the
-tables without new changes unopened (``engine.state_merge``), and the asset watcher and the lineage with
+tables without new changes unopened (``engine.stream.state_merge``), and the asset watcher and the lineage with
 the batch they count from (``Checkpoint.wrote_after``), to leave those tables' histories unread.
 
 A retried commit skips the tables whose changelog already holds its batch (their transaction version
@@ -287,7 +287,7 @@ pool (the rows of one table are then made while other tables' commits wait for t
 
 COMMIT_THREADS = 8
 """The Delta commits of one batch made at once on a lake reached over the network, where they wait for its round
-trips (bench/stream_commit_bench.py measured 4, 8 and 16); also the MERGEs of one round (``engine.state_merge``)."""
+trips (bench/stream_commit_bench.py measured 4, 8 and 16); also the MERGEs of one round (``engine.stream.state_merge``)."""
 LOCAL_COMMIT_THREADS = 2
 """The same on a local lake, where a table's commit is work of the CPU that holds the GIL most of the time (its
 Arrow columns, the statistics of its Parquet file, the log entry): more threads than a small machine's cores

@@ -46,8 +46,8 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
-from airflow_provider_mysqlcdc.engine.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
+from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import as_kept_columns, rows_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, Parts, StreamStore

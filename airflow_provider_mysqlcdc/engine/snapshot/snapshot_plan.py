@@ -3,9 +3,9 @@ the batches into the run's mapped tasks.
 
 The plan of each table (its chunks and batches) is written to the lake the first time, so that a
 later run keeps the same chunks and batch ids and returns only the batches without a committed
-manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.batch_packs``). Before
+manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.snapshot.batch_packs``). Before
 anything is written the planner checks what would make the run fail later: the binlog server ids
-every reader that can run at once needs (``engine.batch_readers``) and the binlog retention against
+every reader that can run at once needs (``engine.snapshot.batch_readers``) and the binlog retention against
 the snapshot's estimated duration (``cdc.binlog_retention``). The split operator only renders its
 arguments into ``SplitOptions`` and hands the packs to XCom.
 """
@@ -26,9 +26,9 @@ from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, average_ro
 from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, split_table
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack, batch_rows, pack_batches, read_group
-from airflow_provider_mysqlcdc.engine.batch_readers import assign_readers
-from airflow_provider_mysqlcdc.engine.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, batch_rows, pack_batches, read_group
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
@@ -41,7 +41,7 @@ TABLES_LOGGED = 50
 def plan_snapshot(
     config: ConnectionConfig, options: SplitOptions, conn_id: str, log: logging.Logger | Any = _log
 ) -> list[BatchPack]:
-    """The batches still to snapshot, packed into the run's mapped tasks (``engine.batch_packs``), each
+    """The batches still to snapshot, packed into the run's mapped tasks (``engine.snapshot.batch_packs``), each
     pack with its run of binlog server ids (``BatchPack.with_readers``).
 
     The source is read in bulk (``information_schema`` once for every table's columns, keys and row

@@ -15,7 +15,7 @@ it as a batch of their own, then calls ``SchemaChanges.apply`` for the DDL's bat
    no row events for these values (INSTANT, INPLACE and COPY alike), and computing them would mean
    evaluating MySQL's DEFAULT expressions, generated-column expressions and conversions exactly as the
    server does: reading them back is exact by construction. It is the repair's re-snapshot
-   (``engine.resnapshot``): re-read rows are ordered at their chunk's high watermark, so the stream's
+   (``engine.verification.resnapshot``): re-read rows are ordered at their chunk's high watermark, so the stream's
    changes after it win and those before lose, whenever they are merged;
 4. returns the changelog records of the DDL (``!T`` for TRUNCATE, ``!S`` for the rest, with the
    statement), which the stream commits with the checkpoint past the DDL.
@@ -43,10 +43,10 @@ from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, Tab
 from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.captured_tables import floored
-from airflow_provider_mysqlcdc.engine.resnapshot import read_whole_table
-from airflow_provider_mysqlcdc.engine.snapshot_plan import plan_in_one_batch
-from airflow_provider_mysqlcdc.engine.stream_options import SchemaChangeBehavior
+from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
+from airflow_provider_mysqlcdc.engine.stream.captured_tables import floored
+from airflow_provider_mysqlcdc.engine.verification.resnapshot import read_whole_table
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore

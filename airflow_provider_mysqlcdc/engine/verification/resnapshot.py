@@ -39,7 +39,7 @@ from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema, file_rows
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema, file_rows
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
@@ -255,7 +255,7 @@ def read_whole_table(config: ConnectionConfig, lake: Lake, table: TableId, serve
     """Every chunk of ``table``'s plan read again: the current state's rows (with ``_batch``), each as of
     its chunk's new high watermark, and the highest of those watermarks. For a caller that replaces the
     whole current table with them in one commit (a DDL that gave every row new values,
-    ``engine.schema_changes``): nothing of the table's old rows is kept, so no key is compared and no
+    ``engine.stream.schema_changes``): nothing of the table's old rows is kept, so no key is compared and no
     delete is needed. ``plan``: the chunks to read (None: the table's snapshot plan)."""
     plan = plan or SnapshotStore(lake).read_plan(table)
     if plan is None:

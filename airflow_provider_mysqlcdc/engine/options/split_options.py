@@ -2,7 +2,7 @@
 
 Light on purpose (no pyarrow, no driver): the split operator and the pipeline helper take their
 argument defaults from ``SplitOptions`` at DAG-parse time. Templated values arrive as text or as
-native objects; ``SplitOptions.from_values`` reads them through ``engine.rendered`` and says what is
+native objects; ``SplitOptions.from_values`` reads them through ``engine.options.rendered`` and says what is
 wrong with a value and what to set, before the task touches the source or the lake.
 """
 
@@ -23,7 +23,7 @@ from airflow_provider_mysqlcdc.cdc.splitter import (
     DEFAULT_DISTRIBUTION_FACTOR_UPPER,
     validate_split_options,
 )
-from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 

@@ -10,7 +10,7 @@ commits each batch as a batch is committed: one Delta transaction replacing that
 then its manifest. So clearing one mapped task re-runs and replaces exactly its batches' partitions,
 and a batch of a table stays where it was planned.
 
-The binlog server ids of a DAG run are the packs' (``engine.batch_readers``): each pack's job runs
+The binlog server ids of a DAG run are the packs' (``engine.snapshot.batch_readers``): each pack's job runs
 ``readers_per_batch`` tasks (fewer for fewer chunks), and the run needs one id per such task plus the
 stream's, whatever the number of tables.
 
@@ -125,7 +125,7 @@ class BatchPack:
 
 def read_group(chunk_rows: int, row_bytes: int, chunk_max_bytes: int, wide: bool) -> int:
     """How many chunks of a table its snapshot reader selects at once and reads ahead
-    (``engine.snapshot_batch.write_chunks``): as many as keep the two groups a reader holds (the one being
+    (``engine.snapshot.snapshot_batch.write_chunks``): as many as keep the two groups a reader holds (the one being
     written, the next one read) within one ``chunk_max_bytes``, at most ``DEFAULT_GROUP_SIZE``. So a reader
     holds no more than it would for one chunk of ``chunk_max_bytes`` read alone (the memory the production
     docs state), and a table whose chunks are each about that large (wide rows) reads one chunk at a time,

@@ -1,7 +1,7 @@
 """The binlog readers of a run's mapped Spark tasks: which server ids a pack's Spark tasks read with.
 
-One place for the planning of a run's readers, which the split (``engine.snapshot_plan``) and the
-verification plan (``operators.verify``) both do: every pack of batches (``engine.batch_packs``, one
+One place for the planning of a run's readers, which the split (``engine.snapshot.snapshot_plan``) and the
+verification plan (``operators.verify``) both do: every pack of batches (``engine.snapshot.batch_packs``, one
 mapped task) gets its own run of consecutive indexes of the connection's ``server_id`` range, one per
 Spark task it may run at once (``readers_per_batch``, fewer for a pack with fewer chunks), by the rules
 of ``cdc.server_id``; the ids travel in the pack's XCom dict (``BatchPack.first_reader``,
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapshot_readers, snapshot_server_id
-from airflow_provider_mysqlcdc.engine.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 
 

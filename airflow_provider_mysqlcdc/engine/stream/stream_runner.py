@@ -22,25 +22,25 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.source_checks import check_source
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
-from airflow_provider_mysqlcdc.engine.captured_tables import TableStart, reconcile_tables
-from airflow_provider_mysqlcdc.engine.resnapshot import resnapshot_server_id
-from airflow_provider_mysqlcdc.engine.schema_changes import SchemaChanges
-from airflow_provider_mysqlcdc.engine.schema_self_check import SchemaSelfCheck
-from airflow_provider_mysqlcdc.engine.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream_batches import CaughtUp, StreamCommit, stream_batches
-from airflow_provider_mysqlcdc.engine.stream_observer import (
-    CommitObservation,
-    MergeObservation,
-    NoStreamObserver,
-    StreamObserver,
-)
-from airflow_provider_mysqlcdc.engine.stream_options import (
+from airflow_provider_mysqlcdc.engine.options.stream_options import (
     SchemaChangeBehavior,
     StreamOptions,
     StreamProgress,
     StreamSummary,
 )
-from airflow_provider_mysqlcdc.engine.table_upkeep import TableUpkeep
+from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
+from airflow_provider_mysqlcdc.engine.stream.schema_self_check import SchemaSelfCheck
+from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
+from airflow_provider_mysqlcdc.engine.stream.stream_batches import CaughtUp, StreamCommit, stream_batches
+from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
+    CommitObservation,
+    MergeObservation,
+    NoStreamObserver,
+    StreamObserver,
+)
+from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
+from airflow_provider_mysqlcdc.engine.verification.resnapshot import resnapshot_server_id
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
@@ -306,7 +306,7 @@ class StreamRunner:
         """The tables to capture from now on: those named, or those the patterns match on the server. In
         'initial' mode a matched table that has no snapshot and that the stream does not capture yet (made
         after this run's split) is left to the next run's split, with a warning: one made while the stream
-        runs is captured by the stream itself (``engine.schema_changes``)."""
+        runs is captured by the stream itself (``engine.stream.schema_changes``)."""
         selection = self.options.selection()
         if not selection.by_pattern:
             return [t for t in selection.tables if selection.matches(t)]

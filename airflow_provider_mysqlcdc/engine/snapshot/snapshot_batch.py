@@ -35,7 +35,7 @@ from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_tab
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
-from airflow_provider_mysqlcdc.engine.read_ahead import read_ahead
+from airflow_provider_mysqlcdc.engine.snapshot.read_ahead import read_ahead
 from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,
     SnapshotJobError,
@@ -171,7 +171,7 @@ def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset)
 @dataclass(frozen=True)
 class BatchChunks:
     """What one snapshot task reads of one batch: its chunks, the columns the batch reads
-    (``batch_schemas``) and the batch's read group (``engine.batch_packs.read_group``)."""
+    (``batch_schemas``) and the batch's read group (``engine.snapshot.batch_packs.read_group``)."""
 
     batch: Batch
     schema: TableSchema
@@ -221,7 +221,7 @@ def _read(session: SourceSession, server_id: int, batches: Sequence[BatchChunks]
     """The tables' chunks as ``read_tables`` reads them, each with its batch's index, a group ahead of the
     writing.
 
-    The reader runs a group of chunks ahead in a thread of its own (``engine.read_ahead``): the server sends
+    The reader runs a group of chunks ahead in a thread of its own (``engine.snapshot.read_ahead``): the server sends
     the next chunks while these are written, so memory holds two groups of chunks, not one; the split sized a
     table's group so that both stay within one chunk_max_bytes, and a group of several tables' chunks weighs
     no more than one table's (``chunk_groups``), as the chunks ready ahead do. Batches of a read group of

@@ -2,7 +2,7 @@
 
 Light on purpose (no pyarrow, no driver): the stream operator takes its argument defaults from
 here at DAG-parse time. Templated values arrive as text or as native objects;
-``StreamOptions.from_values`` reads them through ``engine.rendered`` and says what is wrong with a
+``StreamOptions.from_values`` reads them through ``engine.options.rendered`` and says what is wrong with a
 value and what to set.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
-from airflow_provider_mysqlcdc.engine import rendered
+from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
@@ -105,7 +105,7 @@ class StreamOptions:
     schema_change_behavior: SchemaChangeBehavior = SchemaChangeBehavior.EVOLVE
     schema_check_seconds: float = 60.0
     """How often at most the idle stream compares its tables' columns with information_schema
-    (``engine.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
+    (``engine.stream.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()

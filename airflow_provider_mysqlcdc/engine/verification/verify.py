@@ -48,7 +48,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_id import snapshot_server_id
 from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
-from airflow_provider_mysqlcdc.engine.snapshot_batch import batch_schema
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,
     InvalidOptionError,
