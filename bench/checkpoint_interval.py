@@ -61,9 +61,10 @@ def child_run(spec: dict[str, Any]) -> dict[str, Any]:
     """One run: the lake driven as the stream runner drives it, with the interval's maintenance policy."""
     from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
     from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.maintenance import MaintenancePolicy
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     lake = Lake.at(spec["lake"])
     schemas = captured_schemas(spec["tables"])

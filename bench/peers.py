@@ -119,8 +119,9 @@ def stream_into_lake(config: Any, start: Any, schema: Any, control: Any) -> int:
     """Our stream from ``start`` to the binlog's end into a fresh lake; returns the change rows written."""
     from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
     from airflow_provider_mysqlcdc.engine.stream.stream_batches import stream_batches
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     store = StreamStore(Lake.at(scratch_dir("bench-stream-")))
     checkpoint = Checkpoint(0, start, {schema.id: schema})

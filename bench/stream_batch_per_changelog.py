@@ -53,8 +53,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def child_main(spec: dict[str, Any]) -> int:
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     check_tree(spec)
     schemas = captured_schemas(spec["tables"])

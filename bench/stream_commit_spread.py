@@ -69,8 +69,8 @@ def _store(lake: Any, threads: int | None) -> Any:
 
 def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 
     lake = Lake.at(spec["lake"])
     schemas = captured_schemas(spec["tables"])
@@ -93,8 +93,8 @@ def child_spread(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_wide(spec: dict[str, Any]) -> dict[str, Any]:
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 
     lake = Lake.at(spec["lake"])
     schemas = captured_schemas(spec["tables"])

@@ -24,9 +24,9 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOption
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 from tests.stream_worker import ROOT
 
 

@@ -49,7 +49,8 @@ SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "abfs", "abfss")
 SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 """Schemes that name the same store as another one (Hadoop's names for S3, GCS's two names)."""
 _NEW_TABLE_PROPERTIES = DEFAULT_POLICY.table_properties()
-"""The table properties every replica table is made with: those the stream's upkeep keeps (``lake.write.maintenance``)."""
+"""The table properties every replica table is made with: those the stream's upkeep keeps
+(``lake.write.maintenance``)."""
 CURRENT = "current"
 CHANGELOG = "changelog"
 

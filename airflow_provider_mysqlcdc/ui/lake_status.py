@@ -28,6 +28,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import encode_key
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, Plan, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -36,7 +37,7 @@ from airflow_provider_mysqlcdc.lake.read.committed import TABLE_EVENT_OPS
 from airflow_provider_mysqlcdc.lake.read.stream_commits import StreamAppend, appends_of
 from airflow_provider_mysqlcdc.lake.write.lease import Lease
 from airflow_provider_mysqlcdc.lake.write.merge import merged_through
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.format.table_format import StoredFile, TableVersion

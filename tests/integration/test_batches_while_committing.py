@@ -16,8 +16,9 @@ from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import CaughtUp, StreamCommit, stream_batches
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 COMMIT_SECONDS = 1.2
 """How long each commit with rows takes here: longer than the stream's latency (``FOLLOW``)."""

@@ -34,9 +34,10 @@ from airflow_provider_mysqlcdc.cdc.splitter import split_table
 from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import emit_filter_for, stream_batches
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, lake_schema
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN, cast_to
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.compressed_binlog import COMPRESSED_ROWS_EVENTS, compressed_binlog, event_types_since
 

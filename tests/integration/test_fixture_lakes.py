@@ -32,9 +32,10 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import mariadb
 from dev.fixture_lakes import TABLES, Stream, config_of, free_port, replay, run_sql
 from tests import replica

@@ -40,6 +40,7 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
@@ -52,7 +53,7 @@ from airflow_provider_mysqlcdc.lake.write.maintenance import (
     vacuum,
 )
 from airflow_provider_mysqlcdc.lake.write.snapshot_commit import data_file, replace_partition
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import s3_server, stream_worker, trigger_worker
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows

@@ -15,10 +15,11 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import StreamCommit, stream_batches
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import Writer, table_rows

@@ -20,9 +20,10 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offs
 from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from tests.arrow_rows import canonical_rows
 from tests.integration.test_stream_dag import table_rows

@@ -20,6 +20,7 @@ from airflow_provider_mysqlcdc.cdc.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake import table_uri
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult
 from airflow_provider_mysqlcdc.lake.format import delta_table
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
@@ -27,7 +28,6 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.as_of_read import History
 from airflow_provider_mysqlcdc.lake.read.replica import read_table, scan_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.write.merge import merge_changes
-from airflow_provider_mysqlcdc.lake.write.stream_commit import StoppedTable
 from tests.unit.test_lake import (
     ORDERS,
     SCHEMA,

@@ -29,11 +29,11 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import stream_commits
 from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_extra, stream_rows
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.triggers.lake_commits import STATE_KEY, MySqlCdcCommitTrigger

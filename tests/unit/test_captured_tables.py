@@ -11,7 +11,7 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, floored, reconcile_tables
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 
 OLD, NEW = TableId("shop", "orders"), TableId("shop", "refunds")
 

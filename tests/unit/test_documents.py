@@ -13,10 +13,10 @@ from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, NewerLakeFormatError, RetiredLakeFormatError
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, ChunkResult, Plan
 from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.write.lease import Lease
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable
 
 ORDERS, OLD = TableId("shop", "orders"), TableId("shop", "old")
 SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),), ("id",))

@@ -28,6 +28,7 @@ from airflow_provider_mysqlcdc.exceptions import (
 )
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.schema_documents import schema_ref
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.format.delta_schema import (
@@ -41,7 +42,7 @@ from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaVersion
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.write import stream_commit
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 ORDERS = TableId("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)

@@ -16,9 +16,9 @@ from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
 from airflow_provider_mysqlcdc.lake.handle import Lake
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
 from airflow_provider_mysqlcdc.operators.lineage import (
     LineageFacts,
     gather,

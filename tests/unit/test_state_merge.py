@@ -48,7 +48,8 @@ def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:
     from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
     from airflow_provider_mysqlcdc.engine.stream.state_merge import ROUND_DETAIL_TABLES
     from airflow_provider_mysqlcdc.lake.changelog import changes_table
-    from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+    from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
+    from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     def merged_lines(tables: int) -> list[str]:
         lake = Lake.at(str(tmp_path / f"lake-{tables}"))

@@ -17,11 +17,12 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, LakeLeaseError, NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.schema_documents import schema_ref
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 ID = Column("id", "int", "int(11)", nullable=False)
 NAME = Column("name", "varchar", "varchar(20)", charset="utf8mb4", collation="utf8mb4_general_ci")

@@ -14,9 +14,10 @@ from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import _Committer, _Pending
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeLeaseError
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 ORDERS = TableId("shop", "orders")
 SCHEMA = TableSchema(ORDERS, (Column("id", "int", "int(11)", nullable=False),

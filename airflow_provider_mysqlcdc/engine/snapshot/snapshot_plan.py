@@ -30,8 +30,9 @@ from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, batch_rows, pack_batches, read_group
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 _log = logging.getLogger(__name__)
 TABLES_LOGGED = 50

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 
 
 @dataclass(frozen=True)

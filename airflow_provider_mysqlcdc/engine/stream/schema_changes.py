@@ -49,10 +49,10 @@ from airflow_provider_mysqlcdc.engine.stream.captured_tables import floored
 from airflow_provider_mysqlcdc.engine.verification.resnapshot import read_whole_table
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current, reshape_current, truncate_current
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StoppedTable
 
 _log = logging.getLogger(__name__)
 

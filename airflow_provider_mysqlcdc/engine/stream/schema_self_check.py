@@ -18,7 +18,7 @@ from typing import Any
 from airflow_provider_mysqlcdc.cdc.schema_check import SchemaDifference, check_source_schemas
 from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceSchemaDivergedError
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 
 _log = logging.getLogger(__name__)
 

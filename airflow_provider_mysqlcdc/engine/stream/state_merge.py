@@ -26,6 +26,7 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
 from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, for_delta
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -33,7 +34,7 @@ from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.lake.read.replica import unmerged_changes
 from airflow_provider_mysqlcdc.lake.write.merge import MergeReport, merge_changes, merged_through
 from airflow_provider_mysqlcdc.lake.write.multiset import merge_multiset
-from airflow_provider_mysqlcdc.lake.write.stream_commit import COMMIT_THREADS, Checkpoint
+from airflow_provider_mysqlcdc.lake.write.stream_commit import COMMIT_THREADS
 
 _log = logging.getLogger(__name__)
 ROUND_DETAIL_TABLES = 10

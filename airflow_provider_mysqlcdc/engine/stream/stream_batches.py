@@ -50,7 +50,8 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.changelog import as_kept_columns, rows_table
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, Parts, StreamStore
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
+from airflow_provider_mysqlcdc.lake.write.stream_commit import Parts, StreamStore
 
 _log = logging.getLogger(__name__)
 
@@ -71,7 +72,8 @@ _IDLE_HEARTBEAT_SECONDS = 0.25
 @dataclass
 class StreamCommit:
     """One commit of the stream to the lake (its checkpoint ``seq``, the offset it reached, rows per table):
-    what the stream calls a batch, bounded by ``CommitLimits``. Not a snapshot batch (``lake.documents.snapshot.Batch``)."""
+    what the stream calls a batch, bounded by ``CommitLimits``. Not a snapshot batch
+    (``lake.documents.snapshot.Batch``)."""
 
     seq: int
     offset: BinlogOffset

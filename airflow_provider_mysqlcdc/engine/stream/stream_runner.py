@@ -42,9 +42,10 @@ from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
 from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.engine.verification.resnapshot import resnapshot_server_id
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
+from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
-from airflow_provider_mysqlcdc.lake.write.stream_commit import Checkpoint, StreamStore
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
 _log = logging.getLogger(__name__)
 
