@@ -30,7 +30,7 @@ import os
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake import handle
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_scheme
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+    from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 
 # ConnectionConfig fields that come from the connection's standard fields, not from its extras
 _STANDARD_FIELDS = frozenset({"host", "port", "user", "password", "database"})
@@ -131,7 +131,7 @@ def _known_charset(name: str) -> bool:
 def _check_server(config: ConnectionConfig) -> tuple[ServerInfo | None, list[str]]:
     """(ServerInfo or None, problems): connect, then every binlog setting and grant the source check judges."""
     # the source checks (70 ms): only when the connection is tested, not when an operator imports the hook
-    from airflow_provider_mysqlcdc.cdc.source_checks import find_problems, gather_facts
+    from airflow_provider_mysqlcdc.cdc.source.checks import find_problems, gather_facts
 
     try:
         conn = config.connect()

@@ -9,7 +9,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.lake import open_lake
+from airflow_provider_mysqlcdc.operators.lake_arguments import open_lake
 
 
 class MySqlResnapshotOperator(BaseOperator):

@@ -1,4 +1,4 @@
-"""One pack of snapshot batches (one table's, or many small tables') read by a Spark job: a
+"""One snapshot job (the batches of one table, or of many small tables) read on Spark: a
 SparkSubmitOperator that submits our snapshot application.
 
 What it sets up around ``spark-submit`` (the environment on a local master, the shipped package on a
@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 
-def pack_outcome(pack: BatchPack, manifests: list[BatchManifest]) -> dict[str, Any]:
+def job_outcome(job: BatchPack, manifests: list[BatchManifest]) -> dict[str, Any]:
     """What the snapshot task returns to XCom: its label, totals, and each committed batch in a line (table,
     number, rows, bytes, chunks, Delta version, highest high watermark); the chunks' watermarks are in the
     batches' manifests in the lake (``SnapshotStore.read_manifest``)."""
     return {
-        "label": pack.label, "tables": len(pack.tables), "rows": sum(m.rows for m in manifests),
+        "label": job.label, "tables": len(job.tables), "rows": sum(m.rows for m in manifests),
         "bytes": sum(m.bytes for m in manifests), "chunks": sum(len(m.chunks) for m in manifests),
         "batches": [{"table": str(m.batch.table), "number": m.batch.number, "rows": m.rows, "bytes": m.bytes,
                      "chunks": len(m.chunks), "delta_version": m.delta_version,
@@ -46,14 +46,14 @@ def pack_outcome(pack: BatchPack, manifests: list[BatchManifest]) -> dict[str, A
 
 
 class MySqlSnapshotSparkOperator(SparkApplicationOperator):
-    """Snapshots one pack of batches from ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``):
-    one table's batch, or the batches of many small tables the split packed together.
+    """Snapshots one job of ``MySqlChunkSplitOperator`` (map it with ``.partial().expand(batch=...)``): one
+    table's batch, or the batches of many small tables the split put in one job.
 
     It submits the package's PySpark application through the ordinary ``spark`` connection
     (``local[*]`` by default; YARN, Kubernetes or standalone otherwise). Executors read their chunks
     and write Parquet themselves into each table's current-state Delta table; the Spark driver commits
     each batch as one Delta transaction replacing the batch's partition, then its manifest. The task
-    returns a summary (``pack_outcome``: ``label``, ``rows``, ``bytes``, ``chunks``, and ``batches``, each
+    returns a summary (``job_outcome``: ``label``, ``rows``, ``bytes``, ``chunks``, and ``batches``, each
     with its table, rows, Delta version and highest ``high_watermark``); the chunks' watermarks are in the
     manifests in the lake. Re-running the task replaces its batches' rows only.
     The CDC password reaches the Spark driver through the ``MYSQL_CDC_PASSWORD`` environment variable of
@@ -68,10 +68,10 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
     Python of the driver and executors from ``spark.pyspark.python`` (or a packed environment in
     ``archives``), and the package and its pure-Python drivers are shipped as ``--py-files``.
 
-    Binlog server ids: the job runs as many Spark tasks as the pack has readers (``readers`` in its
+    Binlog server ids: the job runs as many Spark tasks as it has readers (``readers`` in its
     dict, set by the split task from its ``readers_per_batch``, at most one per chunk), and task ``i``
     reads with the id at index ``first_reader + i`` of the connection's ``server_id`` range; the split
-    gave every pack of the run its own indexes, so parallel jobs never share an id. A dict from an older
+    gave every job of the run its own indexes, so parallel jobs never share an id. A dict from an older
     split (one batch, or without ids) is refused (clear the split task). Spark speculation is refused
     too: a speculative copy of a task would read with the same id.
 
@@ -103,14 +103,14 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         whose ``server_id`` range the split checked. The password reaches Spark as the
         ``MYSQL_CDC_PASSWORD`` environment variable of ``spark-submit`` only. Default:
         ``mysql_cdc_default`` (templated)
-    :param partitions: Spark tasks of the job; 0: the pack's readers (the split's ``readers_per_batch``,
+    :param partitions: Spark tasks of the job; 0: the job's readers (the split's ``readers_per_batch``,
         at most one per chunk). More than those is refused (raise ``readers_per_batch`` on the split
         task instead). Default: ``0``
     :param spark_conn_id: the Spark connection: ``{"conn_type": "spark", "host": "local[*]"}``, YARN,
         Kubernetes or a standalone master; passed to ``SparkSubmitOperator`` as its ``conn_id``.
         Default: ``spark_default`` (templated)
     :param map_index_template: the mapped instance's label in the grid, e.g. ``shop.orders chunks
-        0-123`` for one batch, ``shop: 212 tables, 240 chunks`` for a pack of many. Default:
+        0-123`` for one batch, ``shop: 212 tables, 240 chunks`` for a job of many. Default:
         ``{{ task.batch['label'] }}``
     :param conf: ``SparkSubmitOperator``'s Spark settings, over ours: Spark logs at WARN
         (``spark.log.level`` and a log4j2 file in ``spark.driver.extraJavaOptions``, which also keeps the
@@ -139,7 +139,7 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("outlets", [replica_alias()])  # each batch's event goes to its table's asset
-        super().__init__(job="snapshot", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+        super().__init__(kind="snapshot", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
                          partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
                          lake_conn_id=lake_conn_id, **kwargs)
         self._application_watch: SparkApplicationWatch | None = None  # the Spark application link, in execute
@@ -149,31 +149,31 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
         from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
-        pack = BatchPack.from_dict(self.batch)
+        job = BatchPack.from_dict(self.batch)
         lake = self.open_lake()
-        persist_lake_link(context, lake, pack.tables)
-        config = self.prepare(pack, lake, [], "snapshot")
+        persist_lake_link(context, lake, job.tables)
+        config = self.prepare(job, lake, [], "snapshot")
         self._application_watch = SparkApplicationWatch(context, self.conf)
         try:
             self.run_job(context, config, lake)
         finally:
             self._application_watch.finished(self._hook)
-        found = SnapshotStore(lake).read_manifests(pack.batches)
-        missing = [b.label for b, m in zip(pack.batches, found, strict=True) if m is None]
+        found = SnapshotStore(lake).read_manifests(job.batches)
+        missing = [b.label for b, m in zip(job.batches, found, strict=True) if m is None]
         if missing:
             raise SnapshotJobError(
-                f"the Spark job for {pack.label} succeeded but no manifest of {', '.join(missing[:5])}"
+                f"the Spark job for {job.label} succeeded but no manifest of {', '.join(missing[:5])}"
                 f"{f' and {len(missing) - 5} more batches' if len(missing) > 5 else ''} is committed under "
                 f"{self.base_uri}: the Spark driver must write to the same lake as this task (a local base_uri "
                 f"works with a local master only; use s3:// on a cluster); see the spark-submit log above"
             )
         manifests = [m for m in found if m is not None]
-        # the job's driver has logged the pack's rows, rows/s and Delta versions: no second line of them here
+        # the job's driver has logged its rows, rows/s and Delta versions: no second line of them here
         tags = task_tags(context, self.task_id)
         for manifest in manifests:
             send_batch_metrics(manifest, tags)
         self._committed(context, lake, manifests)
-        return pack_outcome(pack, manifests)
+        return job_outcome(job, manifests)
 
     def _get_hook(self) -> SparkSubmitHook:
         """The base class's hook, its ``spark-submit`` output followed for the Spark application link. The

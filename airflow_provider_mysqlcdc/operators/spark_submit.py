@@ -2,7 +2,7 @@
 
 On a local master (``local``, ``local[N]``, ``local[*]``) the executors live in the driver's JVM on the
 Airflow worker, so ``spark-submit`` and the Python workers must be this environment's (PATH decides, see
-AIRFLOW.md). On a cluster master nothing is injected: ``spark-submit`` comes from PATH, the Python of the
+docs/design/airflow.md). On a cluster master nothing is injected: ``spark-submit`` comes from PATH, the Python of the
 driver and executors from ``spark.pyspark.python`` (or a packed environment in ``archives``), and the
 package is shipped as ``--py-files``; there the Spark provider turns ``env_vars`` into driver settings, and
 this worker's PATH would replace the PATH of a driver pod.
@@ -31,12 +31,12 @@ from airflow.sdk.log import mask_secret
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.lake import open_lake
+from airflow_provider_mysqlcdc.operators.lake_arguments import open_lake
 from airflow_provider_mysqlcdc.spark.application import LAKE_OPTIONS_ENV, PASSWORD_ENV
 from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
@@ -117,8 +117,8 @@ def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None
 
 
 class SparkApplicationOperator(SparkSubmitOperator):
-    """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<job>_job.py``) for one
-    pack of batches (``engine.snapshot.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
+    """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<kind>_job.py``) for one
+    job (``engine.snapshot.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
     XCom): the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
     connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
     refused: the base class keeps it untemplated as ``_conn_id``)."""
@@ -131,7 +131,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
     def __init__(
         self,
         *,
-        job: str,
+        kind: str,
         batch: dict[str, Any],
         base_uri: str,
         mysql_cdc_conn_id: str,
@@ -145,8 +145,8 @@ class SparkApplicationOperator(SparkSubmitOperator):
             raise TypeError(
                 f"{type(self).__name__} takes spark_conn_id (templated) for the Spark connection, not conn_id"
             )
-        kwargs.setdefault("name", f"mysql-cdc-{job}")
-        application = str(Path(__file__).resolve().parents[1] / "spark" / f"{job}_job.py")
+        kwargs.setdefault("name", f"mysql-cdc-{kind}")
+        application = str(Path(__file__).resolve().parents[1] / "spark" / f"{kind}_job.py")
         super().__init__(application=application, conn_id=spark_conn_id, map_index_template=map_index_template,
                          **kwargs)
         self.batch = batch
@@ -160,10 +160,10 @@ class SparkApplicationOperator(SparkSubmitOperator):
         """The lake of ``base_uri``, reached with ``lake_conn_id``'s storage options (rendered)."""
         return open_lake(self.base_uri, self.lake_conn_id)
 
-    def prepare(self, pack: BatchPack, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
-        """Set this task up to submit its Spark application (``spark.application``) for ``pack`` and return the
+    def prepare(self, job: BatchPack, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
+        """Set this task up to submit its Spark application (``spark.application``) for ``job`` and return the
         source's config: the job's arguments (the connection without password), ``job_spark_conf`` under
-        the user's ``conf``, the environment or the shipped package for the master. Refuses a pack without
+        the user's ``conf``, the environment or the shipped package for the master. Refuses a job without
         server ids, too many tasks, a narrowed ``server_id`` range and a cluster deploy mode the password
         (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
         (the password and the storage options in ``spark-submit``'s environment)."""
@@ -176,13 +176,13 @@ class SparkApplicationOperator(SparkSubmitOperator):
         # (``tests/unit/test_spark_provider.py`` fails when the provider changes either).
         self._conn_id = self.spark_conn_id
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        tasks = pack_tasks(pack, self.partitions)  # refuses a pack without server ids, or too many tasks
-        ids = [pack_server_id(pack, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+        tasks = pack_tasks(job, self.partitions)  # refuses a job without server ids, or too many tasks
+        ids = [pack_server_id(job, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
         if config.password:
             mask_secret(config.password)
         self.application_args = [
             *job_arguments, "--base-uri", lake.base_uri,
-            "--batch", json.dumps(pack.to_dict(), separators=(",", ":")),  # compact: one argument, 128 KiB at most
+            "--batch", json.dumps(job.to_dict(), separators=(",", ":")),  # compact: one argument, 128 KiB at most
             "--connection", json.dumps(config.to_dict()), "--partitions", str(self.partitions),
         ]
         self.conf = {**job_spark_conf(), **(self.conf or {})}  # the user's conf wins
@@ -196,7 +196,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
                                               "the lake connection's storage options")
             shipped = build_py_files(Path(tempfile.mkdtemp(prefix="mysql-cdc-")))
             self.py_files = ",".join(p for p in (self.py_files, str(shipped)) if p)
-        self.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, pack.label,
+        self.log.info("%s %s through Spark (master %s): %d tasks, binlog server ids %d-%d", what, job.label,
                       master, tasks, ids[0], ids[-1])
         return config
 

@@ -1,6 +1,6 @@
 """Planning the snapshot: the split task renders its arguments into ``SplitOptions`` and returns the
-packs of batches ``engine.snapshot.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and
-batches, pack the batches into mapped tasks)."""
+snapshot jobs ``engine.snapshot.snapshot_plan`` plans (check the source, find the tables, cut them into chunks and
+batches, put the batches into jobs, one a mapped task)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
+from airflow_provider_mysqlcdc.cdc.source.retention import RetentionCheck
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.lake import storage_options
+from airflow_provider_mysqlcdc.operators.lake_arguments import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 
 if TYPE_CHECKING:
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class MySqlChunkSplitOperator(BaseOperator):
-    """Returns the chunk batches still to snapshot, packed into mapped tasks (one ``BatchPack.to_dict`` a
-    task), for ``MySqlSnapshotSparkOperator.partial().expand()``.
+    """Returns the chunk batches still to snapshot, in jobs (one ``BatchPack.to_dict`` a mapped task),
+    for ``MySqlSnapshotSparkOperator.partial().expand()``.
 
     Tables are named in ``tables`` (``database.table``) or selected by regular expressions like Flink
     CDC's ``database-name`` / ``table-name`` (``include_databases``, ``include_tables``,
@@ -31,11 +31,11 @@ class MySqlChunkSplitOperator(BaseOperator):
     the same chunks and batch ids and only returns the batches without a committed manifest; a table whose
     snapshot is finished gets none, and an empty list lets the DAG go on to the stream. A table's batch is
     about ``rows_per_batch`` rows (one Spark job has to pay for Spark's start). The batches are then
-    packed in order into mapped tasks of about ``rows_per_batch`` estimated rows (``information_schema``'s
-    row estimates, at most ``chunk_size`` a chunk): small tables share a task, each batch of a large
-    table has its own. Each task's Spark job commits every batch of it as its own Delta transaction and
+    put in order into jobs (mapped tasks) of about ``rows_per_batch`` estimated rows (``information_schema``'s
+    row estimates, at most ``chunk_size`` a chunk): small tables share a job, each batch of a large
+    table has its own. Each job commits every batch of it as its own Delta transaction and
     manifest, so clearing one task re-reads and replaces exactly its batches. ``max_batches`` bounds the
-    mapped tasks: beyond it, tables get fewer, larger batches and the tasks hold more rows. Its label
+    jobs: beyond it, tables get fewer, larger batches and the jobs hold more rows. A job's label
     names what it holds: ``shop.orders chunks 0-15`` for one batch, ``shop: 212 tables, 240 chunks``
     for many.
 
@@ -166,10 +166,10 @@ class MySqlChunkSplitOperator(BaseOperator):
         )
         persist_lake_link(context, options.lake, options.tables)  # no tables named: the lake
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        packs = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
+        jobs = plan_snapshot(config, options, self.mysql_cdc_conn_id, self.log)
         self._lineage_facts = gather(split_facts, self.mysql_cdc_conn_id, options.lake,
-                                     options.tables or tuple(dict.fromkeys(t for p in packs for t in p.tables)))
-        return [p.to_dict() for p in packs]
+                                     options.tables or tuple(dict.fromkeys(t for job in jobs for t in job.tables)))
+        return [job.to_dict() for job in jobs]
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
         """OpenLineage (with the ``openlineage`` extra): the tables planned (named in ``tables``, else those

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, conf
 
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.exceptions import error_from_event
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.lake import storage_options
+from airflow_provider_mysqlcdc.operators.lake_arguments import storage_options
 from airflow_provider_mysqlcdc.operators.links import LakeTableLink, persist_lake_link
 from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, task_tags
 from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger

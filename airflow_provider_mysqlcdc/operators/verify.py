@@ -21,7 +21,7 @@ from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError, VerifyError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.lake import open_lake
+from airflow_provider_mysqlcdc.operators.lake_arguments import open_lake
 from airflow_provider_mysqlcdc.operators.spark_submit import SparkApplicationOperator
 
 WAIT_SECONDS = 600.0
@@ -31,9 +31,9 @@ WAIT_SECONDS = 600.0
 class MySqlVerifyPlanOperator(BaseOperator):
     """Returns the verify jobs, one a mapped task (``BatchPack.to_dict``, with binlog server ids), for
     ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
-    lake, packed as the split packs the snapshot (``engine.snapshot.batch_packs``): batches of many tables in one
+    lake, in jobs as the split makes the snapshot's (``engine.snapshot.batch_packs``): batches of many tables in one
     job up to ``rows_per_batch`` rows (their manifests' rows), a larger batch in a job of its own, so that
-    a whole database is verified in a handful of Spark applications. A table whose snapshot is not
+    a whole database is verified in a handful of jobs. A table whose snapshot is not
     finished is refused (``VerifyError``).
 
     Server ids: each job gets its own consecutive indexes of the connection's ``server_id`` range from
@@ -94,8 +94,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
                 batches.append(batch)
                 rows.append(manifest.rows)
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        packs = pack_batches(batches, rows, rows_per_batch, max_packs=max(1, len(batches)))
-        assigned = assign_readers(packs, config.server_id, readers, self.mysql_cdc_conn_id)
+        jobs = pack_batches(batches, rows, rows_per_batch, max_packs=max(1, len(batches)))
+        assigned = assign_readers(jobs, config.server_id, readers, self.mysql_cdc_conn_id)
         self.log.info("verify %d batches of %d tables (%d rows) in %d Spark jobs of up to rows_per_batch=%d rows",
                       len(batches), len(tables), sum(rows), len(assigned), rows_per_batch)
         return [b.to_dict() for b in assigned]
@@ -148,7 +148,7 @@ class MySqlVerifyOperator(SparkApplicationOperator):
         lake_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(job="verify", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+        super().__init__(kind="verify", batch=batch, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
                          partitions=partitions, spark_conn_id=spark_conn_id, map_index_template=map_index_template,
                          lake_conn_id=lake_conn_id, **kwargs)
         self.run = run
@@ -159,22 +159,22 @@ class MySqlVerifyOperator(SparkApplicationOperator):
         from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
         from airflow_provider_mysqlcdc.engine.verification.verify import VerifyStore
 
-        pack = BatchPack.from_dict(self.batch)
+        job = BatchPack.from_dict(self.batch)
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
         lake = self.open_lake()
-        config = self.prepare(pack, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
+        config = self.prepare(job, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],
                               f"verify (run {self.run})")
         self.run_job(context, config, lake)
         store, reports = VerifyStore(lake), []
-        for batch in pack.batches:
+        for batch in job.batches:
             report = store.read_batch(batch.table, str(self.run), batch.number)
             if report is None:
-                raise VerifyError(f"the Spark job verifying {pack.label} succeeded but wrote no report of "
+                raise VerifyError(f"the Spark job verifying {job.label} succeeded but wrote no report of "
                                   f"{batch.label} under {self.base_uri}: the driver must reach the same lake as "
                                   f"this task")
             reports.append(report)
         differing = [r for r in reports if not r.equal]
-        self.log.info("%s: %d batches verified, %s", pack.label, len(reports),
+        self.log.info("%s: %d batches verified, %s", job.label, len(reports),
                       "all equal" if not differing else "; ".join(r.summary() for r in differing))
         return {"reports": [r.to_dict(differing_only=True) for r in reports]}
 

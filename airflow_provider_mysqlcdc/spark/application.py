@@ -1,4 +1,4 @@
-"""What the package's PySpark applications share: a pack of batches (one table's, or many tables') whose
+"""What the package's PySpark applications share: a job's batches (one table's, or many tables') whose
 chunks are spread over Spark tasks.
 
 The snapshot job (``snapshot_job``) and the verify job (``verify_job``) take the same arguments, find
@@ -24,14 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-    from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
+    from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+    from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
     from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
     from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
     from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, Plan
@@ -52,16 +52,17 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 
 
 def argument_parser(description: str | None) -> argparse.ArgumentParser:
-    """The arguments every Spark application of the package takes; a job adds its own before parsing."""
+    """The arguments every Spark application of the package takes; the snapshot's or the verification's adds
+    its own before parsing."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-uri", required=True, help="the lake's base URI")
-    parser.add_argument("--batch", required=True, help="the pack of batches as JSON (BatchPack.to_dict)")
+    parser.add_argument("--batch", required=True, help="the job's batches as JSON (BatchPack.to_dict)")
     parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
     parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
     parser.add_argument("--lake-options-env", default=LAKE_OPTIONS_ENV,
                         help="environment variable holding the lake's storage options (JSON)")
     parser.add_argument("--partitions", type=int, default=0,
-                        help="Spark tasks; default (0) the pack's readers, at most one per chunk")
+                        help="Spark tasks; default (0) the job's readers, at most one per chunk")
     return parser
 
 
@@ -76,7 +77,7 @@ def application_line(context: Any) -> str:
 
 
 def start_session(kind: str, label: str) -> Any:
-    """The Spark session of a ``kind`` application for the pack ``label``, or None (after saying why, and
+    """The Spark session of a ``kind`` application for the job ``label``, or None (after saying why, and
     stopping it) when speculation is on: a speculative copy of a task would read the binlog with the task's
     own server id, and the server drops one of the two connections."""
     # pyspark: only in the Spark driver
@@ -112,7 +113,7 @@ class TaskChunks:
 
 @dataclass(frozen=True)
 class JobBatch:
-    """One batch of a Spark application's pack, with its table's plan and the columns it reads."""
+    """One batch of a Spark application's job, with its table's plan and the columns it reads."""
 
     batch: Batch
     plan: Plan
@@ -122,12 +123,13 @@ class JobBatch:
 @dataclass(frozen=True)
 class SparkApplication:
     """A Spark application's driver side (the snapshot's or the verification's, one ``spark-submit``): the
-    pack of batches it reads (``engine.snapshot.batch_packs``), their plans and the columns they read, found once."""
+    job it runs (the batches it reads, ``engine.snapshot.batch_packs``), their plans and the columns they read, found
+    once."""
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
     lake: Lake
-    pack: BatchPack
+    job: BatchPack
     batches: tuple[JobBatch, ...]
     partitions: int
     config: ConnectionConfig
@@ -158,10 +160,10 @@ class SparkApplication:
         from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schemas
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
-        pack = BatchPack.from_dict(json.loads(args.batch))
-        partitions = pack_tasks(pack, args.partitions)
+        job = BatchPack.from_dict(json.loads(args.batch))
+        partitions = pack_tasks(job, args.partitions)
         lake = Lake.at(args.base_uri, json.loads(os.environ.get(args.lake_options_env) or "{}"))
-        plans = SnapshotStore(lake).read_plans(pack.tables)
+        plans = SnapshotStore(lake).read_plans(job.tables)
         missing = [str(table) for table, plan in plans.items() if plan is None]
         if missing:
             raise SnapshotStateError(f"no snapshot plan for {', '.join(missing)} under {args.base_uri}: run the "
@@ -169,12 +171,12 @@ class SparkApplication:
         config = ConnectionConfig.from_dict(json.loads(args.connection), os.environ.get(args.password_env, ""))
         found = {table: plan for table, plan in plans.items() if plan is not None}
         schemas = batch_schemas([plan.schema for plan in found.values()], config, lake)
-        batches = tuple(JobBatch(b, found[b.table], schemas[b.table]) for b in pack.batches)
-        return cls(kind, lake, pack, batches, partitions, config)
+        batches = tuple(JobBatch(b, found[b.table], schemas[b.table]) for b in job.batches)
+        return cls(kind, lake, job, batches, partitions, config)
 
     def by_batch(self, results: Iterable[T], chunk_of: Callable[[T], Chunk]) -> list[list[T]]:
-        """``results`` (one a chunk, from ``distribute``) grouped by the batch of the pack their chunk is of,
-        in the pack's order of batches."""
+        """``results`` (one a chunk, from ``distribute``) grouped by the job's batch their chunk is of,
+        in the job's order of batches."""
         owner = {(jb.batch.table, index): i for i, jb in enumerate(self.batches)
                  for index in range(jb.batch.first_chunk, jb.batch.last_chunk + 1)}
         groups: list[list[T]] = [[] for _ in self.batches]
@@ -187,22 +189,22 @@ class SparkApplication:
         self, spark: Any, chunks: Sequence[Sequence[Chunk]], work: Callable[..., Iterator[T]], **settings: Any
     ) -> list[T]:
         """``work(TaskChunks, **settings)`` on every Spark task, once, with its share of the batches' chunks;
-        the results, collected. ``chunks[i]`` are the chunks of the pack's batch ``i`` to work on, spread over
+        the results, collected. ``chunks[i]`` are the chunks of the job's batch ``i`` to work on, spread over
         the tasks by ``engine.snapshot.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
         connection travel as the objects they are (pickled by Spark, the package being importable on every
         executor), and so do ``settings``; the password only inside the task's closure. Task ``index``
-        reads with the server id the split (or the verify plan) gave this pack's task ``index`` among all
-        packs of the run."""
+        reads with the server id the split (or the verify plan) gave this job's task ``index`` among all
+        jobs of the run."""
         from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import spread_chunks  # see open()
         from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id
         from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
 
-        lake, pack, config = self.lake, self.pack, self.config
-        parts = [(b.batch, b.schema, group) for b, group in zip(self.batches, pack.read_groups, strict=True)]
-        shares = spread_chunks(pack, chunks, self.partitions)
+        lake, job, config = self.lake, self.job, self.config
+        parts = [(b.batch, b.schema, group) for b, group in zip(self.batches, job.read_groups, strict=True)]
+        shares = spread_chunks(job, chunks, self.partitions)
 
         def run(index: int, items: Iterable[list[tuple[int, Chunk]]]) -> Iterator[T]:
-            server_id = pack_server_id(pack, config.server_id, index)
+            server_id = pack_server_id(job, config.server_id, index)
             for share in items:  # one share: this task's (batch index, chunk) pairs, batch by batch
                 batches = []
                 for number, group in itertools.groupby(share, key=lambda item: item[0]):

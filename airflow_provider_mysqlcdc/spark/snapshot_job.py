@@ -1,4 +1,4 @@
-"""The PySpark application the snapshot operator submits: read a pack of batches (one table's or many
+"""The PySpark application the snapshot operator submits: read a job's batches (one table's or many
 tables', ``engine.snapshot.batch_packs``) into the lake.
 
 Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
@@ -30,7 +30,7 @@ from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult
 
 TASK_PROGRESS_SECONDS = 10.0
@@ -71,19 +71,19 @@ COMMIT_THREADS = 8
 """Tables whose batches the driver commits at once (bench/RESULTS.md measured 1 and 8)."""
 
 
-def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
+def commit_pack(app: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
                 threads: int = COMMIT_THREADS) -> list[BatchManifest]:
-    """Commit each batch of the job's pack as a batch is committed (``engine.snapshot.snapshot_batch.commit_batch``:
+    """Commit each batch of the job as a batch is committed (``engine.snapshot.snapshot_batch.commit_batch``:
     one Delta transaction replacing its partition, then its manifest): the batches of one table one after
     another (delta-rs fails a commit that raced another of the same table, even of another partition), up to
-    ``threads`` tables at once (a pack of a database's small tables is hundreds of tables, each commit
+    ``threads`` tables at once (a job of a database's small tables is hundreds of tables, each commit
     mostly delta-rs's work without the GIL). A batch's ``seconds`` is its share of the job's, by rows, so
     that the manifests' rows per second stay the job's."""
-    results = job.by_batch(records, lambda r: r.chunk)
+    results = app.by_batch(records, lambda r: r.chunk)
     rows = sum(r.rows for r in records)
-    store = SnapshotStore(job.lake)
+    store = SnapshotStore(app.lake)
     per_table: dict[TableId, list[int]] = {}
-    for i, jb in enumerate(job.batches):
+    for i, jb in enumerate(app.batches):
         per_table.setdefault(jb.batch.table, []).append(i)
 
     def commit_table(indexes: list[int]) -> list[BatchManifest]:
@@ -91,36 +91,36 @@ def commit_pack(job: SparkApplication, attempt: str, records: list[ChunkResult],
         for i in indexes:
             mine = results[i]
             share = sum(r.rows for r in mine) / rows if rows else len(mine) / len(records)
-            manifests.append(commit_batch(store, job.batches[i].batch, attempt, job.batches[i].schema, mine,
+            manifests.append(commit_batch(store, app.batches[i].batch, attempt, app.batches[i].schema, mine,
                                           seconds * share))
         return manifests
 
     groups = list(per_table.values())
     committed = dict(zip(itertools.chain(*groups), itertools.chain(*each(commit_table, groups, threads,
                                                                             "snapshot-commit")), strict=True))
-    return [committed[i] for i in range(len(job.batches))]
+    return [committed[i] for i in range(len(app.batches))]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser(__doc__).parse_args(argv)
     try:
-        job, spark = SparkApplication.start("snapshot", args)
+        app, spark = SparkApplication.start("snapshot", args)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         return 2
-    chunks = [jb.plan.chunks_to_read(jb.batch) for jb in job.batches]
+    chunks = [jb.plan.chunks_to_read(jb.batch) for jb in app.batches]
     total = sum(len(c) for c in chunks)
     if spark is None:
         return 4
     attempt = uuid.uuid4().hex[:12]
-    tables = len(job.pack.tables)
-    print(f"snapshot: {job.pack.label}: {total} chunks of {len(job.batches)} batches"
-          f"{f' of {tables} tables' if tables > 1 else ''} in {job.partitions} tasks, attempt {attempt}", flush=True)
+    tables = len(app.job.tables)
+    print(f"snapshot: {app.job.label}: {total} chunks of {len(app.batches)} batches"
+          f"{f' of {tables} tables' if tables > 1 else ''} in {app.partitions} tasks, attempt {attempt}", flush=True)
     started = time.monotonic()
     stop = threading.Event()
     progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
     threading.Thread(target=_report_progress, args=(progress, total, stop, started), daemon=True).start()
-    records = job.distribute(spark, chunks, read_chunks, attempt=attempt, progress=progress)
+    records = app.distribute(spark, chunks, read_chunks, attempt=attempt, progress=progress)
     stop.set()
     seconds = time.monotonic() - started
     if len(records) != total:
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
         return 3
     try:
-        manifests = commit_pack(job, attempt, records, seconds)
+        manifests = commit_pack(app, attempt, records, seconds)
     except MySqlCdcError as error:
         print(f"snapshot: {error}", file=sys.stderr)
         spark.stop()
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = sum(m.rows for m in manifests)
     versions = (f"as version {manifests[0].delta_version} of the Delta table" if len(manifests) == 1 else
                 f"as {len(manifests)} Delta commits, one a batch, in {committing:.1f} s")
-    print(f"snapshot: {job.pack.label}: {rows:,} rows in {seconds:.1f} s ({rows / seconds if seconds else 0:,.0f} "
+    print(f"snapshot: {app.job.label}: {rows:,} rows in {seconds:.1f} s ({rows / seconds if seconds else 0:,.0f} "
           f"rows/s), committed attempt {attempt} {versions}", flush=True)
     spark.stop()
     return 0

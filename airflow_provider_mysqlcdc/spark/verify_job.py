@@ -1,5 +1,5 @@
-"""The PySpark application the verify operator submits: verify a pack of batches (the verify plan makes
-one batch a pack).
+"""The PySpark application the verify operator submits: verify a job's batches (the verify plan puts
+the batches of many tables in one job, as the split does).
 
 Executors verify their share of the batches' chunks (``engine.verification.verify.verify_chunks``: the
 source's chunks read as the snapshot reads them, the stream awaited past their high watermarks, the
@@ -21,15 +21,15 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
 from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport, VerifyStore, verify_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
 
 if TYPE_CHECKING:
-    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
-    from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+    from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
+    from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict
 
 
@@ -50,26 +50,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long a task waits for the stream to commit past its chunks' high watermarks")
     args = parser.parse_args(argv)
     try:
-        job, spark = SparkApplication.start("verify", args)
+        app, spark = SparkApplication.start("verify", args)
     except MySqlCdcError as error:
         print(f"verify: {error}", file=sys.stderr)
         return 2
-    chunks = [jb.plan.chunks_of(jb.batch) for jb in job.batches]
+    chunks = [jb.plan.chunks_of(jb.batch) for jb in app.batches]
     total = sum(len(c) for c in chunks)
     if spark is None:
         return 4
-    print(f"verify: {job.pack.label}: {total} chunks in {job.partitions} tasks, run {args.run}", flush=True)
+    print(f"verify: {app.job.label}: {total} chunks in {app.partitions} tasks, run {args.run}", flush=True)
     started = time.monotonic()
-    verdicts = job.distribute(spark, chunks, verify_task, plan_chunks={jb.batch.table: jb.plan.chunks
-                                                                       for jb in job.batches},
+    verdicts = app.distribute(spark, chunks, verify_task, plan_chunks={jb.batch.table: jb.plan.chunks
+                                                                       for jb in app.batches},
                               wait_seconds=args.wait_seconds)
     seconds = time.monotonic() - started
     spark.stop()
     if len(verdicts) != total:
         print(f"verify: expected {total} chunk verdicts, got {len(verdicts)}; no report", file=sys.stderr)
         return 3
-    store = VerifyStore(job.lake)
-    for jb, part in zip(job.batches, job.by_batch(verdicts, lambda v: v.chunk), strict=True):
+    store = VerifyStore(app.lake)
+    for jb, part in zip(app.batches, app.by_batch(verdicts, lambda v: v.chunk), strict=True):
         report = VerifyReport(jb.batch.table, args.run, tuple(part), seconds * len(part) / total, (jb.batch.number,))
         store.write_batch(report)
         print(report.summary(), flush=True)

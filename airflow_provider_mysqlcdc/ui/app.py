@@ -44,7 +44,7 @@ def dag_status(session: SessionDep, user: BaseUser, dag_id: str, run_id: str | N
     """The DAG's status at ``run_id`` (default: its latest run): its lakes read as its tasks rendered them."""
     from airflow.models.dag import DagModel
 
-    from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+    from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.ui.lake_status import lake_status
     from airflow_provider_mysqlcdc.ui.runs import latest_run_id, run_facts, runs_of

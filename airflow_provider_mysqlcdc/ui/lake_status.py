@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.chunks import encode_key
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.split.chunks import encode_key
 from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint

@@ -1,5 +1,5 @@
 """The lake handle (``lake.handle``): every place of the lake from one base URI, the scheme mapped in one
-place; and the lake connection (``hooks.lake``) turned into storage options that never show."""
+place; and the lake connection (``hooks.lake_connection``) turned into storage options that never show."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pickle
 import pyarrow.fs as pafs
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch
 from airflow_provider_mysqlcdc.lake.handle import Lake, canonical_uri
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_mysqlcdc.engine.options import rendered
-from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
