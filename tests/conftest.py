@@ -27,6 +27,20 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).resolve().parents[1] / "dags"))
 
 
+TESTS = Path(__file__).resolve().parent
+KIND_MARKS = {"unit": ("unit",), "checks": ("checks",), "integration": ("integration",),
+              "deployment": ("deployment", "integration")}
+"""The markers of a test by the folder it is in (``pyproject.toml`` declares them): ``-m unit`` runs the tests
+that need no server, ``-m "not integration"`` those and the checks."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.resolve().relative_to(TESTS).parts[0] if item.path.resolve().is_relative_to(TESTS) else ""
+        for mark in KIND_MARKS.get(folder, ()):
+            item.add_marker(mark)
+
+
 @pytest.fixture(scope="session")
 def airflow_db() -> None:
     """A migrated Airflow metadata database (SQLite), as ``dag.test()`` needs."""
@@ -106,7 +120,7 @@ def columns_read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     """Each way ``cdc.row_columns`` reads a run of row images into Arrow: value by value (a few images, as a
     table in a batch spread over many tables has), with numpy (many), and with numpy but text and bytes value
     by value (a few dozen images): a test using it runs all three."""
-    from airflow_provider_mysqlcdc.cdc import row_columns
+    from airflow_provider_mysqlcdc.cdc.binlog import row_columns
 
     monkeypatch.setattr(row_columns, "FEW_IMAGES", 10**9 if request.param == "value by value" else 0)
     monkeypatch.setattr(row_columns, "SIZED_VECTOR_FROM", 10**9 if request.param == "text value by value" else 0)

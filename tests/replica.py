@@ -16,14 +16,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport, summarize, verify_batch_locally
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -95,3 +96,12 @@ def stream_running(config: ConnectionConfig, base_uri: str) -> Iterator[None]:
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait()
+
+
+def verify(config: ConnectionConfig, base_uri: str, plan: Plan, run: str,
+           fail_on_difference: bool = False) -> VerifyReport:
+    """Verify every batch of ``plan`` as run ``run`` (each in two parts, as two Spark tasks would) and
+    summarise: the verification without Spark or Airflow."""
+    for batch in plan.batches:
+        verify_batch_locally(Lake.at(base_uri), config, batch, run, parts=2, wait_seconds=60)
+    return summarize(Lake.at(base_uri), plan.schema.id, run, [b.number for b in plan.batches], fail_on_difference)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,16 +21,17 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import airflow_deployment
 from dev.airflow_deployment import AirflowDeployment
 from tests.arrow_rows import canonical_rows
+from tests.compared_rows import table_rows
 from tests.deployment.browser import chromium
-from tests.integration.test_stream_dag import table_rows
+from tests.writers import TransactionWriter
 
 DAG_ID = "mysql_cdc_example"
 ASSET_RACE = ("UNIQUE constraint failed: asset.name, asset.uri",
@@ -47,13 +47,6 @@ TABLES = ("a", "b", "c")
 ROWS = 12_000  # two chunks of the default 8096 rows: with rows_per_batch 1, two batches a table
 STOP_AFTER_IDLE = 40  # the stream ends the run after this long without a change
 DEFER_AFTER_IDLE = 2
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "/deployment/" in str(item.fspath):
-            item.add_marker(pytest.mark.deployment)
-            item.add_marker(pytest.mark.integration)
 
 
 def connections(server: Any) -> dict[str, str]:
@@ -97,25 +90,16 @@ def deployment(mariadb_server: Any, tmp_path_factory: pytest.TempPathFactory) ->
         airflow_deployment.stop(base)
 
 
-class Writer(threading.Thread):
+class Writer(TransactionWriter):
     """Commits transactions that insert, update and delete rows of every table until stopped."""
 
+    pause = 0.01
+
     def __init__(self, server: Any, seed: int) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.seed, self.count = server.admin_connect(DATABASE), seed, 0
-        self.done = threading.Event()
+        super().__init__(server, DATABASE, seed=seed)
 
-    def run(self) -> None:
-        rnd = random.Random(self.seed)
-        with self.conn.cursor() as cur:
-            while not self.done.is_set():
-                commit(cur, rnd)
-                self.count += 1
-                time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join()
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        commit(cur, rnd)
 
 
 def commit(cur: Any, rnd: random.Random) -> None:

@@ -17,34 +17,17 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.as_of import resolve_as_of
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_snapshot_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.as_of import resolve_as_of
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_snapshot_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from tests import replica
+from tests.airflow_connections import config_of
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import Writer, table_rows
-
-ROWS = 6_000
-
-
-def config_of(server: Any, ids: str = "5600-5610") -> ConnectionConfig:
-    return ConnectionConfig.from_parts(host=server.host, port=server.port, user=server.cdc_user,
-                                       password=server.cdc_password, database=None,
-                                       extra={"server_id": ids})
-
-
-def create_orders(admin: Any, rows: int = ROWS) -> None:
-    with admin.cursor() as cur:
-        cur.execute("DROP TABLE IF EXISTS orders")
-        cur.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount DECIMAL(12,2), note TEXT)")
-        cur.execute(f"INSERT INTO orders SELECT seq, seq % 97, seq / 100, IF(seq % 5 = 0, NULL, CONCAT('n', seq)) "
-                    f"FROM seq_1_to_{rows}")
-        cur.execute("ANALYZE TABLE orders")
-        cur.fetchall()
+from tests.compared_rows import table_rows
+from tests.integration.orders import OrdersWriter, create_orders
 
 
 def capture(server: Any, database: str, schema: TableSchema) -> tuple[BinlogOffset, list[tuple[Any, ...]]]:
@@ -68,7 +51,7 @@ def test_as_of_reads_equal_the_source_at_captured_positions(mariadb_server, admi
     table = f"{database}.orders"
     schema = load_table_schema(cdc_conn, TableId(database, "orders"))
     config, base_uri = config_of(mariadb_server), str(tmp_path / "lake")
-    writer = Writer(mariadb_server, database, seconds=3_600, seed=19)
+    writer = OrdersWriter(mariadb_server, database, seconds=3_600, seed=19)
     writer.start()
     try:
         before_snapshot = capture(mariadb_server, database, schema)
@@ -110,7 +93,8 @@ def test_spark_views_as_of_equal_read_table_as_of(tmp_path, monkeypatch: pytest.
     from pyspark.sql import SparkSession
 
     from airflow_provider_mysqlcdc.lake import register_views
-    from tests.unit.test_as_of import EXPECTED, Lakes, merge, rows_of, snapshot, stream
+    from tests.as_of_history import EXPECTED, merge, snapshot, stream
+    from tests.lakes import Lakes, rows_of
 
     lake = Lakes(str(tmp_path / "lake"), monkeypatch)
     snapshot(lake)

@@ -12,7 +12,6 @@ binlog compressed (MariaDB's ``log_bin_compress``).
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from decimal import Decimal
@@ -20,18 +19,17 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader, ChunkSnapshot
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import apply_changes, row_key_of
+from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import emit_filter_for, stream_batches
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, lake_schema
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
@@ -39,7 +37,9 @@ from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
+from tests.compared_rows import table_contents
 from tests.compressed_binlog import COMPRESSED_ROWS_EVENTS, compressed_binlog, event_types_since
+from tests.writers import TransactionWriter
 
 PREFIXES = ["a", "A", "á", "b", "B", "é", "E", "z", "Z", "ß", "😀"]
 
@@ -59,27 +59,18 @@ TABLES: dict[str, tuple[str, Callable[[random.Random], Any]]] = {
 COLUMNS = "v INT NOT NULL, s VARCHAR(30), d DECIMAL(10,2), ts TIMESTAMP(6) NULL, b VARBINARY(8)"
 
 
-class Writer(threading.Thread):
-    def __init__(self, server: Any, database: str, table: str, make_key: Callable[[random.Random], Any]) -> None:
-        super().__init__(daemon=True)
-        self.conn = server.admin_connect(database)
-        self.table, self.make_key = table, make_key
-        self.stopping = threading.Event()
-        self.transactions = 0
-        self.error: BaseException | None = None
+class Writer(TransactionWriter):
+    """Transactions of one to six random changes of ``table`` (keys made by ``make_key``)."""
 
-    def run(self) -> None:
-        rnd = random.Random(7)
-        try:
-            with self.conn.cursor() as cur:
-                while not self.stopping.is_set():
-                    cur.execute("BEGIN")
-                    for _ in range(rnd.randint(1, 6)):
-                        self.one_change(cur, rnd)
-                    cur.execute("COMMIT")
-                    self.transactions += 1
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
+    def __init__(self, server: Any, database: str, table: str, make_key: Callable[[random.Random], Any]) -> None:
+        super().__init__(server, database, seed=7)
+        self.table, self.make_key = table, make_key
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        cur.execute("BEGIN")
+        for _ in range(rnd.randint(1, 6)):
+            self.one_change(cur, rnd)
+        cur.execute("COMMIT")
 
     def one_change(self, cur: Any, rnd: random.Random) -> None:
         key, t = self.make_key(rnd), self.table
@@ -111,13 +102,6 @@ def load(admin: Any, table: str, key_ddl: str, make_key: Callable[[random.Random
         cur.executemany(f"INSERT IGNORE INTO {table} VALUES (%s, %s, %s, %s, %s, %s)", rows)
         cur.execute(f"ANALYZE TABLE {table}")
         cur.fetchall()
-
-
-def table_contents(conn: Any, schema: TableSchema) -> dict[Hashable, tuple[Any, ...]]:
-    convert, key = RowConverter(schema), row_key_of(schema)
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {schema.id.quoted}")
-        return {key(r): r for r in map(convert.from_select, cur.fetchall())}
 
 
 @pytest.fixture()
@@ -164,9 +148,8 @@ def test_snapshot_plus_emitted_changes_equal_the_table(mariadb_server, admin, cd
                      group_size=2) as reader:
         snapshots: list[ChunkSnapshot] = list(reader.read(chunks))
     time.sleep(0.2)
-    writer.stopping.set()
-    writer.join(30)
-    assert writer.error is None and writer.transactions > 20
+    writer.stop(30)
+    assert writer.error is None and writer.count > 20
     end = read_current_offset(cdc_conn, reader.session.server)
 
     # the union of the chunks: every key once

@@ -10,17 +10,18 @@ import time
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.handle import table_uri
-from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import current_rows, example_dag
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import current_rows, table_rows
+from tests.integration.example_dag import example_dag
+
+SERVER_IDS = "5680-5689"  # this module's binlog reader ids (the ``connections`` fixture)
 
 
 @pytest.fixture()
@@ -74,11 +75,6 @@ def test_alter_between_the_watermarks_of_a_batch(mariadb_server, admin, cdc_conn
                     writer.start()
                     altered.wait(30)
     writer.join(30)
-
-
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    set_airflow_connections(monkeypatch, mariadb_server, "5680-5689")
 
 
 def test_alter_after_the_split_through_the_example_dag(airflow_db, connections, mariadb_server, admin, cdc_conn,

@@ -31,11 +31,11 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import ServerChangedError
@@ -46,7 +46,7 @@ from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import mariadb
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import table_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 DB = "shop"

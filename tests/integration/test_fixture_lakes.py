@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
@@ -40,7 +40,7 @@ from dev import mariadb
 from dev.fixture_lakes import TABLES, Stream, config_of, free_port, replay, run_sql
 from tests import replica
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import current_rows, table_contents
+from tests.compared_rows import current_rows, table_contents
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lakes"
 LAKES = sorted(p.name for p in FIXTURES.iterdir())

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits, StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.handle import DeltaLocation, Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import current_rows, table_contents
+from tests.compared_rows import current_rows, table_contents
 
 TABLES = 50
 WIDE = 30

@@ -8,45 +8,32 @@ and leaves every other table's untouched.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import threading
 from typing import Any
 
-import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE, ServerIdRange
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import DEFAULT_SERVER_ID_RANGE, ServerIdRange
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from tests.integration.test_snapshot_dag import current_rows, example_dag
-from tests.integration.test_stream_dag import _Writing, table_rows
+from tests.compared_rows import current_rows, table_rows
+from tests.integration.example_dag import example_dag
 from tests.replica import run_stopping_stream
+from tests.writers import TransactionWriter
 
 SMALL_TABLES, SMALL_ROWS, BIG_ROWS = 60, 300, 40_000
 ROWS_PER_BATCH = 20_000  # the big table: 5 chunks of 8,096 in batches of 2, 2 and 1 chunks
 
 
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> ConnectionConfig:
-    """The source's connection without a ``server_id`` extra: the default range."""
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-    }))
-    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
-                            mariadb_server.port)
-
-
-class Writer(_Writing):
+class Writer(TransactionWriter):
     """One transaction after another, each an update, an insert and a delete in random tables (the big one
     in half of them)."""
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
@@ -20,7 +20,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import table_rows
 
 
 def runner(server: Any, base_uri: str, table: TableId, writer: str, server_ids: str, **options: Any) -> StreamRunner:

@@ -9,7 +9,6 @@ the snapshot DAG test's; the repair runs in the worker in any case.
 from __future__ import annotations
 
 import random
-import threading
 from typing import Any
 
 import pyarrow as pa
@@ -17,42 +16,31 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.operators.resnapshot import MySqlResnapshotOperator
-from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
-from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import current_rows
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import current_rows, table_rows
+from tests.integration.stream_task import stream_task
 from tests.replica import snapshot
+from tests.writers import TransactionWriter
 
 SERVER_IDS = "5900-5909"
+pytestmark = pytest.mark.usefixtures("connections")
 ROWS = 3000
-
-
-@pytest.fixture(autouse=True)
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server: Any) -> None:
-    set_airflow_connections(monkeypatch, mariadb_server, SERVER_IDS)
 
 
 @pytest.fixture()
 def config(mariadb_server: Any) -> ConnectionConfig:
     return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
                             mariadb_server.port, server_id=ServerIdRange.parse(SERVER_IDS))
-
-
-def stream(base_uri: str, table: TableId) -> dict[str, Any]:
-    operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=[str(table)], deferrable=False,
-                                         stop_after_idle_seconds=0)
-    return operator.execute(context={})  # type: ignore[no-any-return]
 
 
 def repair(base_uri: str, resnapshot: Any) -> list[dict[str, Any]]:
@@ -64,24 +52,18 @@ def replica(base_uri: str, schema: TableSchema) -> list[tuple[Any, ...]]:
     return sorted(canonical_rows(read_table(base_uri, str(schema.id)).select(list(schema.column_names))))
 
 
-class Writer(threading.Thread):
+class Writer(TransactionWriter):
     """Updates, deletes and inserts, inside the repaired ranges and outside, until stopped."""
 
-    def __init__(self, server: Any, database: str) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
+    pause = 0.002
 
-    def run(self) -> None:
-        rnd = random.Random(5)
-        with self.conn.cursor() as cur:
-            while not self.stopping.wait(0.002):
-                key = rnd.randint(1, ROWS + 200)
-                cur.execute("BEGIN")
-                cur.execute("UPDATE rep SET v = v + 1 WHERE id = %s", (key,))
-                cur.execute("DELETE FROM rep WHERE id = %s", (key + 3,))
-                cur.execute("INSERT IGNORE INTO rep VALUES (%s, %s, %s)", (key + 5, f"w{key}", key))
-                cur.execute("COMMIT")
-                self.count += 1
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(1, ROWS + 200)
+        cur.execute("BEGIN")
+        cur.execute("UPDATE rep SET v = v + 1 WHERE id = %s", (key,))
+        cur.execute("DELETE FROM rep WHERE id = %s", (key + 3,))
+        cur.execute("INSERT IGNORE INTO rep VALUES (%s, %s, %s)", (key + 5, f"w{key}", key))
+        cur.execute("COMMIT")
 
 
 def lake_row(base_uri: str, table: TableId, key: int) -> pa.Table:
@@ -97,7 +79,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
         cur.execute(f"INSERT INTO rep SELECT seq, CONCAT('n', seq), seq FROM seq_1_to_{ROWS}")
     table, base_uri = TableId(database, "rep"), str(tmp_path / "lake")
     snapshot(config, base_uri, str(table), chunk_size=250, chunks_per_batch=4)
-    stream(base_uri, table)
+    stream_task(base_uri, str(table))
     schema = load_table_schema(admin, table)
     uri = table_uri(base_uri, table)
     plan = SnapshotStore(Lake.at(base_uri)).read_plan(table)
@@ -122,7 +104,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
         cur.execute("SET sql_log_bin = 1")
     assert replica(base_uri, schema) != sorted(table_rows(admin, schema))
 
-    writer = Writer(mariadb_server, database)
+    writer = Writer(mariadb_server, database, seed=5)
     writer.start()
     try:
         (report,) = repair(base_uri, {str(table): {"ranges": [[1, 1800]], "chunks": [last]}})
@@ -135,7 +117,7 @@ def test_damaged_ranges_are_repaired_while_the_source_changes(
                                     or plan.chunks[i].start <= 1800 for i in repaired - {last})
     assert report["rows_deleted"] >= 2  # 1500 (gone from the source) and 100000 (never in it)
     assert report["rows_updated"] >= 2 and report["rows_inserted"] >= 1  # 1600 and 1700; 5
-    stream(base_uri, table)  # the stream catches up with the writer: its changes after the HWs win
+    stream_task(base_uri, str(table))  # the stream catches up with the writer: its changes after the HWs win
     source = sorted(table_rows(admin, schema))
     lake = replica(base_uri, schema)
     assert [r for r in source if r[0] != 2600] == lake  # equal but the one damage outside the ranges

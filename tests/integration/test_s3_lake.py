@@ -33,13 +33,13 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
-from airflow_provider_mysqlcdc.hooks.lake import lake_storage_options
+from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
@@ -57,8 +57,9 @@ from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import s3_server, stream_worker, trigger_worker
 from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import example_dag
-from tests.integration.test_stream_dag import Writer, table_rows
+from tests.compared_rows import table_rows
+from tests.integration.example_dag import example_dag
+from tests.integration.orders import OrdersWriter
 
 LAKE_CONN_ID = "lake_s3"
 
@@ -256,7 +257,7 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
         checkpoint = StreamStore(lake).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
-    writer = Writer(mariadb_server, database, 150, 1, until=stream_started_a_while_ago)
+    writer = OrdersWriter(mariadb_server, database, 150, 1, until=stream_started_a_while_ago)
     writer.start()
     started = time.monotonic()
     watcher = trigger_worker.start(spark_uri, table, LAKE_CONN_ID)  # the asset watcher's trigger, a process apart
@@ -358,7 +359,7 @@ def _changelog_ahead(store: StreamStore, table: TableId) -> int:
     return int(changelog.applied(STREAM_APP_ID) > checkpoint.seq)
 
 
-class CrashesWriter(Writer):
+class CrashesWriter(OrdersWriter):
     """test_stream_dag's writer, on the ``crashes`` table."""
 
     def write(self, cur: object, rnd: random.Random) -> None:

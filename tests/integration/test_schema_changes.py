@@ -10,18 +10,17 @@ stream runner the operator uses.
 from __future__ import annotations
 
 import random
-import threading
 from typing import Any
 
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior, StreamOptions
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_snapshot
@@ -31,9 +30,9 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_extra
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.integration.test_snapshot_dag import current_rows
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import current_rows, table_rows
 from tests.replica import run_stopping_stream, snapshot
+from tests.writers import TransactionWriter
 
 SERVER_IDS = "5950-5959"
 ROWS = 2000
@@ -52,24 +51,22 @@ def stream(config: ConnectionConfig, base_uri: str, tables: list[TableId],
                                               stop_after_idle_seconds=0, schema_change_behavior=behavior))
 
 
-class Writer(threading.Thread):
+class Writer(TransactionWriter):
     """Updates, deletes and inserts of the columns no DDL here touches (``id``, ``v``), until stopped."""
 
-    def __init__(self, server: Any, database: str, table: str) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.table, self.stopping, self.count = server.admin_connect(database), table, threading.Event(), 0
+    pause = 0.003
 
-    def run(self) -> None:
-        rnd = random.Random(7)
-        with self.conn.cursor() as cur:
-            while not self.stopping.wait(0.003):
-                key = rnd.randint(1, ROWS + 300)
-                cur.execute("BEGIN")
-                cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
-                cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 3,))
-                cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 5, key))
-                cur.execute("COMMIT")
-                self.count += 1
+    def __init__(self, server: Any, database: str, table: str) -> None:
+        super().__init__(server, database, seed=7)
+        self.table = table
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(1, ROWS + 300)
+        cur.execute("BEGIN")
+        cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
+        cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 3,))
+        cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 5, key))
+        cur.execute("COMMIT")
 
 
 def assert_replica_equal(admin: Any, base_uri: str, table: TableId) -> None:

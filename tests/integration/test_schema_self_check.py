@@ -9,13 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.schema_check import check_source_schemas
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.schema_check import check_source_schemas
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceSchemaDivergedError
-from tests.integration.test_stream_modes import connection, stream  # noqa: F401 (connection: autouse fixture)
+from tests.integration.stream_task import stream_task
+
+pytestmark = pytest.mark.usefixtures("connections")
 
 
 def unlogged(admin, *statements: str) -> None:
@@ -41,14 +43,14 @@ def test_a_change_the_binlog_never_showed_fails_the_idle_stream(admin, database,
     with admin.cursor() as cur:
         cur.execute(f"CREATE TABLE `{name}` (id INT PRIMARY KEY, v INT)")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         cur.execute(f"INSERT INTO `{name}` VALUES (1, 10)")
-    stream(base_uri, table)  # idle and equal: goes on
+    stream_task(base_uri, table)  # idle and equal: goes on
 
     unlogged(admin, ddl)
     with pytest.raises(SourceSchemaDivergedError) as failed:
-        stream(base_uri, table)
+        stream_task(base_uri, table)
     message = str(failed.value)
     assert f"{table}: the stream has [id int(11) NOT NULL, v int(11) NULL], information_schema has {found}" in message
     assert "sql_log_bin=0" in message and "clear the stream task" in message
@@ -60,13 +62,13 @@ def test_an_idle_stream_whose_tables_match_goes_on(admin, database, tmp_path, ca
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE followed (id INT PRIMARY KEY, v INT)")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         cur.execute("INSERT INTO followed VALUES (1, 10)")
         cur.execute("ALTER TABLE followed ADD COLUMN note VARCHAR(10)")
         cur.execute("INSERT INTO followed VALUES (2, 20, 'two')")
     caplog.set_level(logging.DEBUG, logger="airflow_provider_mysqlcdc.engine.stream.schema_self_check")
-    summary = stream(base_uri, table, stop_after_idle_seconds=1.0, schema_check_seconds=0.1)
+    summary = stream_task(base_uri, table, stop_after_idle_seconds=1.0, schema_check_seconds=0.1)
     assert summary["stopped"] == "idle for 1 s"  # not by an error: its changes (and the ALTER) were written
     passed = [r for r in caplog.records if "match information_schema" in r.getMessage()]
     assert passed, "the self-check never ran"

@@ -17,50 +17,33 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
-from airflow_provider_mysqlcdc.cdc.normalize import apply_changes, row_key_of
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import apply_changes, row_key_of
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
+from airflow_provider_mysqlcdc.cdc.split.emit_filter import EmitFilter
+from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from dev.dag_file import load_dag
-from tests.arrow_rows import canonical_rows
+from tests.compared_rows import current_rows, table_contents
+from tests.integration.example_dag import example_dag
+from tests.writers import TransactionWriter
+
+SERVER_IDS = "5460-5475"  # this module's binlog reader ids (the ``connections`` fixture)
 
 ROWS = 200_000
-
-
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server, database) -> ConnectionConfig:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5460-5475"},
-    }))
-    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
-                            mariadb_server.port)
-
-
-def example_dag() -> Any:
-    """The example DAG from dags/, as a user would run it."""
-    return load_dag("mysql_cdc_example")
 
 
 class SparkKiller(threading.Thread):
@@ -84,31 +67,18 @@ class SparkKiller(threading.Thread):
                     self.killed = True
 
 
-class Writer(threading.Thread):
-    def __init__(self, server: Any, database: str) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
+class Writer(TransactionWriter):
+    """An update, a delete and a re-insert of neighbouring keys of ``orders`` a transaction."""
 
-    def run(self) -> None:
-        rnd = random.Random(11)
-        with self.conn.cursor() as cur:
-            while not self.stopping.wait(0.005):
-                key = rnd.randint(-100, ROWS + 1000)
-                cur.execute("BEGIN")
-                cur.execute("UPDATE orders SET amount = amount + 1, note = %s WHERE id = %s", (f"u{key}", key))
-                cur.execute("DELETE FROM orders WHERE id = %s", (key + 7,))
-                cur.execute("INSERT IGNORE INTO orders VALUES (%s, %s, %s, NULL)", (key + 7, key, Decimal("1.50")))
-                cur.execute("COMMIT")
-                self.count += 1
+    pause = 0.005
 
-
-def current_rows(base_uri: str, schema: TableSchema) -> list[tuple[Any, ...]]:
-    """The table's current-state Delta table read with deltalake, as the source's columns (no ``_batch``,
-    no metadata columns) in canonical values."""
-    columns = list(schema.column_names)
-    rows = DeltaTable(table_uri(base_uri, schema.id)).to_pyarrow_table(columns=columns)
-    # the types Delta lacks (unsigned, TIME, wide DECIMAL) are stored in wider forms: cast them back
-    return canonical_rows(rows.cast(pa.schema([lake_schema(schema).field(c) for c in columns])))
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(-100, ROWS + 1000)
+        cur.execute("BEGIN")
+        cur.execute("UPDATE orders SET amount = amount + 1, note = %s WHERE id = %s", (f"u{key}", key))
+        cur.execute("DELETE FROM orders WHERE id = %s", (key + 7,))
+        cur.execute("INSERT IGNORE INTO orders VALUES (%s, %s, %s, NULL)", (key + 7, key, Decimal("1.50")))
+        cur.execute("COMMIT")
 
 
 def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConfig, cdc_conn: Any,
@@ -138,13 +108,6 @@ def lake_state(store: SnapshotStore, schema: TableSchema, config: ConnectionConf
     return state
 
 
-def table_contents(conn: Any, schema: TableSchema) -> dict[Hashable, tuple[Any, ...]]:
-    convert, key = RowConverter(schema), row_key_of(schema)
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {schema.id.quoted}")
-        return {key(r): r for r in map(convert.from_select, cur.fetchall())}
-
-
 def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
     airflow_db, connections, mariadb_server, admin, cdc_conn, database, tmp_path
 ) -> None:
@@ -163,7 +126,7 @@ def test_mapped_spark_snapshot_then_rerun_of_one_broken_batch(
 
     # the plan is known before the run: 25 chunks of 8096 rows, 7 chunks (60,000 rows) per batch
     broken = Batch(schema.id, 1, 7, 13)
-    writer, killer = Writer(mariadb_server, database), SparkKiller(broken.label, base_uri)
+    writer, killer = Writer(mariadb_server, database, seed=11), SparkKiller(broken.label, base_uri)
     writer.start()
     killer.start()
     try:

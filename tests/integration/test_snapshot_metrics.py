@@ -27,14 +27,15 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.operators.links import SparkApplicationLink
 from dev.dag_file import load_dag
 from dev.spark_cluster import free_port, spark_home
-from tests.integration.test_snapshot_dag import connections  # noqa: F401  (a fixture)
-from tests.integration.test_stream_metrics import StatsdListener, statsd, total  # noqa: F401  (statsd: a fixture)
+from tests.integration.statsd_listener import StatsdListener, total
+
+SERVER_IDS = "5460-5475"  # this module's binlog reader ids (the ``connections`` fixture)
 
 ROWS = 20_000  # three chunks of 8096 rows, one batch
 HISTORY_PORT = free_port()  # the history server starts after the run, on the port the job was told

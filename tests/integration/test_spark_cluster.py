@@ -30,14 +30,15 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
 from airflow_provider_mysqlcdc.spark.py_files import is_local_master
 from dev import spark_cluster
 from dev.mariadb import CDC_GRANTS
 from dev.spark_cluster import SparkCluster, free_port, get_json
-from tests.integration.test_snapshot_dag import current_rows, example_dag, table_contents
+from tests.compared_rows import current_rows, table_contents
+from tests.integration.example_dag import example_dag
 
 ROWS = 30_000
 USER = "cdc_cluster"

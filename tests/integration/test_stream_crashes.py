@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import StreamCommit, stream_batches
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
@@ -22,7 +22,8 @@ from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import Writer, table_rows
+from tests.compared_rows import table_rows
+from tests.integration.orders import OrdersWriter
 
 
 def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin, cdc_conn, database, tmp_path) -> None:
@@ -39,7 +40,7 @@ def test_killed_stream_resumes_without_loss_or_duplicates(mariadb_server, admin,
 
     with admin.cursor() as cur:  # one transaction of 3,000 rows: more than a batch (400 events) holds
         cur.execute("INSERT INTO orders SELECT seq, seq % 7, seq / 100, CONCAT('n', seq) FROM seq_1_to_3000")
-    writer = Writer(mariadb_server, database, 8, seed=5)
+    writer = OrdersWriter(mariadb_server, database, 8, seed=5)
     writer.bulk_every = 15
     writer.start()
     kills = stream_worker.kill_repeatedly(base_uri, config, random.Random(3),

@@ -5,112 +5,24 @@ second run after more writes skips the snapshot, streams on from the checkpoint,
 
 from __future__ import annotations
 
-import json
 import logging
-import random
-import threading
-import time
-from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pyarrow.compute as pc
-import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import example_dag
-from tests.integration.test_type_matrix import MATRIX, ROWS
+from tests.compared_rows import table_rows
+from tests.integration.example_dag import example_dag
+from tests.integration.orders import OrdersWriter
+from tests.integration.type_matrix import TypesWriter, create_types_table
 
-
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    set_airflow_connections(monkeypatch, mariadb_server, "5500-5515")
-
-
-class _Writing(threading.Thread):
-    """Commits one transaction of ``write`` after another, for ``seconds`` or until ``until()`` is true."""
-
-    def __init__(self, server: Any, database: str, seconds: float, seed: int,
-                 until: Callable[[], bool] | None = None) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.seed, self.count = server.admin_connect(database), seed, 0
-        deadline = time.monotonic() + seconds
-        self.until = until or (lambda: time.monotonic() >= deadline)
-
-    def run(self) -> None:
-        rnd = random.Random(self.seed)
-        try:
-            with self.conn.cursor() as cur:
-                while not self.until():
-                    self.write(cur, rnd)
-                    self.count += 1
-        finally:  # a failed statement leaves its transaction open: closing rolls it back and frees the tables
-            self.conn.close()
-
-    def write(self, cur: Any, rnd: random.Random) -> None:
-        raise NotImplementedError
-
-
-class Writer(_Writing):
-    """Random inserts, updates, deletes and delete+reinsert of ``orders``; with ``bulk_every``, every
-    n-th transaction also updates 500 keys of 1..3000 at once (a transaction bigger than a batch)."""
-
-    bulk_every = 0
-
-    def write(self, cur: Any, rnd: random.Random) -> None:
-        key = rnd.randint(-50, 60_000)
-        cur.execute("BEGIN")
-        cur.execute("INSERT INTO orders VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE amount = amount + 1",
-                    (key, key % 7, Decimal(key) / 100, f"w{key}"))
-        cur.execute("UPDATE orders SET note = %s WHERE id = %s", (f"u{rnd.random():.5f}", key + 3))
-        cur.execute("DELETE FROM orders WHERE id = %s", (key + 11,))
-        if self.bulk_every and self.count % self.bulk_every == 0:
-            low = rnd.randint(1, 2500)
-            cur.execute("UPDATE orders SET customer = customer + 1 WHERE id BETWEEN %s AND %s", (low, low + 499))
-        cur.execute("COMMIT")
-        time.sleep(0.002)
-
-
-class TypesWriter(_Writing):
-    """Copies rows of the type-matrix table under new keys, updates and deletes them."""
-
-    def write(self, cur: Any, rnd: random.Random) -> None:
-        columns = ", ".join(f"`{name}`" for name in MATRIX)
-        cur.execute("SET SESSION sql_mode = ''")  # the copies keep the zero dates of the originals
-        source, key = rnd.randint(1, ROWS), 100 + self.count
-        cur.execute(f"INSERT INTO types (id, {columns}) SELECT %s, {columns} FROM types WHERE id = %s", (key, source))
-        cur.execute("UPDATE types SET vc = %s, js = %s, ts6 = NOW(6), d65 = -d65 WHERE id = %s",
-                    (f"ü{key}", json.dumps({"k": key}), rnd.randint(1, key)))
-        cur.execute("DELETE FROM types WHERE id = %s", (rnd.randint(100, key + 5),))
-        time.sleep(0.2)
-
-
-def create_types_table(admin: Any) -> None:
-    """The type matrix's columns and rows (the last row NULL wherever it can be)."""
-    with admin.cursor() as cur:
-        columns = ", ".join(f"`{name}` {ddl}" for name, (ddl, _, _) in MATRIX.items())
-        cur.execute(f"CREATE TABLE types (id INT PRIMARY KEY, {columns})")
-        cur.execute("SET SESSION sql_mode = ''")
-        for row in range(1, ROWS + 1):
-            values = {n: literals[row - 1] for n, (_, literals, _) in MATRIX.items() if row <= len(literals)}
-            cur.execute(f"INSERT INTO types (id{''.join(f', `{n}`' for n in values)}) "
-                        f"VALUES ({row}{''.join(f', {v}' for v in values.values())})")
-
-
-def table_rows(conn: Any, schema: TableSchema) -> list[tuple[Any, ...]]:
-    convert = RowConverter(schema)
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {schema.id.quoted} "
-                    f"ORDER BY id")
-        return [convert.from_select(r) for r in cur.fetchall()]
+SERVER_IDS = "5500-5515"  # this module's binlog reader ids (the ``connections`` fixture)
 
 
 def spark_view_rows(base_uri: str, table: str) -> tuple[int, list[int]]:
@@ -167,7 +79,7 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
         return checkpoint is not None and checkpoint.seq >= 3
 
     # through the snapshot into the stream (or 3 minutes at most)
-    writers = [Writer(mariadb_server, database, 180, 1, until=stream_started_a_while_ago),
+    writers = [OrdersWriter(mariadb_server, database, 180, 1, until=stream_started_a_while_ago),
                TypesWriter(mariadb_server, database, 180, 1, until=stream_started_a_while_ago)]
     for writer in writers:
         writer.start()
@@ -187,7 +99,7 @@ def test_snapshot_then_stream_equals_the_table_twice(airflow_db, connections, ma
 
     # the next run: no snapshot left, the stream continues from the checkpoint
     seq = StreamStore(Lake.at(base_uri)).read_checkpoint().seq  # type: ignore[union-attr]
-    Writer(mariadb_server, database, 2, seed=2).run()
+    OrdersWriter(mariadb_server, database, 2, seed=2).run()
     TypesWriter(mariadb_server, database, 2, seed=2).run()
     rerun = example_dag().test(run_conf=conf)
     assert rerun.state == "success"

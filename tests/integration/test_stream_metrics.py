@@ -9,16 +9,13 @@ the tags (plain StatsD drops them).
 
 from __future__ import annotations
 
-import json
-import socket
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
 from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
     CommitObservation,
@@ -27,83 +24,13 @@ from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
 )
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
-from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from airflow_provider_mysqlcdc.operators.stream_metrics import StatsStreamObserver, tag_value, task_tags
+from tests.integration.statsd_listener import StatsdListener, total
+from tests.integration.stream_task import stream_task
 
-PREFIX = "cdctest"
+TASK_ID = "stream_metrics"
 
-
-@pytest.fixture(autouse=True)
-def connection(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password}))
-
-
-@pytest.fixture()
-def statsd(monkeypatch: pytest.MonkeyPatch) -> Iterator[StatsdListener]:
-    listener = StatsdListener()
-    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_ON", "True")
-    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_HOST", "127.0.0.1")
-    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_PORT", str(listener.port))
-    monkeypatch.setenv("AIRFLOW__METRICS__STATSD_PREFIX", PREFIX)
-    listener.initialise_stats()
-    yield listener
-    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
-    from airflow.sdk.observability import stats
-
-    stats.initialize(factory=NoStatsLogger, export_legacy_names=False)
-    listener.sock.close()
-
-
-class StatsdListener:
-    """A UDP socket standing in for the StatsD daemon; ``metrics()`` returns what arrived since last asked."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = int(self.sock.getsockname()[1])
-
-    @staticmethod
-    def initialise_stats() -> None:
-        """What Airflow's task runner does at start: a backend from ``[metrics]`` as configured now."""
-        from airflow.sdk.configuration import conf
-        from airflow.sdk.observability import stats
-        from airflow.sdk.observability.metrics import stats_utils
-
-        stats.initialize(factory=stats_utils.get_stats_factory(),
-                         export_legacy_names=conf.getboolean("metrics", "legacy_names_on"))
-
-    def metrics(self) -> dict[str, list[tuple[float, str]]]:
-        """Per metric name (prefix and influx tags removed): (value, kind) in arrival order; the
-        influx-style tags, if any, stay in ``self.tagged`` per name."""
-        self.sock.settimeout(0.5)
-        received: dict[str, list[tuple[float, str]]] = defaultdict(list)
-        self.tagged: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
-        while True:
-            try:
-                packet = self.sock.recv(65536).decode()
-            except TimeoutError:
-                return received
-            for line in packet.splitlines():
-                stat, _, rest = line.partition(":")
-                value, kind = rest.split("|")[:2]
-                name, *tags = stat.split(",")
-                assert name.startswith(PREFIX + "."), line
-                name = name[len(PREFIX) + 1:]
-                received[name].append((float(value), kind))
-                self.tagged[name].append((dict(t.split("=", 1) for t in tags), float(value)))
-
-
-def stream(base_uri: str, tables: list[str], **kwargs: Any) -> Any:
-    operator = MySqlBinlogStreamOperator(task_id="stream_metrics", base_uri=base_uri, tables=tables, deferrable=False,
-                                         **{"stop_after_idle_seconds": 0, **kwargs})
-    return operator.execute(context={})
-
-
-def total(values: list[tuple[float, str]], kind: str) -> float:
-    assert {k for _, k in values} == {kind}, values
-    return sum(v for v, _ in values)
+pytestmark = pytest.mark.usefixtures("connections")
 
 
 def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: StatsdListener,
@@ -113,7 +40,8 @@ def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: S
         cur.execute("CREATE TABLE metrics_a (id INT PRIMARY KEY, v VARCHAR(5))")
         cur.execute("CREATE TABLE metrics_b (id INT PRIMARY KEY, v VARCHAR(5))")
     lake = str(tmp_path / "lake")
-    stream(lake, [a, b], startup_mode="latest-offset")  # the first checkpoint; nothing to write, caught up
+    # the first checkpoint; nothing to write, caught up
+    stream_task(lake, a, b, task_id=TASK_ID, startup_mode="latest-offset")
     first = statsd.metrics()
     assert first["mysql_cdc.stream.lag_seconds"] == [(0.0, "g")]  # caught up and idle: lag 0
     assert first["mysql_cdc.stream.max_table_lag_seconds"] == [(0.0, "g")]
@@ -123,7 +51,7 @@ def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: S
         for key in range(1, 4):
             cur.execute("INSERT INTO metrics_a VALUES (%s, 'x')", (key,))
         cur.execute("INSERT INTO metrics_b VALUES (1, 'x'), (2, 'y')")
-    summary = stream(lake, [a, b])
+    summary = stream_task(lake, a, b, task_id=TASK_ID)
     got = statsd.metrics()
     assert summary["rows"] == 5
     assert total(got["mysql_cdc.stream.rows"], "c") == 5
@@ -144,16 +72,16 @@ def test_stream_sends_its_metrics_to_statsd(admin, database, tmp_path, statsd: S
     with admin.cursor() as cur:
         cur.execute("UPDATE metrics_a SET v = 'z' WHERE id = 1")  # -U and +U: two changelog rows
         cur.execute("INSERT INTO metrics_b VALUES (3, 'x')")
-    summary = stream(lake, [a, b])
+    summary = stream_task(lake, a, b, task_id=TASK_ID)
     statsd.metrics()
     rows: dict[str, float] = defaultdict(float)
     for tags, value in statsd.tagged["mysql_cdc.stream.rows"]:
-        assert tags["task_id"] == "stream_metrics"
+        assert tags["task_id"] == TASK_ID
         rows[tags["table"]] += value
     assert rows == {a: 2, b: 1} and summary["rows"] == 3
     merged = {tags["table"]: value for tags, value in statsd.tagged["mysql_cdc.stream.merge_rows"]}
     assert merged == {a: 2, b: 1}
-    assert all(tags == {"task_id": "stream_metrics"} for tags, _ in statsd.tagged["mysql_cdc.stream.lag_seconds"])
+    assert all(tags == {"task_id": TASK_ID} for tags, _ in statsd.tagged["mysql_cdc.stream.lag_seconds"])
     # each table's lag, tagged with it, and the largest of a batch's
     table_lags = defaultdict(list)
     for tags, value in statsd.tagged["mysql_cdc.stream.table_lag_seconds"]:

@@ -6,7 +6,6 @@ a retry or a later DAG run would: each call continues from the lake's checkpoint
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -15,31 +14,20 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import table_rows
+from tests.compared_rows import table_rows
+from tests.integration.stream_task import stream_task
 
-
-@pytest.fixture(autouse=True)
-def connection(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password}))
-
-
-def stream(base_uri: str, table: str, **kwargs: Any) -> Any:
-    operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=base_uri, tables=[table], deferrable=False,
-                                         **{"stop_after_idle_seconds": 0, **kwargs})
-    return operator.execute(context={})
+pytestmark = pytest.mark.usefixtures("connections")
 
 
 def inserted_ids(base_uri: str, table: str) -> list[int]:
@@ -53,14 +41,15 @@ def test_stop_at_offset_stops_once_the_checkpoint_reaches_it(admin, cdc_conn, da
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE stopping (id INT PRIMARY KEY)")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         for row in (1, 2):
             cur.execute("INSERT INTO stopping VALUES (%s)", (row,))
     target = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
     stop_at = f"{target.file}:{target.position}"
     # only the offset can stop it: no idleness stop; the duration is a safety net the test would see
-    summary = stream(base_uri, table, stop_at_offset=stop_at, stop_after_idle_seconds=None, max_duration_seconds=30)
+    summary = stream_task(base_uri, table, stop_at_offset=stop_at, stop_after_idle_seconds=None,
+                          max_duration_seconds=30)
     assert summary["stopped"] == f"reached {stop_at}"
     checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert checkpoint is not None and not checkpoint.offset < target
@@ -74,32 +63,32 @@ def test_startup_modes(admin, cdc_conn, database, tmp_path) -> None:
         cur.execute("INSERT INTO modes VALUES (1, 'a'), (2, 'a')")
     middle = read_current_offset(cdc_conn, ServerInfo.read(cdc_conn), with_gtid=False)
     latest = str(tmp_path / "latest")
-    stream(latest, table, startup_mode="latest-offset")  # starts here, nothing to write yet
+    stream_task(latest, table, startup_mode="latest-offset")  # starts here, nothing to write yet
     with admin.cursor() as cur:
         cur.execute("INSERT INTO modes VALUES (3, 'b'), (4, 'b')")
-    summary = stream(latest, table, startup_mode="latest-offset")  # continues from its checkpoint
+    summary = stream_task(latest, table, startup_mode="latest-offset")  # continues from its checkpoint
     assert summary["rows"] == 2 and summary["stopped"] == "idle for 0 s"
     assert inserted_ids(latest, table) == [3, 4]
 
     specific = str(tmp_path / "specific")
-    stream(specific, table, startup_mode="specific-offset", startup_offset=f"{middle.file}:{middle.position}")
+    stream_task(specific, table, startup_mode="specific-offset", startup_offset=f"{middle.file}:{middle.position}")
     assert inserted_ids(specific, table) == [3, 4]
 
     earliest = str(tmp_path / "earliest")
-    stream(earliest, table, startup_mode="earliest-offset")
+    stream_task(earliest, table, startup_mode="earliest-offset")
     assert inserted_ids(earliest, table) == [1, 2, 3, 4]
     schema = load_table_schema(cdc_conn, TableId(database, "modes"))
     assert canonical_rows(read_table(earliest, table)) == table_rows(cdc_conn, schema)
 
-    assert stream(str(tmp_path / "none"), table, startup_mode="snapshot") is None
+    assert stream_task(str(tmp_path / "none"), table, startup_mode="snapshot") is None
     with pytest.raises(InvalidOptionError, match="startup_mode must be one of"):
-        stream(str(tmp_path / "bad"), table, startup_mode="sometime")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="sometime")
     with pytest.raises(InvalidOptionError, match="startup_offset must be 'binlog-file:position'"):
-        stream(str(tmp_path / "bad"), table, startup_mode="specific-offset", startup_offset="yesterday")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="specific-offset", startup_offset="yesterday")
     with pytest.raises(InvalidOptionError, match="stop_at_offset must be 'binlog-file:position'"):
-        stream(str(tmp_path / "bad"), table, startup_mode="latest-offset", stop_at_offset="soon")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="latest-offset", stop_at_offset="soon")
     with pytest.raises(InvalidOptionError, match="needs the finished snapshot"):
-        stream(str(tmp_path / "bad"), table, startup_mode="initial")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="initial")
 
 
 def test_gtid_and_timestamp_startup_find_the_next_transaction(admin, database, tmp_path) -> None:
@@ -118,26 +107,26 @@ def test_gtid_and_timestamp_startup_find_the_next_transaction(admin, database, t
         cur.execute("FLUSH BINARY LOGS")
         cur.execute("INSERT INTO moments VALUES (5)")
     gtid = str(tmp_path / "gtid")
-    stream(gtid, table, startup_mode="specific-offset", startup_offset=after_three)
+    stream_task(gtid, table, startup_mode="specific-offset", startup_offset=after_three)
     assert inserted_ids(gtid, table) == [4, 5]
     at = str(tmp_path / "timestamp")
-    stream(at, table, startup_mode="timestamp", startup_timestamp=second * 1000)
+    stream_task(at, table, startup_mode="timestamp", startup_timestamp=second * 1000)
     assert inserted_ids(at, table) == [4, 5]
     iso = str(tmp_path / "iso")
-    stream(iso, table, startup_mode="timestamp",
-           startup_timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    stream_task(iso, table, startup_mode="timestamp",
+                startup_timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
     assert inserted_ids(iso, table) == [4, 5]
     future = str(tmp_path / "future")
-    stream(future, table, startup_mode="timestamp", startup_timestamp=(second + 3600) * 1000)
+    stream_task(future, table, startup_mode="timestamp", startup_timestamp=(second + 3600) * 1000)
     with admin.cursor() as cur:
         cur.execute("INSERT INTO moments VALUES (6)")
-    stream(future, table)
+    stream_task(future, table)
     assert inserted_ids(future, table) == [6]
     with pytest.raises(InvalidOptionError, match="is a MySQL GTID set, but the server is MariaDB"):
-        stream(str(tmp_path / "bad"), table, startup_mode="specific-offset",
-               startup_offset="3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="specific-offset",
+                    startup_offset="3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
     with pytest.raises(InvalidOptionError, match="startup_timestamp as epoch milliseconds or an ISO 8601"):
-        stream(str(tmp_path / "bad"), table, startup_mode="timestamp", startup_timestamp="noon")
+        stream_task(str(tmp_path / "bad"), table, startup_mode="timestamp", startup_timestamp="noon")
 
 
 def test_purged_binlog_fails_clearly(cdc_conn, database, tmp_path, admin) -> None:
@@ -148,7 +137,7 @@ def test_purged_binlog_fails_clearly(cdc_conn, database, tmp_path, admin) -> Non
     gone = BinlogOffset("mysql-bin.000000", 4, flavor="mariadb")
     StreamStore(Lake.at(base_uri)).commit(Checkpoint(3, gone, {table: load_table_schema(cdc_conn, table)}), {})
     with pytest.raises(SourceConfigError, match="no longer on the server.*Re-snapshot"):
-        stream(base_uri, str(table))
+        stream_task(base_uri, str(table))
 
 
 def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None:
@@ -156,14 +145,14 @@ def test_add_column_while_streaming(admin, cdc_conn, database, tmp_path) -> None
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE grows (id INT PRIMARY KEY, v INT)")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         cur.execute("INSERT INTO grows VALUES (1, 10), (2, 20)")
         # without a DEFAULT (NULL in existing rows); one with a DEFAULT is tests/integration/test_schema_changes.py's
         cur.execute("ALTER TABLE grows ADD COLUMN note VARCHAR(10)")
         cur.execute("INSERT INTO grows VALUES (3, 30, 'three')")
         cur.execute("UPDATE grows SET note = 'one' WHERE id = 1")
-    stream(base_uri, table)
+    stream_task(base_uri, table)
     assert read_changes(base_uri, table).column_names[:3] == ["id", "v", "note"]
     assert_followed(cdc_conn, base_uri, table)
 
@@ -183,13 +172,13 @@ def test_column_type_changes_while_streaming(admin, cdc_conn, database, tmp_path
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE retyped (id INT PRIMARY KEY, n INT, d DECIMAL(6,2))")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     with admin.cursor() as cur:
         cur.execute("INSERT INTO retyped VALUES (1, 10, 1.25), (2, 20, 2.50)")
         cur.execute("ALTER TABLE retyped MODIFY n BIGINT, MODIFY d DECIMAL(12,4)")
         cur.execute("INSERT INTO retyped VALUES (3, 30000000000, 12345678.1234)")
         cur.execute("UPDATE retyped SET d = 0.0001 WHERE id = 1")
-    stream(base_uri, table)
+    stream_task(base_uri, table)
     assert_followed(cdc_conn, base_uri, table)
 
 
@@ -200,7 +189,7 @@ def test_an_idle_stream_keeps_one_binlog_connection(admin, database, tmp_path) -
     with admin.cursor() as cur:
         cur.execute("CREATE TABLE quiet (id INT PRIMARY KEY)")
     base_uri = str(tmp_path / "lake")
-    stream(base_uri, table, startup_mode="latest-offset")
+    stream_task(base_uri, table, startup_mode="latest-offset")
     result: dict[str, Any] = {}
 
     def dump_threads() -> set[int]:
@@ -209,7 +198,7 @@ def test_an_idle_stream_keeps_one_binlog_connection(admin, database, tmp_path) -
             return {row[0] for row in cur.fetchall()}
 
     before = dump_threads()  # the first call's thread may linger on the server for a moment
-    running = threading.Thread(target=lambda: result.update(stream(base_uri, table, stop_after_idle_seconds=4,
+    running = threading.Thread(target=lambda: result.update(stream_task(base_uri, table, stop_after_idle_seconds=4,
                                                                      poll_interval=0.3)))
     running.start()
     dumps: set[int] = set()

@@ -19,21 +19,18 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import example_dag
-from tests.integration.test_stream_dag import _Writing, table_rows
+from tests.compared_rows import table_rows
+from tests.integration.example_dag import example_dag
+from tests.writers import TransactionWriter
 
-
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    set_airflow_connections(monkeypatch, mariadb_server, "5600-5615")
+SERVER_IDS = "5600-5615"  # this module's binlog reader ids (the ``connections`` fixture)
 
 
 @pytest.fixture()
@@ -45,13 +42,14 @@ def runner_log() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             messages.append(record.getMessage())
 
-    handler, logger = Collect(logging.WARNING), logging.getLogger("airflow_provider_mysqlcdc.engine.stream.stream_runner")
+    handler = Collect(logging.WARNING)
+    logger = logging.getLogger("airflow_provider_mysqlcdc.engine.stream.stream_runner")
     logger.addHandler(handler)
     yield messages
     logger.removeHandler(handler)
 
 
-class BothTables(_Writing):
+class BothTables(TransactionWriter):
     """Each transaction upserts and deletes rows of ``a`` and of ``b``."""
 
     def write(self, cur: Any, rnd: random.Random) -> None:

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_schema, select_expression
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.converters import RowConverter, arrow_schema, select_expression
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import ArrowSelect
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -33,8 +33,9 @@ from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 from dev.dag_file import load_dag
 from dev.tls_certs import TlsFiles
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_stream_dag import Writer, table_rows
-from tests.integration.test_type_matrix import MATRIX
+from tests.compared_rows import table_rows
+from tests.integration.orders import OrdersWriter
+from tests.integration.type_matrix import MATRIX
 
 DATABASE = "t_tls"
 SERVER_IDS = "5800-5815"
@@ -175,7 +176,7 @@ def test_the_example_dag_over_tls(airflow_db, monkeypatch, server, tls_files: Tl
         checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 2
 
-    writer = Writer(server, DATABASE, 300, 1, until=stream_started_a_while_ago)  # through the snapshot
+    writer = OrdersWriter(server, DATABASE, 300, 1, until=stream_started_a_while_ago)  # through the snapshot
     writer.start()
     run = load_dag("mysql_cdc_example").test(run_conf=conf)
     writer.join()

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
-from airflow_provider_mysqlcdc.cdc.offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
-
-@pytest.fixture(autouse=True)
-def connection(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({
-        "conn_type": "mysql_cdc", "host": mariadb_server.host, "port": mariadb_server.port,
-        "login": mariadb_server.cdc_user, "password": mariadb_server.cdc_password,
-        "extra": {"server_id": "5670-5671"}}))
+SERVER_IDS = "5670-5671"  # this module's binlog reader ids (the ``connections`` fixture)
+pytestmark = pytest.mark.usefixtures("connections")
 
 
 def first_event(trigger: MySqlBinlogTrigger) -> tuple[dict[str, Any], float]:

@@ -19,32 +19,27 @@ import time
 from collections.abc import Hashable
 from typing import Any
 
-import pytest
-
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.normalize import row_key_of
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.airflow_connections import set_airflow_connections
 from tests.arrow_rows import canonical_rows
-from tests.integration.test_snapshot_dag import current_rows, example_dag, table_contents
-from tests.integration.test_stream_dag import _Writing
+from tests.compared_rows import current_rows, table_contents
+from tests.integration.example_dag import example_dag
+from tests.writers import TransactionWriter
+
+SERVER_IDS = "5850-5865"  # this module's binlog reader ids (the ``connections`` fixture)
 
 ROWS = 30_000
 REGIONS = ("east", "north", "west")
 
 
-@pytest.fixture()
-def connections(monkeypatch: pytest.MonkeyPatch, mariadb_server) -> None:
-    set_airflow_connections(monkeypatch, mariadb_server, "5850-5865")
-
-
-class Writer(_Writing):
+class Writer(TransactionWriter):
     """Inserts, updates (of keys too), deletes; rows move between chunks: ``pairs`` by region, ``codes`` by code."""
 
     def write(self, cur: Any, rnd: random.Random) -> None:

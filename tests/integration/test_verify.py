@@ -12,50 +12,24 @@ verify names exactly those keys, in their chunks, and fails the run when asked t
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.engine.verification.verify import (
-    VerifyReport,
-    VerifyStore,
-    summarize,
-    verify_batch_locally,
-)
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.engine.verification.verify import VerifyStore, summarize
 from airflow_provider_mysqlcdc.exceptions import ReplicaMismatchError
-from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from tests import replica
-from tests.integration.test_as_of import config_of, create_orders
-from tests.integration.test_stream_dag import TypesWriter, Writer, create_types_table
-
-
-def verify(config: Any, base_uri: str, plan: Plan, run: str, fail_on_difference: bool = False) -> VerifyReport:
-    for batch in plan.batches:
-        verify_batch_locally(Lake.at(base_uri), config, batch, run, parts=2, wait_seconds=60)
-    return summarize(Lake.at(base_uri), plan.schema.id, run, [b.number for b in plan.batches], fail_on_difference)
-
-
-class Ticker(threading.Thread):
-    """Commits to another table every 0.1 s: the binlog moves, as on a live server, so the stream's
-    checkpoint passes each verified chunk's high watermark."""
-
-    def __init__(self, server: Any, database: str) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.stopping = server.admin_connect(database), threading.Event()
-
-    def run(self) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute("CREATE TABLE IF NOT EXISTS ticks (id INT AUTO_INCREMENT PRIMARY KEY)")
-            while not self.stopping.wait(0.1):
-                cur.execute("INSERT INTO ticks VALUES ()")
+from tests.airflow_connections import config_of
+from tests.integration.orders import OrdersWriter, create_orders
+from tests.integration.type_matrix import TypesWriter, create_types_table
+from tests.replica import verify
+from tests.writers import Ticker
 
 
 @pytest.mark.parametrize("kind", ["orders", "types"])
@@ -64,7 +38,7 @@ def test_verify_reports_no_difference_under_concurrent_writes(mariadb_server, ad
     config, base_uri = config_of(mariadb_server, "5620-5630"), str(tmp_path / "lake")
     if kind == "orders":
         create_orders(admin)
-        writer: Writer | TypesWriter = Writer(mariadb_server, database, seconds=3_600, seed=5)
+        writer: OrdersWriter | TypesWriter = OrdersWriter(mariadb_server, database, seconds=3_600, seed=5)
         chunk_size, chunks_per_batch = 500, 4
     else:
         create_types_table(admin)

@@ -23,13 +23,14 @@ from typing import Any
 
 import psutil
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_table, scan_table
 from dev.dag_file import load_dag
-from tests.integration.test_snapshot_dag import connections  # noqa: F401 (the fixture: Spark, the source)
+
+SERVER_IDS = "5460-5475"  # this module's binlog reader ids (the ``connections`` fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW_BYTES = 6 * 1024 * 1024

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from airflow.sdk import DAG, Asset, AssetAlias
 from airflow.sdk.execution_time.context import OutletEventAccessors
-from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.assets import (
     REPLICA_ALIAS,
@@ -24,13 +23,11 @@ from airflow_provider_mysqlcdc.assets import (
     sanitize_uri,
     snapshot_event,
 )
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake import table_uri
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
-from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read import stream_commits
 from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_extra, stream_rows
@@ -38,25 +35,7 @@ from airflow_provider_mysqlcdc.operators.pipeline import mysql_cdc_pipeline
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.triggers.lake_commits import STATE_KEY, MySqlCdcCommitTrigger
 from dev.dag_file import load_dag
-from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, delete, insert, off, transaction, update
-
-
-@pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lakes:
-    return Lakes(str(tmp_path / "lake"), monkeypatch)
-
-
-def committed_batch(lake: Lakes, rows: list[tuple[int, str, int]], high_watermark: BinlogOffset) -> BatchManifest:
-    """Snapshot batch 0 of shop.orders committed to the current table with its manifest, as the Spark
-    driver does."""
-    plan = lake.plan([Chunk(ORDERS, 0, None, None)])
-    lake.current(rows, high_watermark)
-    chunk = ChunkResult(plan.chunks[0], len(rows), 0, off(1, 100), high_watermark, "_batch=0/part-0.parquet")
-    version = DeltaTable(table_uri(lake.base_uri, ORDERS)).version()
-    manifest = BatchManifest(plan.batches[0], "a1", SCHEMA, (chunk,), 4096, 1.5, version)
-    SnapshotStore(Lake.at(lake.base_uri)).write_manifest(manifest)
-    return manifest
-
+from tests.lakes import ORDERS, SCHEMA, Lakes, committed_batch, delete, insert, off, transaction, update
 
 # -- URIs -----------------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The lake's stores and readers on a temporary local folder, no server.
 
-The current-state Delta table is built here with ``deltalake`` as the snapshot and the MERGE write it
+The current-state Delta table is built (``tests.lakes``) with ``deltalake`` as the snapshot and the MERGE write it
 (source columns, metadata columns, ``_batch`` partitions, the MERGE's application transaction);
 changes go through the stream's own writers, ``changes_table`` and ``StreamStore.commit``. A killed
 stream run is a commit whose checkpoint write fails after its Delta commits.
@@ -13,13 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk, FinishedChunkInfo
 from airflow_provider_mysqlcdc.exceptions import (
     LakeFormatError,
     NewerLakeFormatError,
@@ -27,142 +24,20 @@ from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,
 )
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
-from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table, with_snapshot_metadata
+from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN, METADATA_FIELDS, changes_table
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.schema_documents import schema_ref
-from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.format.delta_schema import (
-    BATCH_COLUMN,
-    MERGE_APP_ID,
-    STREAM_APP_ID,
-    STREAM_SEQ_COLUMN,
-    for_delta,
-)
-from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaVersion
+from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_APP_ID, STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table, unmerged_changes
 from airflow_provider_mysqlcdc.lake.write import stream_commit
-from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
+from tests.lakes import ID, NAME, ORDERS, QTY, SCHEMA, Lakes, delete, insert, off, rows_of, transaction, update
 
-ORDERS = TableId("shop", "orders")
-ID = Column("id", "int", "int(11)", nullable=False)
-NAME = Column("name", "varchar", "varchar(20)", charset="utf8mb4", collation="utf8mb4_general_ci")
-QTY = Column("qty", "int", "int(11)")
 NOTE = Column("note", "varchar", "varchar(20)", charset="utf8mb4", collation="utf8mb4_general_ci")
-SCHEMA = TableSchema(ORDERS, (ID, NAME, QTY), ("id",))
 META = [f.name for f in METADATA_FIELDS]
 
 
-def off(file: int, pos: int, events: int = 0, rows: int = 0) -> BinlogOffset:
-    return BinlogOffset(f"mysql-bin.{file:06d}", pos, events_to_skip=events, rows_to_skip=rows)
-
-
-def transaction(
-    file: int, pos: int, *changes: tuple[ChangeKind, tuple[Any, ...]], ts_ms: int = 1_000, table: TableId = ORDERS
-) -> list[ChangeRecord]:
-    """The records of one transaction starting at ``file:pos``, one row event per change, as the binlog
-    reader numbers them (an update is a ``-U`` and a ``+U`` of the same row)."""
-    records: list[ChangeRecord] = []
-    event = 0
-    for op, values in changes:
-        records.append(ChangeRecord(op, table, values, off(file, pos, event, 1), ts_ms))
-        if op is not ChangeKind.UPDATE_BEFORE:
-            event += 1
-    return records
-
-
-def insert(values: tuple[Any, ...]) -> tuple[ChangeKind, tuple[Any, ...]]:
-    return ChangeKind.INSERT, values
-
-
-def update(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[tuple[ChangeKind, tuple[Any, ...]]]:
-    return [(ChangeKind.UPDATE_BEFORE, before), (ChangeKind.UPDATE_AFTER, after)]
-
-
-def delete(values: tuple[Any, ...]) -> tuple[ChangeKind, tuple[Any, ...]]:
-    return ChangeKind.DELETE, values
-
-
-# -- building a lake -----------------------------------------------------------------------------
-
-
-class Lakes:
-    """Writes the current state and stream batches of ``shop.orders`` under one base URI."""
-
-    def __init__(self, base_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.base_uri = base_uri
-        self.monkeypatch = monkeypatch
-        self.snapshots = SnapshotStore(Lake.at(base_uri))
-        self.stream = StreamStore(Lake.at(base_uri))
-
-    def plan(self, chunks: list[Chunk], chunks_per_batch: int = 1, schema: TableSchema = SCHEMA) -> Plan:
-        plan = Plan(schema, chunks, group_batches(schema.id, chunks, chunks_per_batch))
-        self.snapshots.write_plan(plan)
-        return plan
-
-    def current(
-        self, rows: list[tuple[Any, ...]], high_watermark: BinlogOffset, batch: int = 0, schema: TableSchema = SCHEMA,
-    ) -> None:
-        """Commit snapshot batch ``batch`` of the current state (replacing its partition), as the snapshot does."""
-        table = pa.Table.from_pylist([dict(zip(schema.column_names, v, strict=True)) for v in rows],
-                                     arrow_schema(schema))
-        self.current_rows(with_snapshot_metadata(table, schema, high_watermark), batch, schema)
-
-    def current_rows(self, rows: pa.Table, batch: int = 0, schema: TableSchema = SCHEMA,
-                     merged: int | None = None) -> None:
-        """Commit lake rows (with their metadata) as partition ``batch``; with ``merged``, as a MERGE of the
-        stream batches up to that number."""
-        rows = rows.append_column(BATCH_COLUMN, pa.repeat(pa.scalar(batch, pa.int32()), rows.num_rows))
-        uri = table_uri(self.base_uri, schema.id)
-        exists = DeltaTable.is_deltatable(uri)
-        properties = CommitProperties(app_transactions=[Transaction(MERGE_APP_ID, merged)]) if merged else None
-        write_deltalake(uri, for_delta(rows), mode="overwrite", partition_by=[BATCH_COLUMN],
-                        predicate=f"{BATCH_COLUMN} = {batch}" if exists else None, commit_properties=properties)
-
-    def commit_stream(
-        self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]],
-        schema: TableSchema = SCHEMA,
-    ) -> Checkpoint:
-        """Commit stream batch ``seq`` ending at ``offset``: ``parts`` are runs of records under one schema. The
-        batches before stay recorded as writing their tables (``touched``), as the stream's checkpoint keeps them."""
-        before = self.stream.read_checkpoint()
-        checkpoint = Checkpoint(seq=seq, offset=offset, schemas={schema.id: schema},
-                                touched=before.touched if before is not None else {})
-        changes: dict[TableId, list[pa.Table]] = {}
-        for part_schema, records in parts:
-            changes.setdefault(part_schema.id, []).append(changes_table(records, part_schema))
-        self.stream.commit(checkpoint, changes)
-        return checkpoint
-
-    def killed_stream(self, seq: int, offset: BinlogOffset, *parts: tuple[TableSchema, list[ChangeRecord]],
-                      schema: TableSchema = SCHEMA) -> None:
-        """A stream run killed after batch ``seq``'s Delta commits, before its checkpoint."""
-
-        def killed(*args: object, **kwargs: object) -> None:
-            raise KeyboardInterrupt("killed before the checkpoint")
-
-        with self.monkeypatch.context() as m:
-            m.setattr(Lake, "write_json", killed)
-            with pytest.raises(KeyboardInterrupt):
-                self.commit_stream(seq, offset, *parts, schema=schema)
-
-    def changelog(self, table: TableId = ORDERS) -> DeltaTable:
-        """The table's changelog as delta-rs opens it (these tests look at the Delta table the stream wrote)."""
-        changelog = self.stream.changelog(table)
-        assert isinstance(changelog, DeltaVersion)
-        return changelog.delta
-
-
-@pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lakes:
-    return Lakes(str(tmp_path / "lake"), monkeypatch)
-
-
 TWO_CHUNKS = [Chunk(ORDERS, 0, None, 10), Chunk(ORDERS, 1, 10, None)]
-
-
-def rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
-    return list(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
 
 
 def ids_of(table: pa.Table) -> list[Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import airflow_provider_mysqlcdc
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamProgress, StreamSummary
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.changelog import changes_table
@@ -29,8 +29,7 @@ from airflow_provider_mysqlcdc.operators.lineage import (
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
-from tests.unit.test_assets import committed_batch
-from tests.unit.test_lake import ORDERS, SCHEMA, Lakes, insert, off, transaction, update
+from tests.lakes import ORDERS, SCHEMA, Lakes, committed_batch, insert, off, transaction, update
 
 SOURCE = "mysql://db.example.com:3307"
 METADATA = ["_op", "_database", "_table", "_op_ts", "_binlog_file", "_binlog_pos", "_row_seq"]

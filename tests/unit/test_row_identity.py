@@ -1,5 +1,5 @@
-"""Which index identifies a table's rows, and the refusal of tables without one (DESIGN invariant 7):
-the choice among UNIQUE indexes, its round trip through plans and checkpoints, and older documents."""
+"""Which index identifies a table's rows, and the refusal of tables without one (docs/design/invariants.md,
+invariant 7): the choice among UNIQUE indexes, its round trip through plans and checkpoints, and older documents."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, row_identity
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema, row_identity
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.write.merge import merge_changes
-from tests.unit.test_merge import change, changes, snapshot_rows
+from tests.unit.merge_rows import change, changes, snapshot_rows
 
 T = TableId("shop", "lines")
 COLUMNS = (

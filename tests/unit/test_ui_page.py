@@ -16,8 +16,8 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
@@ -50,7 +50,7 @@ from airflow_provider_mysqlcdc.ui.runs import (
     _tables,
     facts_of,
 )
-from tests.unit.test_lake import insert, off, transaction
+from tests.lakes import insert, off, transaction
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lakes" / "current"
 ORDERS, TAGS = TableId("shop", "orders"), TableId("shop", "tags")
