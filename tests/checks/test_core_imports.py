@@ -1,6 +1,6 @@
 """The package's layers, checked from its source, and the CDC core's imports, checked by importing it.
 
-Layers import only downward (DESIGN.md: operators/spark/triggers -> engine -> lake -> cdc), and no two
+Layers import only downward (docs/development.md: operators/spark/triggers -> engine -> lake -> cdc), and no two
 modules import each other through any chain. Every import counts, at the top of a module, inside a
 function or under ``TYPE_CHECKING``: an import moved into a function to dodge a cycle is still a
 dependency, and the next reader of the module has to know it. The source is read with ``ast``, so the
@@ -55,7 +55,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "engine": frozenset({"airflow", "pyspark"}),
 }
 """Third-party packages a layer must not import: the core runs on Spark executors without Airflow, and the
-engine is the loops without Airflow (DESIGN.md); only the lake's Spark views use Spark."""
+engine is the loops without Airflow; only the lake's Spark views use Spark."""
 
 
 @dataclass(frozen=True)

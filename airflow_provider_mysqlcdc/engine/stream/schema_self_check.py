@@ -28,7 +28,7 @@ CONFIRM_AFTER_SECONDS = 1.0
 
 
 class SchemaSelfCheck:
-    """The stream runner's self-check (DESIGN invariant 6); ``at_idle`` at each ``CaughtUp``."""
+    """The stream runner's self-check (docs/design/invariants.md, invariant 6); ``at_idle`` at each ``CaughtUp``."""
 
     def __init__(self, interval_seconds: float, confirm_after_seconds: float = CONFIRM_AFTER_SECONDS) -> None:
         self._interval = interval_seconds

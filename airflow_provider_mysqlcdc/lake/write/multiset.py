@@ -1,4 +1,4 @@
-"""Keyless tables: rows identified by their whole image, duplicates kept (DESIGN invariant 7).
+"""Keyless tables: rows identified by their whole image, duplicates kept (docs/design/invariants.md, invariant 7).
 
 A table with no primary key and no UNIQUE NOT NULL index may hold the same row twice, and a
 ``DELETE ... LIMIT 1`` removes one copy of it. Its replica is a multiset of row images.
