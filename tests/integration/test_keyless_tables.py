@@ -12,17 +12,15 @@ captured the table.
 from __future__ import annotations
 
 import random
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from deltalake import DeltaTable
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
@@ -31,10 +29,10 @@ from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.lake.write.multiset import DUP_COLUMN
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import replica
-from tests.airflow_connections import set_airflow_connections
-from tests.integration.test_as_of import config_of
-from tests.integration.test_snapshot_dag import example_dag
-from tests.integration.test_verify import Ticker, verify
+from tests.airflow_connections import config_of, set_airflow_connections
+from tests.integration.example_dag import example_dag
+from tests.replica import verify
+from tests.writers import Ticker, TransactionWriter
 
 COLUMNS = ["g", "name", "amount", "note"]
 GROUPS = 150
@@ -50,38 +48,27 @@ def create_bag(admin: Any, rows: int = 1200) -> None:
                         [(i % GROUPS, f"n{i % 3}", i % 2, None if i % 5 else "x") for i in range(rows)])
 
 
-class BagWriter(threading.Thread):
+class BagWriter(TransactionWriter):
     """Copies, one-copy deletes and one-copy updates (of the chunk key too), some in one transaction."""
 
-    def __init__(self, server: Any, database: str, until: Callable[[], bool] = lambda: False) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.stopping, self.count = server.admin_connect(database), threading.Event(), 0
-        self.until = until
+    pause = 0.002
 
-    def run(self) -> None:
-        rnd = random.Random(25)
-        with self.conn.cursor() as cur:
-            while not self.stopping.wait(0.002) and not self.until():
-                g = rnd.randrange(GROUPS + 40)
-                kind = rnd.randrange(5)
-                if kind == 0:
-                    cur.execute("INSERT INTO bag SELECT * FROM bag WHERE g = %s LIMIT 1", (g,))
-                elif kind == 1:
-                    cur.execute("DELETE FROM bag WHERE g = %s LIMIT 1", (g,))
-                elif kind == 2:
-                    cur.execute("UPDATE bag SET amount = amount + 1 WHERE g = %s LIMIT 1", (g,))
-                elif kind == 3:
-                    cur.execute("UPDATE bag SET g = %s WHERE g = %s LIMIT 1", ((g * 7) % (GROUPS + 40), g))
-                else:  # a copy and a removal of the same image in one transaction
-                    cur.execute("BEGIN")
-                    cur.execute("INSERT INTO bag SELECT * FROM bag WHERE g = %s LIMIT 2", (g,))
-                    cur.execute("DELETE FROM bag WHERE g = %s LIMIT 1", (g,))
-                    cur.execute("COMMIT")
-                self.count += 1
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(30)
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        g = rnd.randrange(GROUPS + 40)
+        kind = rnd.randrange(5)
+        if kind == 0:
+            cur.execute("INSERT INTO bag SELECT * FROM bag WHERE g = %s LIMIT 1", (g,))
+        elif kind == 1:
+            cur.execute("DELETE FROM bag WHERE g = %s LIMIT 1", (g,))
+        elif kind == 2:
+            cur.execute("UPDATE bag SET amount = amount + 1 WHERE g = %s LIMIT 1", (g,))
+        elif kind == 3:
+            cur.execute("UPDATE bag SET g = %s WHERE g = %s LIMIT 1", ((g * 7) % (GROUPS + 40), g))
+        else:  # a copy and a removal of the same image in one transaction
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO bag SELECT * FROM bag WHERE g = %s LIMIT 2", (g,))
+            cur.execute("DELETE FROM bag WHERE g = %s LIMIT 1", (g,))
+            cur.execute("COMMIT")
 
 
 def source_rows(admin: Any) -> list[tuple[Any, ...]]:
@@ -99,7 +86,7 @@ def test_a_keyless_table_under_a_writer_is_replicated_as_a_multiset(mariadb_serv
     config, base_uri = config_of(mariadb_server, "5970-5980"), str(tmp_path / "lake")
     create_bag(admin)
     table = f"{database}.bag"
-    writer = BagWriter(mariadb_server, database)
+    writer = BagWriter(mariadb_server, database, seed=25)
     writer.start()
     try:
         plan = replica.snapshot(config, base_uri, table, chunk_size=100, chunks_per_batch=3, chunk_key="g",
@@ -108,7 +95,7 @@ def test_a_keyless_table_under_a_writer_is_replicated_as_a_multiset(mariadb_serv
         replica.stream(config, base_uri, [table], merge=True)
         time.sleep(0.5)
     finally:
-        writer.stop()
+        writer.stop(30)
     assert plan.schema.keyless and len(plan.batches) >= 3 and writer.count > during > 20
     # the snapshot's chunks were read at one binlog position each: nothing to fix up
     manifests = [m for m in SnapshotStore(Lake.at(base_uri)).manifests(plan) if m is not None]
@@ -176,13 +163,13 @@ def test_a_keyless_table_through_the_spark_snapshot_job_and_the_stream(airflow_d
         checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
         return checkpoint is not None and checkpoint.seq >= 3
 
-    writer = BagWriter(mariadb_server, database, until=stream_started_a_while_ago)
+    writer = BagWriter(mariadb_server, database, seed=25, until=stream_started_a_while_ago)
     writer.start()
     try:
         run = example_dag().test(run_conf={"tables": [table], "base_uri": base_uri, "chunk_key_columns": {table: "g"},
                                            "stop_after_idle_seconds": 3})
     finally:
-        writer.stop()
+        writer.stop(30)
     assert run.state == "success" and writer.count > 20
     plan = SnapshotStore(Lake.at(base_uri)).read_plan(TableId.parse(table))
     assert plan is not None and plan.schema.keyless and plan.schema.chunk_key == "g"

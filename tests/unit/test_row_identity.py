@@ -9,13 +9,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema, row_identity
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema, row_identity
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.write.merge import merge_changes
-from tests.unit.test_merge import change, changes, snapshot_rows
+from tests.unit.merge_rows import change, changes, snapshot_rows
 
 T = TableId("shop", "lines")
 COLUMNS = (
