@@ -19,11 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import airflow_provider_mysqlcdc.cdc as cdc
-
-pytestmark = pytest.mark.checks
 
 PACKAGE = "airflow_provider_mysqlcdc"
 SOURCE = Path(__file__).resolve().parents[2] / PACKAGE

@@ -11,11 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from airflow_provider_mysqlcdc import exceptions
-
-pytestmark = pytest.mark.checks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

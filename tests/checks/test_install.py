@@ -26,8 +26,6 @@ from packaging.specifiers import SpecifierSet
 
 from tests.checks.conftest import BuiltDistributions
 
-pytestmark = pytest.mark.checks
-
 FACTS = Path(__file__).with_name("installed_facts.py")
 # the venv's own Spark and Python only: nothing of the development venv or of a Spark on the machine
 _FOREIGN = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")

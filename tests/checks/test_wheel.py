@@ -13,12 +13,9 @@ import zipfile
 from email.message import Message
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
 
 from tests.checks.conftest import ROOT, BuiltDistributions
-
-pytestmark = pytest.mark.checks
 
 
 def _wheel_metadata(wheel: Path) -> Message:
