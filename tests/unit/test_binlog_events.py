@@ -1,7 +1,8 @@
 """The binlog events as ``binlog_events.parse`` reads them, from packets built here as the replication
 protocol delivers them (an OK byte, the 19-byte header, the post-header and body, a CRC32). The MySQL
 forms (GTID, anonymous GTID, version-2 rows events, HEARTBEAT_V2, 4-byte table ids) are checked only
-here: no MySQL server runs in the test environment."""
+here: no MySQL server runs in the test environment. The tagged GTID event (MySQL 8.3+) is also read from a
+binlog file a MySQL 9.6 server wrote (``tests/fixtures/mysql_binlogs``)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,25 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_dump import checked_end
-from airflow_provider_mysqlcdc.cdc.binlog_events import (
+from airflow_provider_mysqlcdc.cdc.binlog.dump import checked_end
+from airflow_provider_mysqlcdc.cdc.binlog.events import (
     Format,
     FormatDescription,
     Gtid,
-    Heartbeat,
+    HeartbeatEvent,
     Query,
     Rotate,
     Rows,
     TableMap,
     TableMaps,
+    Undecoded,
     Xid,
     parse,
 )
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError
+from tests.binlog_files import MYSQL_BINLOGS, FileDump, owner_expected
 
 MARIADB = Format("10.11.6-MariaDB-log")
 MYSQL = Format("8.0.36")
@@ -89,8 +92,8 @@ def test_format_description_and_the_table_id_size() -> None:
 def test_rotate_heartbeats_and_harmless_events() -> None:
     rotate = read(packet(4, struct.pack("<Q", 4) + b"mysql-bin.000010", log_pos=0))
     assert type(rotate) is Rotate and (rotate.position, rotate.next_binlog) == (4, "mysql-bin.000010")
-    assert type(read(packet(27, b"mysql-bin.000010"))) is Heartbeat
-    assert type(read(packet(41, b"\x01\x02"))) is Heartbeat  # MySQL's HEARTBEAT_LOG_EVENT_V2
+    assert type(read(packet(27, b"mysql-bin.000010"))) is HeartbeatEvent
+    assert type(read(packet(41, b"\x01\x02"))) is HeartbeatEvent  # MySQL's HEARTBEAT_LOG_EVENT_V2
     for harmless in (35, 160, 161, 163):  # PREVIOUS_GTIDS, ANNOTATE_ROWS, BINLOG_CHECKPOINT, GTID_LIST
         assert read(packet(harmless, b"\x00" * 8)) is None
 
@@ -118,6 +121,55 @@ def test_gtid_events() -> None:
     assert mysql.gtid == "3e11fa47-7122-11e1-9e33-c80aa9429562:23"
     anonymous = read(packet(34, b"\x01" + bytes(16) + bytes(8) + b"\x02" + bytes(16)), MYSQL)
     assert anonymous.gtid == "00000000-0000-0000-0000-000000000000:0"
+
+
+TAGGED_GTID_FILE = "rust_mysql_common/binlog_transaction_with_GTID_TAG.000001"
+
+
+def test_a_tagged_gtid_event_that_mysql_96_wrote() -> None:
+    """GTID_TAGGED_LOG_EVENT (42) in a binlog file a MySQL 9.6.0 server wrote, read packet by packet as the
+    dump reads them: the GTID its owner expects, at its event's position, and nothing left undecoded."""
+    (expected,) = owner_expected(TAGGED_GTID_FILE, "GTID_TAGGED")
+    dump = FileDump(MYSQL_BINLOGS / TAGGED_GTID_FILE)
+    events, ends = [], []
+    for event in dump:
+        events.append(event)
+        ends.append(dump.log_pos)
+    gtids = [(event, end) for event, end in zip(events, ends, strict=True) if isinstance(event, Gtid)]
+    assert [(event.gtid, end) for event, end in gtids] == [(expected["gtid"], 328)]
+    assert gtids[0][0].timestamp == int.from_bytes(bytes.fromhex("afae8569"), "little")  # its header's
+    assert expected["event_pos"] == 245 and not any(isinstance(event, Undecoded) for event in events)
+
+
+def varlen(value: int) -> bytes:
+    """An unsigned integer as MySQL's serialization framework writes it (this test's reading of the format,
+    which the real event above proves): 1-8 bytes of 7 value bits each, their count in the first byte's
+    trailing ones, or 0xff and 8 bytes."""
+    size = next((n for n in range(1, 9) if value < 1 << 7 * n), 9)
+    if size == 9:
+        return b"\xff" + value.to_bytes(8, "little")
+    return (value << size | (1 << size - 1) - 1).to_bytes(size, "little")
+
+
+def tagged_gtid(uuid: bytes, number: int, tag: str, version: int = 1) -> bytes:
+    """A GTID_TAGGED_LOG_EVENT's body: flags, uuid, number (zigzag), tag (left out when empty), last_committed."""
+    fields = (varlen(0) + varlen(0) + varlen(1) + b"".join(varlen(b) for b in uuid) + varlen(2) + varlen(number * 2)
+              + (varlen(3) + varlen(len(tag)) + tag.encode() if tag else b"") + varlen(4) + varlen(7))
+    return varlen(version) + varlen(3 + len(fields)) + varlen(0) + fields
+
+
+def test_tagged_gtid_events_built_here() -> None:
+    """Beyond the real event: numbers of every width, an untagged transaction in the tagged event, and bodies
+    that are not MySQL's format 1 or end early."""
+    sid = bytes.fromhex("3e11fa47712211e19e33c80aa9429562")
+    for number in (1, 127, 128, 2**20, 2**56, 2**63 - 1):
+        event = read(packet(42, tagged_gtid(sid, number, "blue_7")), MYSQL)
+        assert type(event) is Gtid and event.gtid == f"3e11fa47-7122-11e1-9e33-c80aa9429562:blue_7:{number}"
+    assert read(packet(42, tagged_gtid(sid, 5, "")), MYSQL).gtid == "3e11fa47-7122-11e1-9e33-c80aa9429562:5"
+    with pytest.raises(RowDecodeError, match="not MySQL's format 1"):
+        read(packet(42, tagged_gtid(sid, 5, "a", version=2)), MYSQL)
+    with pytest.raises(RowDecodeError, match="ends 26 bytes early"):
+        read(packet(42, tagged_gtid(sid, 5, "a")[:9]), MYSQL)
 
 
 # a table map: INT UNSIGNED, VARCHAR(300) utf8mb4, DECIMAL(10,2), DATETIME(3), ENUM('a','ÿ') latin1,

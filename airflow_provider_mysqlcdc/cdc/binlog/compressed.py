@@ -64,14 +64,13 @@ _SETTINGS = {
     39: "SET GLOBAL binlog_row_value_options = '' (partial JSON updates; also in the server config and in any "
         "session that sets it)",
     40: "SET GLOBAL binlog_transaction_compression = OFF (also in the server config and in any session that sets it)",
-    42: "Commit without a GTID tag: capture does not follow tagged GTIDs (MySQL 8.3+)",
     169: _COMPRESSED_V2, 170: _COMPRESSED_V2, 171: _COMPRESSED_V2,
 }
 _NAMES = {
     6: "LOAD_EVENT", 8: "CREATE_FILE_EVENT", 9: "APPEND_BLOCK_EVENT", 10: "EXEC_LOAD_EVENT",
     11: "DELETE_FILE_EVENT", 12: "NEW_LOAD_EVENT", 20: "PRE_GA_WRITE_ROWS_EVENT", 21: "PRE_GA_UPDATE_ROWS_EVENT",
     22: "PRE_GA_DELETE_ROWS_EVENT", 26: "INCIDENT_EVENT", 39: "PARTIAL_UPDATE_ROWS_EVENT",
-    40: "TRANSACTION_PAYLOAD_EVENT", 42: "GTID_TAGGED_LOG_EVENT", 169: "WRITE_ROWS_COMPRESSED_EVENT",
+    40: "TRANSACTION_PAYLOAD_EVENT", 169: "WRITE_ROWS_COMPRESSED_EVENT",
     170: "UPDATE_ROWS_COMPRESSED_EVENT", 171: "DELETE_ROWS_COMPRESSED_EVENT",
 }
 

@@ -23,6 +23,7 @@ Character sets are named by mysql-replication's collation table (``charset_by_id
 Only checked by the unit tests (hand-built packets; no MySQL server runs in the test environment):
 MySQL's GTID and anonymous GTID events, the version-2 rows events and their extra data, the
 4-byte table ids of old servers' post-header lengths, HEARTBEAT_LOG_EVENT_V2, MySQL's collation ids.
+The tagged GTID event (MySQL 8.3+) is read from a binlog file a MySQL 9.6 server wrote.
 The MariaDB forms are also read from a real MariaDB 10.11 by the integration tests.
 """
 
@@ -45,7 +46,7 @@ CHECKSUM = 4
 _HEADER = struct.Struct("<IBIIIH").unpack_from  # after the OK byte
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP, HEARTBEAT, EXECUTE_LOAD_QUERY = 2, 4, 15, 16, 19, 27, 18
-GTID, ANONYMOUS_GTID, PARTIAL_UPDATE_ROWS, HEARTBEAT_V2, MARIADB_GTID = 33, 34, 39, 41, 162
+GTID, ANONYMOUS_GTID, PARTIAL_UPDATE_ROWS, HEARTBEAT_V2, GTID_TAGGED, MARIADB_GTID = 33, 34, 39, 41, 42, 162
 WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1, WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS = 23, 24, 25, 30, 31, 32
 _KINDS = {
     WRITE_ROWS_V1: (ChangeKind.INSERT,), WRITE_ROWS: (ChangeKind.INSERT,),
@@ -280,9 +281,10 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         sequence, domain = struct.unpack_from("<QI", data, HEADER)
         return Gtid(timestamp, log_pos, f"{domain}-{server_id}-{sequence}")
     if type_code in (GTID, ANONYMOUS_GTID):
-        sid = data[HEADER + 1:HEADER + 17].hex()
         number = int.from_bytes(data[HEADER + 17:HEADER + 25], "little")
-        return Gtid(timestamp, log_pos, f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{number}")
+        return Gtid(timestamp, log_pos, f"{_uuid_text(data[HEADER + 1:HEADER + 17])}:{number}")
+    if type_code == GTID_TAGGED:
+        return Gtid(timestamp, log_pos, _tagged_gtid(data, end))
     if type_code == ROTATE:
         position = int.from_bytes(data[HEADER:HEADER + 8], "little")
         return Rotate(timestamp, log_pos, position, data[HEADER + 8:end].decode())
@@ -304,6 +306,62 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         partial = table_ids.get(int.from_bytes(data[HEADER:HEADER + fmt.table_id_size], "little"))
         table = partial.table if partial is not None else None
     return Undecoded(timestamp, log_pos, type_code, flags, table)
+
+
+def _uuid_text(raw: bytes) -> str:
+    hexits = raw.hex()
+    return f"{hexits[:8]}-{hexits[8:12]}-{hexits[12:16]}-{hexits[16:20]}-{hexits[20:]}"
+
+
+def _varlen(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned integer of MySQL's serialization framework at ``pos``, and where the next field starts. The
+    first byte's trailing one bits count the bytes that follow it; the bits above them, little-endian across
+    those bytes, are the value; eight ones: the value is the next 8 bytes whole."""
+    first = data[pos] if pos < end else 0
+    ones = (first ^ (first + 1)).bit_length() - 1
+    size = 9 if ones == 8 else ones + 1
+    if pos + size > end:
+        raise RowDecodeError(f"a GTID_TAGGED_LOG_EVENT ends {pos + size - end} bytes early")
+    if ones == 8:
+        return int.from_bytes(data[pos + 1:pos + 9], "little"), pos + 9
+    return int.from_bytes(data[pos:pos + size], "little") >> size, pos + size
+
+
+def _tagged_gtid(data: bytes, end: int) -> str:
+    """GTID_TAGGED_LOG_EVENT's ``uuid:tag:n`` (MySQL 8.3+, a transaction run with a tagged ``gtid_next``).
+
+    Its body is one message of MySQL's serialization framework (not the GTID event's fixed layout): the
+    format version (1), the message's size in bytes, the id of its last field a reader must know, then
+    fields as (id, value) in id order, a field at its default left out. Fields 0-3 are the flags, the
+    uuid (16 integers, one per byte), the number (signed: zigzag) and the tag (its length, then its
+    bytes); commit numbers, times, the transaction's length and server versions follow. Every integer
+    is variable-length (``_varlen``)."""
+    version, pos = _varlen(data, HEADER, end)
+    size, pos = _varlen(data, pos, end)
+    _, pos = _varlen(data, pos, end)
+    if version != 1:
+        raise RowDecodeError(f"a GTID_TAGGED_LOG_EVENT in serialization format {version}, not MySQL's format 1")
+    if HEADER + size > end:
+        raise RowDecodeError(f"a GTID_TAGGED_LOG_EVENT ends {HEADER + size - end} bytes early")
+    uuid, number, tag = bytearray(), 0, ""
+    while pos < HEADER + size:
+        field, pos = _varlen(data, pos, end)
+        if field > 3:
+            break
+        if field == 1:
+            for _ in range(16):
+                byte, pos = _varlen(data, pos, end)
+                uuid.append(byte)
+        elif field == 3:
+            length, pos = _varlen(data, pos, end)
+            tag = data[pos:pos + length].decode("ascii", "replace")
+            pos += length
+        else:
+            value, pos = _varlen(data, pos, end)
+            number = (value >> 1) ^ -(value & 1) if field == 2 else number  # 0: the flags
+    if len(uuid) != 16 or number < 1:
+        raise RowDecodeError("a GTID_TAGGED_LOG_EVENT without a uuid or a transaction number")
+    return f"{_uuid_text(bytes(uuid))}:{tag}:{number}" if tag else f"{_uuid_text(bytes(uuid))}:{number}"
 
 
 def _format_description(data: bytes, end: int, timestamp: int, log_pos: int) -> FormatDescription:
