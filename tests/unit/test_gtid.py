@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.binlog import reader as binlog_reader
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, covered_by_gtids, parse_specific_offset
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from tests.binlog_files import MYSQL_BINLOGS, FileDump, owner_expected, previous_gtids
 
 U1 = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
 U2 = "4e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -13,8 +23,9 @@ u1 = U1.lower()
 
 
 def contains(gtids: GtidSet, gtid: str) -> bool:
-    """Whether the one transaction ``uuid[:tag]:n`` is in the set."""
-    return GtidSet.parse(gtid).issubset(gtids)
+    """Whether the one transaction ``uuid[:tag]:n`` is in the set, asked both ways, which must agree."""
+    assert gtids.contains(gtid) == GtidSet.parse(gtid).issubset(gtids)
+    return gtids.contains(gtid)
 
 
 def test_gtid_set_parse_normalise_and_relations() -> None:
@@ -50,9 +61,50 @@ def test_tagged_gtids_of_mysql_84() -> None:
     assert not GtidSet.parse(f"{U1}:blue:1").issubset(GtidSet.parse(f"{U1}:1"))
 
 
+def test_tagged_sets_in_the_servers_order_and_layout() -> None:
+    """MySQL prints each uuid once (uuids in order), its untagged intervals, then its tags in order; sources
+    of one uuid keep that order whatever order they came in, and a uuid with only tags starts with one."""
+    text = f"{U2}:b:1,{U1}:zeta:4,{U1}:1-3,\n{U1}:_x:1 , {U1} : Alpha_1 : 7-8 : 2, {U2}:a9:3"
+    gtids = GtidSet.parse(text)
+    assert str(gtids) == f"{u1}:1-3:_x:1:alpha_1:2:7-8:zeta:4,{U2}:a9:3:b:1"
+    assert GtidSet.parse(str(gtids)) == gtids
+    # '@@gtid_executed' has a newline after each comma: the same set, the same text without it
+    assert str(GtidSet.parse(f"{u1}:1-3:_x:1:alpha_1:2:7-8:zeta:4,\n{U2}:a9:3:b:1")) == str(gtids)
+    longest = "t" * 32
+    assert str(GtidSet.parse(f"{U1}:{longest}:1")) == f"{u1}:{longest}:1"
+
+
+def test_add_is_the_union_with_one_transaction() -> None:
+    """``add`` (the stream's, at every commit) against the general union, on random sets and transactions."""
+    rng = random.Random(49)
+    sources = [U1, f"{U1}:blue", f"{U1}:a", U2, f"{U2}:z_1"]
+    for _ in range(500):
+        gtids = GtidSet()
+        for _ in range(rng.randrange(12)):
+            start = rng.randrange(1, 30)
+            gtids = gtids.union(GtidSet.parse(f"{rng.choice(sources)}:{start}-{start + rng.randrange(4)}"))
+        gtid = f"{rng.choice(sources)}:{rng.randrange(1, 36)}"
+        added = gtids.add(gtid)
+        assert added == gtids.union(GtidSet.parse(gtid)) and str(added) == str(gtids.union(GtidSet.parse(gtid)))
+        assert added.contains(gtid) and gtids.issubset(added)
+    grown = GtidSet.parse(f"{U1}:1-5")
+    assert grown.add(f"{U1}:3") is grown  # already in: the same set
+    assert str(grown.add(f"{U1}:BLUE:1").add(f"{U1}:7").add(f"{U1}:6")) == f"{u1}:1-7:blue:1"
+
+
+@pytest.mark.parametrize("bad", [U1, f"{U1}:0", f"{U1}:1-3", f"{U1}:9tag:1", f"{U1}:tag", "nonsense:1",
+                                 f"{U1}:{'t' * 33}:1", f"{U1}:a:b:1", ":1"])
+def test_add_rejects_what_is_not_one_transaction(bad: str) -> None:
+    with pytest.raises(InvalidOptionError):
+        GtidSet().add(bad)
+    with pytest.raises(InvalidOptionError):
+        GtidSet().contains(bad)
+
+
 @pytest.mark.parametrize(
     "bad",
-    ["nonsense", U1, f"{U1}:0-3", f"{U1}:5-3", f"{U1}:1-x", f"{U1}:", f"{U1}:blue", f"{U1}:a:b:1", f"{U1}:1:9tag:1"],
+    ["nonsense", U1, f"{U1}:{'t' * 33}:1", f"{U1}:0-3", f"{U1}:5-3", f"{U1}:1-x", f"{U1}:", f"{U1}:blue",
+     f"{U1}:a:b:1", f"{U1}:1:9tag:1", f"{U1}:1:ta-g:2"],
 )
 def test_gtid_set_rejects_bad_text(bad: str) -> None:
     with pytest.raises(InvalidOptionError):
@@ -93,3 +145,65 @@ def test_mariadb_advance_replaces_only_its_domain() -> None:
 def test_mariadb_rejects_bad_text(bad: str, message: str) -> None:
     with pytest.raises(InvalidOptionError, match=message):
         MariaDbGtidPosition.parse(bad)
+
+
+TAGGED_FILE = "rust_mysql_common/binlog_transaction_with_GTID_TAG.000001"
+UNTAGGED_FILE = "rust_mysql_common/binlog_transaction_previous_GTID_no_tag.000001"
+SERVER = "55778904-0299-11f1-b1b8-4ef0c4956feb"
+
+
+@pytest.mark.parametrize("name", [TAGGED_FILE, UNTAGGED_FILE])
+def test_the_sets_mysql_wrote_in_previous_gtids(name: str) -> None:
+    """A real MySQL 9.6 binlog's PREVIOUS_GTIDS holds a tagged and an untagged source of one uuid (8.0.40's,
+    an untagged one): the sets their owner expects (in its own layout), read in the server's."""
+    (expected,) = owner_expected(name, "PREVIOUS_GTIDS")
+    read = GtidSet.parse(previous_gtids(MYSQL_BINLOGS / name))
+    assert read == GtidSet.parse(expected["gtid_set"])
+    assert str(read) == {TAGGED_FILE: f"{SERVER}:1-13:mytag:1-2",
+                         UNTAGGED_FILE: "b9b88c66-0755-11f1-9899-4a9da94c4d71:1-2"}[name]
+
+
+def read_file(monkeypatch: pytest.MonkeyPatch, name: str, gtid: str | None) -> list[Committed]:
+    """The transactions ``BinlogReader`` commits reading the binlog file ``name`` from its start, with ``gtid``
+    as the GTIDs executed before it: the reader's own loop, its dump reading the file instead of a server."""
+    path = MYSQL_BINLOGS / name
+    monkeypatch.setattr(binlog_reader, "BinlogDump", lambda *_: FileDump(path))
+
+    def no_schema(table: Any) -> Any:
+        raise AssertionError(f"no table is captured, yet the reader asked for {table}'s schema")
+
+    start = BinlogOffset(path.name, 4, gtid)
+    reader = BinlogReader({}, 1, ServerIdRange(1, 1), {}, start, reload_schema=no_schema)
+    return [item for item in reader if isinstance(item, Committed)]
+
+
+def test_the_reader_advances_the_offsets_gtids_by_a_tagged_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tagged transaction MySQL 9.6 wrote, through the reader: its GTID, and the offset's set after it."""
+    before = previous_gtids(MYSQL_BINLOGS / TAGGED_FILE)
+    (committed,) = read_file(monkeypatch, TAGGED_FILE, str(GtidSet.parse(before)))
+    assert committed.gtid == f"{SERVER}:mytag:3"
+    assert (committed.offset.position, committed.offset.gtid) == (541, f"{SERVER}:1-13:mytag:1-3")
+    assert BinlogOffset(committed.offset.file, 4, before) < committed.offset
+    # without GTIDs to start from (a position-only offset) the transaction still carries its own
+    (positional,) = read_file(monkeypatch, TAGGED_FILE, None)
+    assert positional.gtid == f"{SERVER}:mytag:3" and positional.offset.gtid is None
+
+
+def test_tagged_gtids_wherever_a_gtid_set_goes() -> None:
+    """Startup's ``specific-offset``, as-of reads (both find the first transaction not covered), and the
+    order of offsets (the stream's and failover's comparisons)."""
+    executed = f"{SERVER}:1-13:MyTag:1-2"
+    assert parse_specific_offset(executed, "mysql") == GtidSet.parse(executed)
+    assert parse_specific_offset(f"{SERVER}:mytag:3", "mysql") == GtidSet.parse(f"{SERVER}:mytag:3")
+    assert AsOf.parse(executed) == AsOf(gtid=executed)
+    covered = covered_by_gtids(GtidSet.parse(executed))
+    start = BinlogOffset("binlog.000001", 4)
+    assert covered(Transaction(start, start, f"{SERVER}:mytag:2", 0))
+    assert not covered(Transaction(start, start, f"{SERVER}:mytag:3", 0))
+    assert not covered(Transaction(start, start, f"{SERVER}:other:1", 0))
+    # offsets: GTIDs decide over file and position, tags included
+    early = BinlogOffset("binlog.000009", 400, f"{SERVER}:1-13:mytag:1-2")
+    later = BinlogOffset("binlog.000001", 4, f"{SERVER}:1-13:mytag:1-3")
+    apart = BinlogOffset("binlog.000002", 4, f"{SERVER}:1-14:mytag:1-2")
+    assert early < later and early < apart and early.compare(BinlogOffset("binlog.000001", 4, executed)) == 0
+    assert later < apart  # incomparable sets: file and position decide, as for untagged ones

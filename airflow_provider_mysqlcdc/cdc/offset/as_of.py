@@ -47,7 +47,8 @@ class AsOf:
     @classmethod
     def parse(cls, value: Any) -> AsOf:
         """``value``: an AsOf, a BinlogOffset, ``"mysql-bin.000003:4"``, a MariaDB GTID position
-        (``"0-1-100"``) or MySQL GTID set (``"uuid:1-100"``), a datetime (naive = UTC), or epoch ms."""
+        (``"0-1-100"``) or MySQL GTID set (``"uuid:1-100"``, tagged ``"uuid:tag:1-5"``), a datetime (naive = UTC), or
+        epoch ms."""
         if isinstance(value, AsOf):
             return value
         if isinstance(value, BinlogOffset):

@@ -1,7 +1,11 @@
 """GTIDs of both flavours, which order binlog offsets across binlog files and failovers.
 
-MySQL writes executed GTID *sets*: ``uuid:1-5:7-9,uuid2:1-3`` (8.4 adds tags, ``uuid:tag:1-5``);
-one offset is after another when its set contains the other's. MariaDB writes a GTID *position*:
+MySQL writes executed GTID *sets*: ``uuid:1-5:7-9,uuid2:1-3``; one offset is after another when its set
+contains the other's. MySQL 8.3+ adds tags (``SET gtid_next='AUTOMATIC:<tag>'``): after a uuid its untagged
+intervals, then ``:tag:intervals`` groups, ``uuid:1-5:blue:1-3``; a tag is another source of the same uuid,
+and a transaction is ``uuid:tag:n``. The server prints each uuid once, in order, its untagged intervals
+first and then its tags in order (lower case, as it stores them); ``str`` writes that layout, with ``,``
+between uuids where ``@@gtid_executed`` has ``,`` and a newline. MariaDB writes a GTID *position*:
 one ``domain-server-seq`` per replication domain, the last transaction applied in that domain;
 sequence numbers grow within a domain, so positions compare domain by domain.
 """
@@ -10,12 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 _INTERVAL = re.compile(r"^(\d+)(?:-(\d+))?$")
 _TAG = re.compile(r"^[a-z_][a-z0-9_]{0,31}$", re.IGNORECASE)
+_UUID_LENGTH = 36  # canonical: lower case, with dashes
 
 Interval = tuple[int, int]
 
@@ -33,6 +39,17 @@ def _merge(intervals: list[Interval]) -> tuple[Interval, ...]:
         else:
             merged.append((start, end))
     return tuple(merged)
+
+
+@lru_cache(maxsize=1024)
+def _source(text: str) -> str:
+    """``uuid`` or ``uuid:tag`` of one transaction's GTID, canonical (cached: the stream adds a GTID at every
+    commit, from a handful of sources)."""
+    uuid, tagged, tag = text.partition(":")
+    uuid, tag = uuid.strip(), tag.strip()
+    if not _UUID.match(uuid) or (tagged and not _TAG.match(tag)):
+        raise InvalidOptionError(f"{text!r} is not the source of a MySQL GTID (expected 'uuid' or 'uuid:tag')")
+    return f"{_canonical_uuid(uuid)}:{tag.lower()}" if tagged else _canonical_uuid(uuid)
 
 
 @dataclass(frozen=True)
@@ -54,11 +71,13 @@ class GtidSet:
             if not part:
                 continue
             uuid, *rest = part.split(":")
+            uuid = uuid.strip()
             if not _UUID.match(uuid) or not rest:
                 raise InvalidOptionError(f"{part!r} is not a MySQL GTID set entry (expected 'uuid:1-5')")
             uuid = _canonical_uuid(uuid)
             source, tag_without_interval = uuid, False
             for item in rest:
+                item = item.strip()
                 interval = _INTERVAL.match(item)
                 if interval:
                     start = int(interval.group(1))
@@ -77,12 +96,17 @@ class GtidSet:
 
     def __str__(self) -> str:
         """The server's own layout: one entry per UUID, untagged intervals first, then each tag's."""
-        entries: dict[str, str] = {}
+        entries: list[str] = []
+        previous = ""
         for source, intervals in self.sources:  # sorted: 'uuid' comes before 'uuid:tag'
-            uuid, _, tag = source.partition(":")
-            text = (f":{tag}" if tag else "") + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in intervals)
-            entries[uuid] = entries.get(uuid, uuid) + text
-        return ",".join(entries.values())
+            text = "".join([f":{a}" if a == b else f":{a}-{b}" for a, b in intervals])
+            uuid = source[:_UUID_LENGTH]
+            if uuid == previous:
+                entries[-1] += source[_UUID_LENGTH:] + text
+            else:
+                entries.append(source + text)
+                previous = uuid
+        return ",".join(entries)
 
     def _map(self) -> dict[str, tuple[Interval, ...]]:
         return dict(self.sources)
@@ -101,8 +125,35 @@ class GtidSet:
         return GtidSet(tuple(sorted((s, _merge(iv)) for s, iv in found.items())))
 
     def add(self, gtid: str) -> GtidSet:
-        """Add one executed GTID, ``uuid:n`` or ``uuid:tag:n``, as the stream does at each commit."""
-        return self.union(GtidSet.parse(gtid))
+        """The set with one executed GTID, ``uuid:n`` or ``uuid:tag:n``, added: the stream does it at every commit,
+        so the usual case, the next number of a source's last interval, is one tuple replaced."""
+        source, number = _transaction(gtid)
+        sources = self.sources
+        for i, (name, intervals) in enumerate(sources):
+            if name == source:
+                start, end = intervals[-1]
+                if number == end + 1:
+                    grown = (*intervals[:-1], (start, number))
+                elif any(a <= number <= b for a, b in intervals):
+                    return self
+                else:
+                    grown = _merge([*intervals, (number, number)])
+                return GtidSet((*sources[:i], (source, grown), *sources[i + 1:]))
+        return GtidSet(tuple(sorted((*sources, (source, ((number, number),))))))
+
+    def contains(self, gtid: str) -> bool:
+        """Whether the one transaction ``gtid`` (``uuid:n`` or ``uuid:tag:n``) is in the set."""
+        source, number = _transaction(gtid)
+        return any(a <= number <= b for name, intervals in self.sources if name == source for a, b in intervals)
+
+
+def _transaction(gtid: str) -> tuple[str, int]:
+    """One transaction's GTID, ``uuid:n`` or ``uuid:tag:n``, as its canonical source and number."""
+    source, _, number = gtid.rpartition(":")
+    number = number.strip()
+    if not source or not number.isdecimal() or int(number) < 1:
+        raise InvalidOptionError(f"{gtid!r} is not a MySQL GTID (expected 'uuid:n' or 'uuid:tag:n', n >= 1)")
+    return _source(source), int(number)
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ def parse_specific_offset(text: str | None, flavor: str) -> BinlogOffset | GtidS
     if gtids is None:
         raise InvalidOptionError(
             f"startup_offset must be 'binlog-file:position' (e.g. 'mysql-bin.000003:4'), a MySQL GTID set "
-            f"('uuid:1-100') or a MariaDB GTID position ('0-1-100'), not {text!r}"
+            f"('uuid:1-100', with tags 'uuid:1-100:tag:1-5') or a MariaDB GTID position ('0-1-100'), not {text!r}"
         )
     if flavor != MYSQL:
         raise InvalidOptionError(f"startup_offset {value!r} is a MySQL GTID set, but the server is MariaDB")
@@ -158,13 +158,14 @@ def parse_timestamp_ms(value: Any) -> int:
 
 
 def covered_by_gtids(gtids: GtidSet | MariaDbGtidPosition) -> Covered:
-    """A transaction is covered when its GTID is in the set (MySQL) or at or before the position (MariaDB).
+    """A transaction is covered when its GTID (``uuid:n``, or ``uuid:tag:n`` on MySQL 8.3+) is in the set (MySQL)
+    or at or before the position (MariaDB).
 
     A transaction without a GTID (MySQL without gtid_mode) is never covered: the set cannot vouch
     for it, so the stream starts there rather than skip it.
     """
     if isinstance(gtids, GtidSet):
-        return lambda txn: txn.gtid is not None and GtidSet.parse(txn.gtid).issubset(gtids)
+        return lambda txn: txn.gtid is not None and gtids.contains(txn.gtid)
     return lambda txn: txn.gtid is not None and MariaDbGtidPosition.parse(txn.gtid).issubset(gtids)
 
 
