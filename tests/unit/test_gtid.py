@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,9 +13,10 @@ from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed
 from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
-from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, covered_by_gtids, parse_specific_offset
+from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, anchor, covered_by_gtids, parse_specific_offset
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError
 from tests.binlog_files import MYSQL_BINLOGS, FileDump, owner_expected, previous_gtids
 
 U1 = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
@@ -207,3 +209,59 @@ def test_tagged_gtids_wherever_a_gtid_set_goes() -> None:
     apart = BinlogOffset("binlog.000002", 4, f"{SERVER}:1-14:mytag:1-2")
     assert early < later and early < apart and early.compare(BinlogOffset("binlog.000001", 4, executed)) == 0
     assert later < apart  # incomparable sets: file and position decide, as for untagged ones
+
+
+class MySqlAnswers:
+    """A control connection to the MySQL 9.6 server of the tagged file, after a failover: the answers of the
+    queries ``anchor`` asks (identity, executed and purged GTIDs, binlog files); a cursor is the connection."""
+
+    def __init__(self, executed: str, purged: str) -> None:
+        self.answers = {"SELECT @@server_uuid": SERVER, "SELECT @@GLOBAL.gtid_executed": executed,
+                        "SELECT @@GLOBAL.gtid_purged": purged}
+        self.answer: Any = None
+
+    def cursor(self) -> MySqlAnswers:
+        return self
+
+    def __enter__(self) -> MySqlAnswers:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def execute(self, sql: str) -> None:
+        self.answer = self.answers.get(sql, sql)
+
+    def fetchone(self) -> tuple[Any]:
+        return (self.answer,)
+
+    def fetchall(self) -> list[tuple[str]]:
+        assert self.answer == "SHOW BINARY LOGS"
+        return [(TAGGED_FILE.rsplit("/", 1)[1],)]
+
+
+class ReplicationConfig:
+    server_id = ServerIdRange(1, 1)
+
+    def replication_settings(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.mark.parametrize(("checkpoint", "position"), [
+    (f"{SERVER}:1-13:mytag:1-2", 4),  # before the tagged transaction: the stream starts at it
+    (f"{SERVER}:1-13:MyTag:1-3", 541),  # after it: at the end of its commit
+])
+def test_failover_finds_the_checkpoint_by_tagged_gtids(monkeypatch: pytest.MonkeyPatch, checkpoint: str,
+                                                       position: int) -> None:
+    """A checkpoint taken on another server is found in the new server's binlog (the real MySQL 9.6 file, scanned
+    by the reader's loop) by its tagged GTIDs; one with a tagged transaction the new server lacks is refused."""
+    monkeypatch.setattr(binlog_reader, "BinlogDump", lambda *_: FileDump(MYSQL_BINLOGS / TAGGED_FILE))
+    server = ServerInfo("mysql", (9, 6, 0), "9.6.0")
+    control = MySqlAnswers(f"{SERVER}:1-13:mytag:1-3", f"{SERVER}:1-13:mytag:1")
+    old = BinlogOffset("binlog.000042", 1234, checkpoint, server="mysql server_uuid=another")
+    config: Any = ReplicationConfig()
+    anchored = anchor(control, server, config, 1, old)
+    assert (anchored.file, anchored.position) == (TAGGED_FILE.rsplit("/", 1)[1], position)
+    assert anchored.gtid == checkpoint and anchored.server == f"mysql server_uuid={SERVER}"
+    with pytest.raises(ServerChangedError, match="lacks transactions the lake already has"):
+        anchor(control, server, config, 1, replace(old, gtid=f"{SERVER}:1-13:mytag:1-4"))
