@@ -6,7 +6,7 @@ from typing import Any
 
 from airflow_provider_mysqlcdc import __version__
 from airflow_provider_mysqlcdc.assets import SCHEMES
-from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
+from airflow_provider_mysqlcdc.cdc.source.server_id import DEFAULT_SERVER_ID_RANGE
 
 _STRING = {"type": ["string", "null"]}
 # JSON-schema patterns of the form fields; the hook validates the same values (a unit test keeps them in step)

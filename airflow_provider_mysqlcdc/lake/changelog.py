@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.change_columns import EVENT_FIELDS, ImageBuffer, tuple_columns
+from airflow_provider_mysqlcdc.cdc.binlog.change_columns import EVENT_FIELDS, ImageBuffer, tuple_columns
+from airflow_provider_mysqlcdc.cdc.binlog.row_columns import arrow_array
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
-from airflow_provider_mysqlcdc.cdc.row_columns import arrow_array
-from airflow_provider_mysqlcdc.cdc.schema import TableSchema
-from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema.converters import arrow_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
 from airflow_provider_mysqlcdc.lake.format.delta_schema import cast_to
 
 METADATA_FIELDS = [

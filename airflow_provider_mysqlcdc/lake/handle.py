@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.lake.documents import storage
 from airflow_provider_mysqlcdc.lake.format.delta_table import DeltaLocation
 from airflow_provider_mysqlcdc.lake.write.maintenance import DEFAULT_POLICY

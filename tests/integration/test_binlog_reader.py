@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaChanged
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
 
 
@@ -130,7 +130,7 @@ def test_blocking_reader_heartbeats_and_survives_a_killed_connection(mariadb_ser
     import threading
     import time
 
-    from airflow_provider_mysqlcdc.cdc.binlog_reader import Heartbeat
+    from airflow_provider_mysqlcdc.cdc.binlog.reader import Heartbeat
 
     run(admin, "CREATE TABLE r5 (id INT PRIMARY KEY)")
     table = TableId(database, "r5")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_retention import BATCH_OVERHEAD_SECONDS, read_retention
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.retention import BATCH_OVERHEAD_SECONDS, read_retention
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore

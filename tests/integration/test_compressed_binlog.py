@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
-from airflow_provider_mysqlcdc.cdc.binlog_events import Query
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows
-from airflow_provider_mysqlcdc.cdc.change_columns import ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.change_columns import ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog.events import Query
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, ChangeRows
+from airflow_provider_mysqlcdc.cdc.binlog.row_decoder import Located
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.row_decoder import Located
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.converters import RowConverter, select_expression
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 from airflow_provider_mysqlcdc.lake.changelog import rows_table
 from dev import mariadb

@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, discover_tables, load_table_schema, parse_members
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.discovery import (
+    TableSelection,
+    discover_tables,
+    load_table_schema,
+    parse_members,
+)
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSupportedError
 
 ODD_DB = "dïsc `odd` db"

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder, collated_parameter
-from airflow_provider_mysqlcdc.cdc.schema import Column
+from airflow_provider_mysqlcdc.cdc.schema.table import Column
+from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder, collated_parameter
 
 TRICKY = ["", " ", "a", "A", "a ", "a\t", "a  b", "á", "à", "b", "B", "é", "E", "e", "ß", "ss", "z", "Z",
           "😀", "😁", "\U0010fffd", "日本", "~", "a\x00", "ǅ", "Ǆ", "ǆ"]

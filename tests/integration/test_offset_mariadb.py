@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.offset import (
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
     BinlogOffset,
     binlog_files,
     check_offset_available,
     read_current_offset,
     read_snapshot_offset,
 )
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.source_checks import check_source
+from airflow_provider_mysqlcdc.cdc.source.checks import check_source
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 

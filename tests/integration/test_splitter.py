@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, chunk_where
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, discover_tables, load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.splitter import split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection, discover_tables, load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk, chunk_where
+from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
 

@@ -9,15 +9,15 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent
 
-from airflow_provider_mysqlcdc.cdc.binlog_dump import BinlogDump
-from airflow_provider_mysqlcdc.cdc.binlog_events import Rows
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, ChangeRows, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog.events import Rows
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, ChangeRows, SchemaChanged
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 
 # what the row decoder and the reader's checks read of a column (``row_decoder._METADATA``)
 METADATA = ("type", "name", "unsigned", "max_length", "length_size", "precision", "decimals", "fsp", "bits", "size",

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_retention import (
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.retention import (
     BATCH_OVERHEAD_SECONDS,
     DEFAULT_ROWS_PER_SECOND,
     BinlogRetention,
@@ -18,7 +19,6 @@ from airflow_provider_mysqlcdc.cdc.binlog_retention import (
     estimate_snapshot,
     retention_from_variables,
 )
-from airflow_provider_mysqlcdc.cdc.schema import TableId
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError, InvalidOptionError, SourceConfigError
 
 ORDERS = TableId("shop", "orders")

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, floored, reconcile_tables
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint

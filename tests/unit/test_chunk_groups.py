@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import chunk_groups
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import chunk_groups
 
 
 def weight(group: list[tuple[int, int, int]], sizes: list[int]) -> Fraction:

@@ -8,7 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import (
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId
+from airflow_provider_mysqlcdc.cdc.split.chunks import (
     Chunk,
     FinishedChunkInfo,
     chunk_where,
@@ -16,8 +18,6 @@ from airflow_provider_mysqlcdc.cdc.chunks import (
     encode_key,
     key_parameter,
 )
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
 
 TABLE = TableId("shop", "or.ders")
 INT_KEY = Column("id", "bigint", "bigint(20) unsigned", nullable=False, unsigned=True)
@@ -81,7 +81,7 @@ def test_chunk_where() -> None:
 
 
 def test_inline_literals_need_no_escaping() -> None:
-    from airflow_provider_mysqlcdc.cdc.arrow_select import literal
+    from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import literal
 
     assert literal("it's \\ é") == "X'" + "it's \\ é".encode().hex() + "'"
     assert literal(b"\x00'") == "X'0027'"
@@ -94,7 +94,7 @@ def test_inline_literals_need_no_escaping() -> None:
 
 
 def test_bad_names_and_keys_are_named_errors() -> None:
-    from airflow_provider_mysqlcdc.cdc.sql import quote_identifier
+    from airflow_provider_mysqlcdc.cdc.source.sql import quote_identifier
     from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableNotSupportedError
 
     for name in ("orders", ".orders", "shop."):

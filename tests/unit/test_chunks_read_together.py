@@ -9,10 +9,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import ArrowSelect, part_by_key
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import ArrowSelect, part_by_key
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 
 TABLE = TableId("shop", "orders")
 TOP = 2**64 - 1

@@ -11,10 +11,10 @@ import zlib
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_events import Format, Query, Rows, TableMap, Undecoded, parse
-from airflow_provider_mysqlcdc.cdc.compressed_events import inflate_query, refuse_undecoded, uncompress
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.binlog.compressed import inflate_query, refuse_undecoded, uncompress
+from airflow_provider_mysqlcdc.cdc.binlog.events import Format, Query, Rows, TableMap, Undecoded, parse
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SourceConfigError
 
 TRANSACTION = BinlogOffset("mysql-bin.000007", 1200)

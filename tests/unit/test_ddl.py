@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.ddl import (
+from airflow_provider_mysqlcdc.cdc.schema.ddl import (
     ColumnChange,
     ColumnChangeKind,
     TableChange,
@@ -12,7 +12,7 @@ from airflow_provider_mysqlcdc.cdc.ddl import (
     keeps_values,
     parse_ddl,
 )
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId
 
 ADD, DROP, RENAME, MODIFY, DEFAULT = (ColumnChangeKind.ADD, ColumnChangeKind.DROP, ColumnChangeKind.RENAME,
                                       ColumnChangeKind.MODIFY, ColumnChangeKind.DEFAULT)

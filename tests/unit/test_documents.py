@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk, FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk, FinishedChunkInfo
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError, NewerLakeFormatError, RetiredLakeFormatError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo as Finished
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter, TableFilter
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo as Finished
+from airflow_provider_mysqlcdc.cdc.split.emit_filter import EmitFilter, TableFilter
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 
 # chunks (-inf,10) HW 100, [10,20) HW 300, [20,+inf) HW 200: integer keys compare as they are, and

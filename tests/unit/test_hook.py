@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 

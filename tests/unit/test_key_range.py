@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges
+from airflow_provider_mysqlcdc.cdc.split.key_range import KeyRange, KeyRanges
 
 
 def test_a_range_holds_its_start_but_not_its_end() -> None:

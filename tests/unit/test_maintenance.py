@@ -122,7 +122,7 @@ def test_a_maintenance_that_loses_a_race_is_put_off_not_fatal(
 ) -> None:
     """Another writer's commit (a re-run snapshot batch, a repair) can make a compaction's commit fail;
     the stream goes on and the table is looked at again at its next commit."""
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.engine.stream import table_upkeep
     from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri
 
@@ -150,7 +150,7 @@ def test_a_lakes_tables_are_made_with_the_upkeeps_properties_and_keep_their_prot
     """A changelog with a DATETIME column (writer version 7): made with the default policy's properties, so
     upkeep under that policy commits nothing; under another, its properties change and its protocol does not
     (delta-rs's ``set_table_properties`` would add the variantType reader feature)."""
-    from airflow_provider_mysqlcdc.cdc.schema import TableId
+    from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.lake.write.maintenance import DEFAULT_POLICY

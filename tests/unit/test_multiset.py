@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import check_keyless_source
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.verification.verify import compare
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID

@@ -7,9 +7,9 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.normalize import normalize_chunk
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.cdc.schema.converters import arrow_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.normalize import normalize_chunk
 
 TABLE = TableId("db", "t")
 SCHEMA = TableSchema(TABLE, (Column("k", "bigint", "bigint"), Column("v", "varchar", "varchar(9)")), ("k",))

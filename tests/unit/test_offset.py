@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index, read_current_offset
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index, read_current_offset
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
 U1 = "3E11FA47-71CA-11E1-9E33-C80AA9429562"

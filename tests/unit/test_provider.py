@@ -124,7 +124,7 @@ def test_connection_form_shows_the_extras_without_hook_methods() -> None:
 
 
 def test_server_id_field_states_the_default_and_how_many_ids_a_run_needs() -> None:
-    from airflow_provider_mysqlcdc.cdc.server_id import DEFAULT_SERVER_ID_RANGE
+    from airflow_provider_mysqlcdc.cdc.source.server_id import DEFAULT_SERVER_ID_RANGE
 
     (conn_type,) = get_provider_info()["connection-types"]
     field = conn_type["conn-fields"]["server_id"]

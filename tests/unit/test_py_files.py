@@ -16,7 +16,7 @@ def test_zip_is_importable(tmp_path: Path) -> None:
     assert "airflow_provider_mysqlcdc/spark/snapshot_job.py" in names
     assert "pymysql/connections.py" in names and "pymysqlreplication/binlogstream.py" in names
     # -S: no site-packages, so the modules can only come from the zip
-    probe = "import pymysql, pymysqlreplication.gtid, airflow_provider_mysqlcdc.cdc.gtid as g; print(g.__file__)"
+    probe = "import pymysql, pymysqlreplication.gtid, airflow_provider_mysqlcdc.cdc.offset.gtid as g; print(g.__file__)"
     out = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(archive)!r}); {probe}"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

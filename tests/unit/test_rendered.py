@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 

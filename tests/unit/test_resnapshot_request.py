@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
 from airflow_provider_mysqlcdc.engine.verification.resnapshot import RequestedRange, ResnapshotRequest, chunk_ranges
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches

@@ -14,15 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn, Rows, TableMap, all_present
-from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
-from airflow_provider_mysqlcdc.cdc.change_columns import EVENT_FIELDS, ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.change_columns import EVENT_FIELDS, ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.events import BinlogColumn, Rows, TableMap, all_present
+from airflow_provider_mysqlcdc.cdc.binlog.reader import ChangeRows
+from airflow_provider_mysqlcdc.cdc.binlog.row_columns import column_values, located_columns
+from airflow_provider_mysqlcdc.cdc.binlog.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.row_columns import column_values, located_columns
-from airflow_provider_mysqlcdc.cdc.row_decoder import _WIRE_READERS, RowDecoder, RowDecoders, _decimal, _time2
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.type_registry import TYPES
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.type_registry import TYPES
 
 WRITE_ROWS_V1 = 23
 

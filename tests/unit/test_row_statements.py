@@ -1,11 +1,11 @@
-"""Which tables a change logged as a statement writes (``cdc/row_statements.py``)."""
+"""Which tables a change logged as a statement writes (``cdc/binlog/row_statements.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.row_statements import parse_row_statement
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.binlog.row_statements import parse_row_statement
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 
 
 def t(name: str, database: str = "db") -> TableId:

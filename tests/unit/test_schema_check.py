@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.schema_check import SchemaDifference, describe, schema_differences
+from airflow_provider_mysqlcdc.cdc.schema.schema_check import SchemaDifference, describe, schema_differences
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 
 ORDERS = TableId("shop", "orders")
 ITEMS = TableId("shop", "items")

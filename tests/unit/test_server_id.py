@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapshot_readers, explain_server_id_clash
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.server_id import (
+    ServerIdRange,
+    assign_snapshot_readers,
+    explain_server_id_clash,
+)
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, pack_batches
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers, pack_server_id, pack_tasks
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError

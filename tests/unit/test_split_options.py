@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.retention import RetentionCheck
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
@@ -86,8 +86,8 @@ def test_unbounded_chunk_first_is_a_flag() -> None:
 
 
 def test_the_unbounded_last_chunk_is_read_first() -> None:
-    from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-    from airflow_provider_mysqlcdc.cdc.schema import Column, TableSchema
+    from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableSchema
+    from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
     from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import unbounded_first
     from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches
 

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema import Column
-from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, even_bounds, validate_split_options
+from airflow_provider_mysqlcdc.cdc.schema.table import Column
+from airflow_provider_mysqlcdc.cdc.split.splitter import chunk_rows, even_bounds, validate_split_options
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 
 UNSIGNED = Column("id", "bigint", "bigint(20) unsigned", nullable=False, unsigned=True)

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.gtid import GtidSet, MariaDbGtidPosition
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.startup import (
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
+from airflow_provider_mysqlcdc.cdc.offset.startup import (
     Transaction,
     covered_by_gtids,
     find_first_uncovered,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -45,7 +45,7 @@ def test_a_round_over_many_tables_logs_one_line(tmp_path: Path, caplog) -> None:
     import logging
 
     from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-    from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
+    from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
     from airflow_provider_mysqlcdc.engine.stream.state_merge import ROUND_DETAIL_TABLES
     from airflow_provider_mysqlcdc.lake.changelog import changes_table
     from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import ChangeRows
+from airflow_provider_mysqlcdc.cdc.binlog.reader import ChangeRows
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.stream_batches import _Committer, _Pending
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, LakeLeaseError

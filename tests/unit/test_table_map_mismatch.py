@@ -3,9 +3,9 @@ what differs and what to set, never a guess at a schema change."""
 
 from __future__ import annotations
 
-from airflow_provider_mysqlcdc.cdc.binlog_events import BinlogColumn
-from airflow_provider_mysqlcdc.cdc.binlog_reader import describes, explain_mismatch
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.binlog.events import BinlogColumn
+from airflow_provider_mysqlcdc.cdc.binlog.reader import describes, explain_mismatch
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 
 ID = Column("id", "int", "int", nullable=False)
 DOC = Column("doc", "json", "json")

@@ -7,9 +7,9 @@ import ssl
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import connectorx_reaches, connectorx_url
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.tls import TlsSettings, explain_refusal, only_the_ca
+from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import connectorx_reaches, connectorx_url
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.tls import TlsSettings, explain_refusal, only_the_ca
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 

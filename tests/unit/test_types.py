@@ -7,10 +7,10 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.arrow_select import select_expression as connectorx_expression
-from airflow_provider_mysqlcdc.cdc.schema import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.type_registry import TYPES, UNSUPPORTED, type_of
-from airflow_provider_mysqlcdc.cdc.types import RowConverter, arrow_type, select_expression
+from airflow_provider_mysqlcdc.cdc.schema.converters import RowConverter, arrow_type, select_expression
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.type_registry import TYPES, UNSUPPORTED, type_of
+from airflow_provider_mysqlcdc.cdc.snapshot.arrow_select import select_expression as connectorx_expression
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
 

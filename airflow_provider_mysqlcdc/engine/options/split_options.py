@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.splitter import (
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.retention import RetentionCheck
+from airflow_provider_mysqlcdc.cdc.split.splitter import (
     DEFAULT_CHUNK_MAX_BYTES,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_DISTRIBUTION_FACTOR_LOWER,

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode, parse_file_position
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode, parse_file_position
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options import rendered
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.handle import Lake

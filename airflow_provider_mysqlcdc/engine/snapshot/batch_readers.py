@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow_provider_mysqlcdc.cdc.server_id import ServerIdRange, assign_snapshot_readers, snapshot_server_id
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange, assign_snapshot_readers, snapshot_server_id
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 

@@ -22,19 +22,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import (
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_columns, load_table_schemas
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import (
     DEFAULT_GROUP_SIZE,
     ChunkReader,
     ChunkSnapshot,
     TableChunks,
     read_tables,
 )
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import load_table_columns, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.snapshot.read_ahead import read_ahead
 from airflow_provider_mysqlcdc.exceptions import (
     SchemaChangeError,

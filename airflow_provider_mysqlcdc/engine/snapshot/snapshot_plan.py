@@ -18,14 +18,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc import binlog_retention
-from airflow_provider_mysqlcdc.cdc.binlog_retention import RetentionCheck, TableWork
-from airflow_provider_mysqlcdc.cdc.chunk_reader import check_keyless_source
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import approximate_rows, average_row_bytes, discover_tables, wide_columns
-from airflow_provider_mysqlcdc.cdc.schema import PRIMARY, TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.source_checks import check_source
-from airflow_provider_mysqlcdc.cdc.splitter import chunk_rows, split_table
+from airflow_provider_mysqlcdc.cdc.schema.discovery import (
+    approximate_rows,
+    average_row_bytes,
+    discover_tables,
+    wide_columns,
+)
+from airflow_provider_mysqlcdc.cdc.schema.table import PRIMARY, TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import check_keyless_source
+from airflow_provider_mysqlcdc.cdc.source import retention as binlog_retention
+from airflow_provider_mysqlcdc.cdc.source.checks import check_source
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.retention import RetentionCheck, TableWork
+from airflow_provider_mysqlcdc.cdc.split.splitter import chunk_rows, split_table
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, batch_rows, pack_batches, read_group
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import BinlogReader, Committed, SchemaStatement
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection, load_table_schema, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection, load_table_schema, load_table_schemas
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 
 
 def first_captured_change(

@@ -36,13 +36,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import SchemaStatement
+from airflow_provider_mysqlcdc.cdc.binlog.reader import SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
-from airflow_provider_mysqlcdc.cdc.discovery import TableSelection
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
+from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import floored

@@ -15,8 +15,8 @@ import logging
 import time
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.schema_check import SchemaDifference, check_source_schemas
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.schema.schema_check import SchemaDifference, check_source_schemas
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceSchemaDivergedError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 

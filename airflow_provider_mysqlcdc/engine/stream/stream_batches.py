@@ -30,7 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.binlog_reader import (
+from airflow_provider_mysqlcdc.cdc.binlog.change_columns import ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.reader import (
     BinlogReader,
     ChangeRows,
     Committed,
@@ -38,14 +39,13 @@ from airflow_provider_mysqlcdc.cdc.binlog_reader import (
     SchemaChanged,
     SchemaStatement,
 )
-from airflow_provider_mysqlcdc.cdc.change_columns import ImageBuffer
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.emit_filter import EmitFilter
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, read_current_offset
-from airflow_provider_mysqlcdc.cdc.row_decoder import Located
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.binlog.row_decoder import Located
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.split.emit_filter import EmitFilter
+from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
 from airflow_provider_mysqlcdc.engine.options.stream_options import CommitLimits
 from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError

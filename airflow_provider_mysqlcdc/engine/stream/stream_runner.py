@@ -14,14 +14,14 @@ from collections.abc import Generator
 from functools import partial
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.chunks import FinishedChunkInfo
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.discovery import find_tables, load_table_schema, load_table_schemas
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, check_offset_available
-from airflow_provider_mysqlcdc.cdc.schema import TableId
-from airflow_provider_mysqlcdc.cdc.server_info import ServerInfo
-from airflow_provider_mysqlcdc.cdc.source_checks import check_source
-from airflow_provider_mysqlcdc.cdc.startup import StartupMode, anchor, parse_file_position, start_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, check_offset_available
+from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode, anchor, parse_file_position, start_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import find_tables, load_table_schema, load_table_schemas
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.checks import check_source
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import (
     SchemaChangeBehavior,
     StreamOptions,

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 
-from airflow_provider_mysqlcdc.cdc.schema import TableId
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 from airflow_provider_mysqlcdc.lake.handle import Lake

@@ -32,13 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
-from airflow_provider_mysqlcdc.cdc.chunks import Chunk
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.key_order import KeyOrder
-from airflow_provider_mysqlcdc.cdc.key_range import KeyRanges
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader, ChunkSnapshot
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
+from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
+from airflow_provider_mysqlcdc.cdc.split.key_range import KeyRanges
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema, file_rows
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore

@@ -39,15 +39,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_mysqlcdc.cdc.chunk_reader import ChunkReader, ChunkSnapshot
-from airflow_provider_mysqlcdc.cdc.chunks import INTEGER_TYPES, Chunk, decode_key, encode_key
-from airflow_provider_mysqlcdc.cdc.connection import ConnectionConfig
-from airflow_provider_mysqlcdc.cdc.key_order import STRING_TYPES, KeyOrder
-from airflow_provider_mysqlcdc.cdc.key_range import KeyRange, KeyRanges
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.server_id import snapshot_server_id
-from airflow_provider_mysqlcdc.cdc.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.snapshot.chunk_reader import ChunkReader, ChunkSnapshot
+from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import snapshot_server_id
+from airflow_provider_mysqlcdc.cdc.split.chunks import INTEGER_TYPES, Chunk, decode_key, encode_key
+from airflow_provider_mysqlcdc.cdc.split.key_order import STRING_TYPES, KeyOrder
+from airflow_provider_mysqlcdc.cdc.split.key_range import KeyRange, KeyRanges
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema
 from airflow_provider_mysqlcdc.exceptions import (
     AsOfError,

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
 from airflow_provider_mysqlcdc.exceptions import LakeFormatError
 from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake

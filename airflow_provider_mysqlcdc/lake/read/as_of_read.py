@@ -42,12 +42,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.key_range import KeyRange
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset, file_index
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
-from airflow_provider_mysqlcdc.cdc.types import arrow_schema
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.schema.converters import arrow_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.split.key_range import KeyRange
 from airflow_provider_mysqlcdc.exceptions import AsOfError, InvalidOptionError
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore

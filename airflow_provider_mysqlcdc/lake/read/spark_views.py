@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_mysqlcdc.cdc.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.changelog import METADATA_FIELDS, lake_schema
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN, stored_schema

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.schema import TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.format.table_format import MergeCounts, MergeSpec, quote
