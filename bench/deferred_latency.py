@@ -51,7 +51,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 def measure(args: argparse.Namespace, work: Path) -> tuple[list[float], dict[str, object]]:
     from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
     from airflow_provider_mysqlcdc.lake.handle import Lake
-    from airflow_provider_mysqlcdc.lake.read.replica.replica import read_table
+    from airflow_provider_mysqlcdc.lake.read.replica import read_table
     from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 
     with throwaway_server(args.port) as server:

@@ -136,7 +136,7 @@ def child_snapshot(spec: dict[str, Any], config: Any) -> dict[str, Any]:
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
     from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
     from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
-    from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import Plan, SnapshotStore, group_batches
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
     control = config.connect()

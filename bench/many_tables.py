@@ -193,7 +193,7 @@ def check_equal(server: Any, base_uri: str, tables: list[str]) -> None:
     """Each replica's row count and sum of ``amount`` against the source's."""
     import pyarrow.compute as pc
 
-    from airflow_provider_mysqlcdc.lake.read.replica.replica import read_table
+    from airflow_provider_mysqlcdc.lake.read.replica import read_table
 
     with server.admin_connect().cursor() as cur:
         for table in tables:

@@ -19,7 +19,7 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schemas
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks, write_batches
-from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
 from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack

@@ -29,7 +29,7 @@ from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batc
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.engine.verification.verify import verify_batch_locally
-from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from bench.common.server import load_orders, throwaway_server
 

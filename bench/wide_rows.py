@@ -85,7 +85,7 @@ print(time.perf_counter() - started)
 def snapshot(table: str, base_uri: str, chunk_max_bytes: int) -> dict[str, float]:
     """One run of the example DAG for ``table`` into a new lake: seconds, chunks, and the Spark peaks in MiB."""
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
-    from airflow_provider_mysqlcdc.lake.documents.versions.snapshot import SnapshotStore
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
     groups = {"jvm": ([base_uri.encode()], [b"pyspark.daemon"]), "workers": ([b"pyspark.daemon"], [])}

@@ -16,7 +16,11 @@ from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset, read_snapshot_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
+    BinlogOffset,
+    read_current_offset,
+    read_snapshot_offset,
+)
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
