@@ -35,9 +35,10 @@ class TransactionWriter(threading.Thread):
         rnd = random.Random(self.seed)
         try:
             with self.conn.cursor() as cur:
-                while not self.until() and not self.stopping.wait(self.pause):
+                while not self.until() and not self.stopping.is_set():
                     self.write(cur, rnd)
                     self.count += 1
+                    self.stopping.wait(self.pause)  # after the write: the first one comes at once
         except BaseException as exc:  # kept for the test to assert on, and reported by the thread
             self.error = exc
             raise
