@@ -25,7 +25,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dev.ports import free_port
 from dev.processes import alive, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,11 +198,6 @@ def _airflow() -> str:
 def _tail(path: Path, size: int = 3000) -> str:
     return path.read_text(errors="replace")[-size:] if path.exists() else "(no log)"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def environment(home: Path, port: int, parallelism: int, dags_folder: Path,

@@ -33,7 +33,6 @@ and a lake of an earlier format by the same file run against the code of that co
 from __future__ import annotations
 
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from pathlib import Path
 
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from dev import mariadb
+from dev.ports import free_port
 from tests import replica
 
 TABLES = ("shop.orders", "shop.tags")
@@ -136,11 +136,6 @@ def replay(server: mariadb.MariaDbServer, streamed: Callable[[Stream], None]) ->
         elif isinstance(step, Stream):
             streamed(step)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make(out: Path) -> None:

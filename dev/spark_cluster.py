@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dev.ports import free_port
 from dev.processes import alive, stop_group
 
 
@@ -41,11 +41,6 @@ def spark_home() -> Path:
                            f"reinstall the package (pip install .), which pins both to one release")
     return home
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

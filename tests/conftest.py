@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from dev import mariadb
+from dev.ports import free_port
 from dev.tls_certs import TlsFiles, make_tls_files
 
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-home-"))
@@ -48,16 +48,11 @@ def airflow_db() -> None:
     subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, timeout=300)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="session")
 def mariadb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mariadb.MariaDbServer]:
     base = tmp_path_factory.mktemp("mariadb")
-    server = mariadb.start(base, _free_port())
+    server = mariadb.start(base, free_port())
     yield server
     mariadb.stop(base)
 
@@ -74,7 +69,7 @@ def tls_mariadb_server(tmp_path_factory: pytest.TempPathFactory,
     """A MariaDB that requires TLS of every TCP connection (``require_secure_transport``), as managed
     MySQL does, and whose CDC user is ``REQUIRE SSL``. Its admin (root over the socket) needs none."""
     base = tmp_path_factory.mktemp("mariadb-tls")
-    server = mariadb.start(base, _free_port(), extra_args=[
+    server = mariadb.start(base, free_port(), extra_args=[
         f"--ssl-ca={tls_files.ca}", f"--ssl-cert={tls_files.server_cert}", f"--ssl-key={tls_files.server_key}",
         "--require-secure-transport=ON",
     ])

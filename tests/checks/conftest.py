@@ -8,41 +8,19 @@ it leaves no ``build/`` or ``*.egg-info`` in the working tree and sees uncommitt
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True)
-class BuiltDistributions:
-    wheel: Path
-    sdist: Path
-
-
-def _source_copy(dest: Path) -> Path:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():  # a file deleted but not yet staged is still listed
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    return dest
+from tests.checks.distributions import BuiltDistributions, source_copy
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltDistributions:
     """The sdist and the wheel ``python -m build`` makes of the source tree (``build`` is a test extra)."""
     work = tmp_path_factory.mktemp("dist")
-    source = _source_copy(work / "src")
+    source = source_copy(work / "src")
     out = work / "dist"
     done = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(out), str(source)],

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from tests.checks.conftest import BuiltDistributions
+from tests.checks.distributions import BuiltDistributions
 
 FACTS = Path(__file__).with_name("installed_facts.py")
 # the venv's own Spark and Python only: nothing of the development venv or of a Spark on the machine

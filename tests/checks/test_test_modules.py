@@ -1,4 +1,5 @@
-"""The tests as a toolbox: no test module imports another test module. What tests share lives in helper
+"""The tests as a toolbox: no test module imports another test module
+(nor a ``conftest.py``). What tests share lives in helper
 modules (``tests/*.py``, ``tests/<kind>/*.py``, never named ``test_*``) and fixtures in a ``conftest.py``;
 importing a test module runs its module-level code and, with its fixtures imported too, hides where
 they come from. Read from the source (``ast``), imports inside functions included."""
@@ -40,8 +41,9 @@ def imports_in(source: str, package: tuple[str, ...], filename: str = "<source>"
 
 
 def is_test_module(name: str) -> bool:
+    """A test module, or a ``conftest.py`` (pytest loads it; importing it too runs it twice, as another module)."""
     parts = name.split(".")
-    return parts[0] == "tests" and any(part.startswith("test_") for part in parts[1:])
+    return parts[0] == "tests" and any(part.startswith("test_") or part == "conftest" for part in parts[1:])
 
 
 def test_no_test_module_imports_another_test_module() -> None:
@@ -56,10 +58,12 @@ def test_no_test_module_imports_another_test_module() -> None:
     "import tests.unit.test_lake",
     "from .test_lake import Lakes",
     "def f():\n    from ..unit.test_lake import Lakes",
+    "from tests.unit.conftest import lake",
 ])
 def test_the_check_sees_every_form_of_import(source: str) -> None:
     names = [name for _, name in imports_in(source, ("tests", "unit"))]
-    assert any(is_test_module(name) and name.startswith("tests.unit.test_lake") for name in names), names
+    assert any(is_test_module(name) and name.startswith(("tests.unit.test_lake", "tests.unit.conftest"))
+               for name in names), names
 
 
 def test_a_helper_module_is_not_a_test_module() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from tests.checks.conftest import ROOT, BuiltDistributions
+from tests.checks.distributions import ROOT, BuiltDistributions
 
 
 def _wheel_metadata(wheel: Path) -> Message:

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.lake.handle import table_uri
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 from tests.deployment.browser import chromium, png_facts
-from tests.deployment.conftest import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
+from tests.deployment.shared_run import DAG_ID, STOP_AFTER_IDLE, SharedRun, Writer, task_log
 
 
 def _time(value: str) -> datetime:

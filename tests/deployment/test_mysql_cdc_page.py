@@ -35,10 +35,10 @@ from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.lake.handle import Lake, changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from dev.airflow_deployment import free_port
+from dev.ports import free_port
 from dev.processes import stop_group
 from tests.deployment.browser import chromium, png_facts
-from tests.deployment.conftest import DAG_ID, DATABASE, SharedRun
+from tests.deployment.shared_run import DAG_ID, DATABASE, SharedRun
 
 
 def delta_rows(uri: str) -> int:

@@ -18,7 +18,7 @@ from airflow_provider_mysqlcdc.assets import replica_uri
 from airflow_provider_mysqlcdc.lake import changelog_uri, table_uri
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.stream_commits import checkpoint_seq
-from tests.deployment.conftest import DAG_ID, DATABASE, DOWNSTREAM_DAG_ID, TABLES, SharedRun
+from tests.deployment.shared_run import DAG_ID, DATABASE, DOWNSTREAM_DAG_ID, TABLES, SharedRun
 
 TABLE = f"{DATABASE}.{TABLES[0]}"
 

@@ -32,6 +32,7 @@ from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 from airflow_provider_mysqlcdc.lake.changelog import rows_table
 from dev import mariadb
+from dev.ports import free_port
 from tests.arrow_rows import canonical_rows
 from tests.compressed_binlog import COMPRESSED_ROWS_EVENTS, PLAIN_ROWS_EVENTS, compressed_binlog, event_types_since
 
@@ -114,10 +115,8 @@ def test_a_compressed_statement_is_a_query_event(compressed, mariadb_server, adm
 @pytest.fixture(scope="module")
 def private_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mariadb.MariaDbServer]:
     """A server of this module's own: the incident it logs would stop any replica of the shared one."""
-    from tests.conftest import _free_port
-
     base: Path = tmp_path_factory.mktemp("incident-mariadb")
-    server = mariadb.start(base, _free_port())
+    server = mariadb.start(base, free_port())
     yield server
     mariadb.stop(base)
 

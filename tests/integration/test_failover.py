@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -44,6 +43,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import mariadb
+from dev.ports import free_port
 from tests import stream_worker
 from tests.arrow_rows import canonical_rows
 from tests.compared_rows import table_rows
@@ -52,18 +52,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DB = "shop"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[mariadb.MariaDbServer, mariadb.MariaDbServer]]:
     primary_dir, replica_dir = tmp_path_factory.mktemp("primary"), tmp_path_factory.mktemp("replica")
     try:
-        primary = mariadb.start(primary_dir, _free_port(), extra_args=mariadb.REPLICA_ARGS)
-        replica = mariadb.start(replica_dir, _free_port(), server_id=2, log_bin="replica-bin",
+        primary = mariadb.start(primary_dir, free_port(), extra_args=mariadb.REPLICA_ARGS)
+        replica = mariadb.start(replica_dir, free_port(), server_id=2, log_bin="replica-bin",
                                 extra_args=mariadb.REPLICA_ARGS)
         with replica.admin_connect() as conn, conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")  # other file names and numbers than the primary's

@@ -37,7 +37,8 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from dev import mariadb
-from dev.fixture_lakes import TABLES, Stream, config_of, free_port, replay, run_sql
+from dev.fixture_lakes import TABLES, Stream, config_of, replay, run_sql
+from dev.ports import free_port
 from tests import replica
 from tests.arrow_rows import canonical_rows
 from tests.compared_rows import current_rows, table_contents

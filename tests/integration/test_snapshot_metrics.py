@@ -32,7 +32,8 @@ from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.operators.links import SparkApplicationLink
 from dev.dag_file import load_dag
-from dev.spark_cluster import free_port, spark_home
+from dev.ports import free_port
+from dev.spark_cluster import spark_home
 from tests.integration.statsd_listener import StatsdListener, total
 
 SERVER_IDS = "5460-5475"  # this module's binlog reader ids (the ``connections`` fixture)

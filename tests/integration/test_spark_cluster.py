@@ -36,7 +36,8 @@ from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
 from airflow_provider_mysqlcdc.spark.py_files import is_local_master
 from dev import spark_cluster
 from dev.mariadb import CDC_GRANTS
-from dev.spark_cluster import SparkCluster, free_port, get_json
+from dev.ports import free_port
+from dev.spark_cluster import SparkCluster, get_json
 from tests.compared_rows import current_rows, table_contents
 from tests.integration.example_dag import example_dag
 
