@@ -1,4 +1,4 @@
-"""Table maps read by ``binlog_events`` on the real server: parsed once per definition (the same table
+"""Table maps read by ``binlog.events`` on the real server: parsed once per definition (the same table
 map in later transactions is the parsed one, a DDL is parsed anew), with the column metadata
 mysql-replication reads from the same events, and the rows read either way are the server's."""
 

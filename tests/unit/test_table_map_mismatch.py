@@ -1,4 +1,4 @@
-"""What the reader says when a table map does not describe the table's columns (``binlog_reader``):
+"""What the reader says when a table map does not describe the table's columns (``binlog.reader``):
 what differs and what to set, never a guess at a schema change."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ def test_a_table_map_without_names_asks_for_full_metadata() -> None:
 
 
 def test_a_type_the_reader_does_not_decode_is_named() -> None:
-    vector = [BinlogColumn(type=3, name="id"), BinlogColumn(type=242, name="doc")]
-    message = explain_mismatch(vector, SCHEMA)
-    assert "VECTOR" in message and "does not decode" in message and "db.t" in message
+    old_datetime = [BinlogColumn(type=3, name="id"), BinlogColumn(type=12, name="doc")]
+    message = explain_mismatch(old_datetime, SCHEMA)
+    assert "DATETIME (before 5.6)" in message and "does not decode" in message and "db.t" in message
 
 
 def test_a_column_count_or_type_that_differs_is_named() -> None:

@@ -7,7 +7,7 @@ turns it (or a time) into the offset right after the last transaction it covers,
 source's binlog the way a ``specific-offset`` stream start does.
 
 Parsing and resolving are the source's business, not the lake's: :func:`resolve_as_of` opens a
-connection to the source and scans its binlog, so it lives in the core; ``lake.as_of`` reads the lake
+connection to the source and scans its binlog, so it lives in the core; ``lake.read.as_of_read`` reads the lake
 at the offset (or time) it is given.
 """
 

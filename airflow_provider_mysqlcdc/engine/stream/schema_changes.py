@@ -1,6 +1,6 @@
 """A DDL of a captured table applied to the lake at its binlog offset, under a ``SchemaChangeBehavior``.
 
-The stream meets a DDL as a ``SchemaStatement`` (``cdc.binlog_reader``): it commits the changes before
+The stream meets a DDL as a ``SchemaStatement`` (``cdc.binlog.reader``): it commits the changes before
 it as a batch of their own, then calls ``SchemaChanges.apply`` for the DDL's batch, which
 
 1. merges every table's changes up to the DDL into the current tables (the DDL must act on the state
