@@ -125,12 +125,3 @@ def test_an_event_without_rows_is_passed_over(event_type: int, flags: int) -> No
     event = decode(event_packet(event_type, bytes(42), flags=flags))
     if isinstance(event, Undecoded):
         refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
-
-
-def test_a_partial_update_stops_the_stream_only_for_a_captured_table() -> None:
-    orders = TableMap(7, TableId("shop", "orders"), [], b"")
-    event = decode(event_packet(39, (7).to_bytes(6, "little") + bytes(10)), {7: orders})
-    assert isinstance(event, Undecoded) and event.table == orders.table
-    refuse_undecoded(event, {TableId("shop", "other")}, "mysql-bin.000007", TRANSACTION)
-    with pytest.raises(SourceConfigError, match="PARTIAL_UPDATE_ROWS_EVENT"):
-        refuse_undecoded(event, {orders.table}, "mysql-bin.000007", TRANSACTION)

@@ -103,8 +103,6 @@ def test_what_is_left_to_mysql_replication() -> None:
     decoders = RowDecoders()
     minimal = event(BINLOG, image(0, 1, b"x"), present=b"\x01")
     assert decoders.row_images(minimal, schema(ID, NOTE)) is None
-    binary_json = [BINLOG[0], BinlogColumn(type=245, name="note", length_size=4)]
-    assert RowDecoder.for_table(schema(ID, Column("note", "json", "json")), binary_json) is None
     old_datetime = [BINLOG[0], BinlogColumn(type=12, name="note")]
     assert RowDecoder.for_table(schema(ID, Column("note", "datetime", "datetime")), old_datetime) is None
     stale = schema(ID, Column("note", "int", "int"))  # the schema no longer describes the table map

@@ -20,8 +20,8 @@ packet, by position), and mysql-replication where ``legacy_rows`` leaves an even
 to be harmless) an ``Undecoded`` event, and ``refuse_undecoded`` stops the stream with a
 ``SourceConfigError`` naming the type, the offset and the setting to change, unless the event cannot
 carry rows of a captured table: a type known to carry none, an event flagged ignorable by the server
-(``LOG_EVENT_IGNORABLE_F``: a replica that does not know it may skip it), or a partial update of a
-table not captured. MySQL 8's TRANSACTION_PAYLOAD_EVENT (``binlog_transaction_compression=ON``) is
+(``LOG_EVENT_IGNORABLE_F``: a replica that does not know it may skip it).
+MySQL 8's TRANSACTION_PAYLOAD_EVENT (``binlog_transaction_compression=ON``) is
 refused rather than decoded: it nests whole transactions of events in zstd, which a decoder here
 could be tested only on bytes built from the documentation (no MySQL server runs in the test
 environment), while refusing it costs a user one setting; ``source.checks`` reports the global
@@ -49,7 +49,6 @@ _TYPE_AT, _SIZE_AT = 5, 10  # in the packet: the event header's type code and ev
 _CHECKSUM = 4
 _COMPRESSED_FLAG = 0x80
 _IGNORABLE = 0x80  # LOG_EVENT_IGNORABLE_F in the event header's flags
-_PARTIAL_UPDATE_ROWS = 39
 
 _STATEMENT_BASED = "SET GLOBAL binlog_format = 'ROW' (and in the server config; no session may change it)"
 _OLD_ROWS = "Upgrade the server: these are rows events of MySQL 5.1 before 5.1.16"
@@ -61,15 +60,13 @@ _SETTINGS = {
     20: _OLD_ROWS, 21: _OLD_ROWS, 22: _OLD_ROWS,
     26: "The server logged an incident: events are missing from the binlog here (on MariaDB e.g. a statement on "
         "a non-transactional table that outgrew max_binlog_stmt_cache_size)",
-    39: "SET GLOBAL binlog_row_value_options = '' (partial JSON updates; also in the server config and in any "
-        "session that sets it)",
     40: "SET GLOBAL binlog_transaction_compression = OFF (also in the server config and in any session that sets it)",
     169: _COMPRESSED_V2, 170: _COMPRESSED_V2, 171: _COMPRESSED_V2,
 }
 _NAMES = {
     6: "LOAD_EVENT", 8: "CREATE_FILE_EVENT", 9: "APPEND_BLOCK_EVENT", 10: "EXEC_LOAD_EVENT",
     11: "DELETE_FILE_EVENT", 12: "NEW_LOAD_EVENT", 20: "PRE_GA_WRITE_ROWS_EVENT", 21: "PRE_GA_UPDATE_ROWS_EVENT",
-    22: "PRE_GA_DELETE_ROWS_EVENT", 26: "INCIDENT_EVENT", 39: "PARTIAL_UPDATE_ROWS_EVENT",
+    22: "PRE_GA_DELETE_ROWS_EVENT", 26: "INCIDENT_EVENT",
     40: "TRANSACTION_PAYLOAD_EVENT", 169: "WRITE_ROWS_COMPRESSED_EVENT",
     170: "UPDATE_ROWS_COMPRESSED_EVENT", 171: "DELETE_ROWS_COMPRESSED_EVENT",
 }
@@ -132,7 +129,6 @@ class UndecodedEvent(Protocol):
     type_code: int
     flags: int
     log_pos: int
-    table: TableId | None
 
 
 def refuse_undecoded(event: UndecodedEvent, captured: Container[TableId], log_file: str,
@@ -141,10 +137,7 @@ def refuse_undecoded(event: UndecodedEvent, captured: Container[TableId], log_fi
     ``captured`` table; return for one that cannot (see the module's docstring). ``transaction`` is
     where the event's transaction starts, ``log_file`` the binlog file it is in."""
     code = event.type_code
-    if code == _PARTIAL_UPDATE_ROWS:
-        if event.table not in captured:
-            return
-    elif event.flags & _IGNORABLE:
+    if event.flags & _IGNORABLE:
         return
     name = _NAMES.get(code, "an event type this reader does not know")
     fix = _SETTINGS.get(code, "Upgrade the provider, or turn off the server feature that writes this event type")

@@ -52,6 +52,7 @@ _KINDS = {
     WRITE_ROWS_V1: (ChangeKind.INSERT,), WRITE_ROWS: (ChangeKind.INSERT,),
     UPDATE_ROWS_V1: (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER),
     UPDATE_ROWS: (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER),
+    PARTIAL_UPDATE_ROWS: (ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER),  # its JSON diffs: ``row_decoder``
     DELETE_ROWS_V1: (ChangeKind.DELETE,), DELETE_ROWS: (ChangeKind.DELETE,),
 }
 _VERSION_2 = frozenset({WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, PARTIAL_UPDATE_ROWS})
@@ -68,10 +69,10 @@ _JSON, _VAR_STRING = 245, 253
 # the integer and temporal types of before MySQL 5.6 and NULL: no metadata in a table map
 _NO_METADATA = frozenset({0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14})
 _ONE_BYTE = frozenset({BinlogType.FLOAT, BinlogType.DOUBLE, BinlogType.TIMESTAMP2, BinlogType.DATETIME2,
-                       BinlogType.TIME2, BinlogType.BLOB, BinlogType.GEOMETRY, _JSON})
+                       BinlogType.TIME2, BinlogType.BLOB, BinlogType.GEOMETRY, _JSON, BinlogType.VECTOR})
 # optional metadata fields of a table map (MySQL's Table_map_event::Optional_metadata_field_type)
 _SIGNEDNESS, _DEFAULT_CHARSET, _COLUMN_CHARSET, _COLUMN_NAME, _SET_VALUES, _ENUM_VALUES = 1, 2, 3, 4, 5, 6
-_ENUM_AND_SET_DEFAULT_CHARSET, _ENUM_AND_SET_COLUMN_CHARSET = 10, 11
+_ENUM_AND_SET_DEFAULT_CHARSET, _ENUM_AND_SET_COLUMN_CHARSET, _VECTOR_DIMENSIONALITY = 10, 11, 13
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ class BinlogColumn:
     character_set_name: str | None = None
     enum_values: list[str] | None = None
     set_values: list[str] | None = None
+    dimensions: int = 0
+    """A VECTOR's floats (MySQL 9's VECTOR_DIMENSIONALITY metadata; 0 without it)."""
 
 
 @dataclass(eq=False)
@@ -201,11 +204,10 @@ class Rows(Event):
 @dataclass(slots=True)
 class Undecoded(Event):
     """An event of a type this reader does not read (``refuse_undecoded`` decides whether that loses
-    rows): ``table`` is a partial update's table, None for other types."""
+    rows)."""
 
     type_code: int
     flags: int
-    table: TableId | None = None
 
 
 class TableMaps:
@@ -301,11 +303,7 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         return _rows(inflated, inflated_end, fmt, table_ids, timestamp, log_pos, twin, _KINDS[twin])
     if type_code in _HARMLESS:
         return None
-    table = None
-    if type_code == PARTIAL_UPDATE_ROWS:
-        partial = table_ids.get(int.from_bytes(data[HEADER:HEADER + fmt.table_id_size], "little"))
-        table = partial.table if partial is not None else None
-    return Undecoded(timestamp, log_pos, type_code, flags, table)
+    return Undecoded(timestamp, log_pos, type_code, flags)
 
 
 def _uuid_text(raw: bytes) -> str:
@@ -551,6 +549,9 @@ def _apply_optional_metadata(columns: list[BinlogColumn], fields: dict[int, byte
     collations = _collations(fields, _ENUM_AND_SET_DEFAULT_CHARSET, _ENUM_AND_SET_COLUMN_CHARSET, len(enum_or_set))
     for column, collation in zip(enum_or_set, collations, strict=False):
         column.character_set_name = _encoding(collation, dbms)
+    vectors = [c for c in columns if c.type == BinlogType.VECTOR]
+    for column, dimensions in zip(vectors, _ints(fields.get(_VECTOR_DIMENSIONALITY, b"")), strict=False):
+        column.dimensions = dimensions
     for kind, key, prefix in ((BinlogType.ENUM, _ENUM_VALUES, [""]), (BinlogType.SET, _SET_VALUES, [])):
         typed = [c for c in columns if c.type == kind]
         encodings = [c.character_set_name or "utf-8" for c in typed]

@@ -1,13 +1,12 @@
 """mysql-replication's decoding of the rows events the row decoder does not read.
 
 The reader reads every event itself (``binlog.dump``, ``binlog.events``); only the values of some
-rows events are left to mysql-replication: MySQL's binary JSON, the pre-5.6 temporal formats, a table
-map without FULL metadata, row images that are not FULL, and every event of a reader built with
-``decode_rows=False`` (the reference ``test_type_matrix`` compares the row decoder with). Those events
-are the same typed ``Rows`` events as the others, in the same loop; ``LegacyRows.rows`` hands their
-packets, with their table map's, to mysql-replication's event classes, which parse them as its own
-stream would have. That keeps one loop and one notion of position, and the fallback costs nothing
-where it is not taken.
+rows events are left to mysql-replication: the pre-5.6 temporal formats, a table map without FULL
+metadata, row images that are not FULL, and every event of a reader built with ``decode_rows=False``
+(the reference ``test_type_matrix`` compares the row decoder with). Those events are the same typed
+``Rows`` events as the others, in the same loop; ``LegacyRows.rows`` hands their packets, with their
+table map's, to mysql-replication's event classes, which parse them as its own stream would have. That
+keeps one loop and one notion of position, and the fallback costs nothing where it is not taken.
 
 mysql-replication's events want a control connection: this version of it only reads its character
 set and asks it which server it is (column names come from ``information_schema`` only with its
@@ -26,8 +25,10 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from airflow_provider_mysqlcdc.cdc.binlog.events import Format, Rows, TableMap
+from airflow_provider_mysqlcdc.exceptions import RowDecodeError
 
 _EVENTS = frozenset({TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent})
+_TYPE_CODES = frozenset({23, 24, 25, 30, 31, 32})  # their WRITE/UPDATE/DELETE_ROWS events, v1 and v2
 
 
 class LegacyRows:
@@ -41,6 +42,10 @@ class LegacyRows:
     def rows(self, event: Rows, fmt: Format) -> list[dict[str, Any]]:
         """The event's rows as mysql-replication decodes them: dicts of ``values`` and ``none_sources``
         (``before_``/``after_`` for an update)."""
+        if event.type_code not in _TYPE_CODES:
+            raise RowDecodeError(f"the rows event of type {event.type_code} ending at binlog position {event.log_pos} "
+                                 f"has a column of {event.table_map.table} that the row decoder does not read, and "
+                                 f"mysql-replication does not read events of its type")
         if self._control is None:
             self._control = pymysql.connect(**self._settings, defer_connect=True)
         self._control._get_dbms = lambda: fmt.dbms  # what mysql-replication's stream sets on it

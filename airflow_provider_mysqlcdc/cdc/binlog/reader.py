@@ -520,6 +520,8 @@ class BinlogReader:
         images: Located | list[tuple[Any, ...]] | None = None
         if self._decoders is not None:
             images = self._decoders.locate(event, self._schemas[table])
+            if images is None:  # a partial JSON update's images are read value by value
+                images = self._decoders.row_images(event, self._schemas[table])
         if images is None:
             images = self._converted(event, table, fmt)
         count = images.count if isinstance(images, Located) else len(images)

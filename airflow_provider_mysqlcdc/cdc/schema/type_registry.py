@@ -24,7 +24,6 @@ stored.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_mysqlcdc.cdc.binlog import json_binary
 from airflow_provider_mysqlcdc.cdc.schema.table import Column
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 
@@ -67,6 +67,8 @@ class BinlogType(IntEnum):
     TIMESTAMP2 = 17
     DATETIME2 = 18
     TIME2 = 19
+    VECTOR = 242
+    JSON = 245
     NEWDECIMAL = 246
     ENUM = 247
     SET = 248
@@ -242,26 +244,13 @@ def _set_from_binlog(column: Column) -> Converter:
     return lambda v: ",".join(sorted(v, key=order.__getitem__))
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(_json_plain(value), ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
+def _floats(value: bytes) -> list[float]:
+    """A VECTOR's bytes (little-endian float32 values) as its floats (exact: a float32 widened to a double)."""
+    return list(struct.unpack(f"<{len(value) // 4}f", value))
 
 
-def _json_plain(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, dict):
-        return {_json_plain(k): _json_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_plain(v) for v in value]
-    return value
-
-
-def _json_from_text(text: str) -> str:
-    return _json_text(json.loads(text))
-
-
-def _json_from_connectorx(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    return pa.chunked_array([pa.array([None if v is None else _json_from_text(v) for v in values.to_pylist()], target)])
+def _vectors_from_connectorx(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    return pa.chunked_array([pa.array([None if v is None else _floats(v) for v in values.to_pylist()], target)])
 
 
 def _integer_row(
@@ -340,11 +329,18 @@ TYPES: tuple[MySqlType, ...] = (
     # its "none source").
     MySqlType(("set",), _always(pa.string()), frozenset({BinlogType.SET}),
               from_binlog=_set_from_binlog, empty_as_none=True),
-    # MariaDB stores JSON as text (its information_schema says longtext), kept as is. MySQL's binary
-    # JSON arrives as Python objects from the binlog (which row_decoder leaves to mysql-replication)
-    # and as normalised text from SELECT; both are re-serialised the same way.
-    MySqlType(("json",), _always(pa.string()), from_connectorx=_json_from_connectorx,
-              from_select=_every(_json_from_text), from_binlog=_every(_json_text)),
+    # MySQL's JSON (MariaDB's JSON is LONGTEXT, and its information_schema says so): SELECT prints the
+    # document's canonical text, which is kept as it is; the binlog carries MySQL's binary JSON, rendered as
+    # that same text (``json_binary``). connectorx would parse the JSON and print it its own way (compact,
+    # numbers re-printed): it reads the text MySQL prints, as a string.
+    MySqlType(("json",), _always(pa.string()), frozenset({BinlogType.JSON}),
+              connectorx_sql=lambda q: f"CAST({q} AS CHAR)", from_binlog=_every(json_binary.to_text)),
+    # MySQL 9's VECTOR: little-endian float32 values, a list of float32 in the lake. The binlog holds its bytes
+    # after a length like a BLOB's; SELECT reads them as a binary string (CAST: connectorx and pymysql know no
+    # VECTOR type; MySQL documents the cast's result as the vector's bytes).
+    MySqlType(("vector",), _always(pa.list_(pa.float32())), frozenset({BinlogType.VECTOR}),
+              select_sql=lambda q: f"CAST({q} AS BINARY)", connectorx_sql=lambda q: f"CAST({q} AS BINARY)",
+              from_connectorx=_vectors_from_connectorx, from_select=_every(_floats), from_binlog=_every(_floats)),
     # SELECT gives BINARY(n)'s value right-padded with zero bytes, the binlog strips them.
     _bytes_row(("binary",), BinlogType.STRING, from_binlog=_padded),
     _bytes_row(("varbinary",), BinlogType.VARCHAR),

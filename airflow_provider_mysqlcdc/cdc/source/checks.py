@@ -22,7 +22,7 @@ from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
 _VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
               # MySQL 8's, which write events the binlog reader cannot decode (cdc/binlog/compressed.py)
-              "binlog_transaction_compression", "binlog_row_value_options")
+              "binlog_transaction_compression")
 _NAME = r"(?:`(?:[^`]|``)+`|[^\s.`]+)"
 # the object may be prefixed (``ON TABLE``/``ON PROCEDURE``); a quoted name may hold dots and spaces
 _GRANT = re.compile(
@@ -90,9 +90,6 @@ def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str
     if variables.get("binlog_transaction_compression", "OFF").upper() in ("ON", "1"):
         problems.append("binlog_transaction_compression is ON: the binlog reader cannot decode MySQL's compressed "
                         "transactions; SET GLOBAL binlog_transaction_compression = OFF (and in the server config)")
-    if "PARTIAL_JSON" in variables.get("binlog_row_value_options", "").upper():
-        problems.append("binlog_row_value_options is PARTIAL_JSON: the binlog reader cannot apply partial JSON "
-                        "updates; SET GLOBAL binlog_row_value_options = '' (and in the server config)")
     problems.extend(_missing_privileges(facts, databases))
     return problems
 
