@@ -98,7 +98,6 @@ def test_a_damaged_compressed_event_is_an_error_naming_its_position() -> None:
 
 
 @pytest.mark.parametrize(("event_type", "named", "setting"), [
-    (40, "TRANSACTION_PAYLOAD_EVENT (type 40)", "SET GLOBAL binlog_transaction_compression = OFF"),
     (26, "INCIDENT_EVENT (type 26)", "events are missing from the binlog"),
     (20, "PRE_GA_WRITE_ROWS_EVENT (type 20)", "Upgrade the server"),
     (169, "WRITE_ROWS_COMPRESSED_EVENT (type 169)", "SET GLOBAL log_bin_compress = OFF"),

@@ -51,15 +51,11 @@ def test_every_problem_is_reported_at_once() -> None:
     ]
 
 
-def test_mysql_settings_that_write_events_the_reader_cannot_decode() -> None:
+def test_mysql_8s_compressed_transactions_and_partial_json_updates_are_read() -> None:
+    """The reader decodes both (TRANSACTION_PAYLOAD_EVENT, PARTIAL_UPDATE_ROWS_EVENT): no problem of the source."""
     grants = ["GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost`"]
     assert find_problems(facts(MYSQL84, grants, binlog_transaction_compression="ON",
-                               binlog_row_value_options="PARTIAL_JSON")) == [
-        "binlog_transaction_compression is ON: the binlog reader cannot decode MySQL's compressed transactions; "
-        "SET GLOBAL binlog_transaction_compression = OFF (and in the server config)",
-    ]
-    ready = facts(MYSQL84, grants, binlog_transaction_compression="OFF", binlog_row_value_options="")
-    assert find_problems(ready) == []
+                               binlog_row_value_options="PARTIAL_JSON")) == []
 
 
 def test_old_mysql_without_row_metadata_and_per_database_select() -> None:

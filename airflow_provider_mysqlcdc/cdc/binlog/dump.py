@@ -1,5 +1,16 @@
 """The binlog dump: a replica's connection to the server, and the events it sends, parsed.
 
+**The event stream.** The reader reads events from an ``EventStream``: this dump, or binlog files
+(``binlog.binlog_files``). Both hand over the packets the replication protocol carries (an OK byte, the
+event, its CRC32 when the binlog checksums events), so everything after the packets is one loop: the
+CRC32 checked and left out, the event parsed by ``events.parse``, ``log_file`` and ``log_pos``
+following the events (a ROTATE moves to its file and position, any other event to the position after
+it), ``format`` following the FORMAT_DESCRIPTION events, and a compressed transaction (MySQL's
+TRANSACTION_PAYLOAD_EVENT) read as the events in it, one by one (``compressed.payload_packets``): its
+events come after it in ``log_pos``, the position after the payload being where its transaction ends.
+``checksum`` is read at every packet: binlog files set it per file, from each file's FORMAT_DESCRIPTION.
+
+**The dump.**
 The connection is pymysql's (with the reader's connection settings, TLS included). Before the dump
 the session declares what this replica understands: ``@master_binlog_checksum`` (events then carry
 the server's CRC32, which is verified and stripped), ``@mariadb_slave_capability=4`` (MariaDB then
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -27,6 +39,7 @@ from pymysql.constants.CR import CR_SERVER_LOST
 from pymysql.err import InternalError, OperationalError
 from pymysql.protocol import MysqlPacket
 
+from airflow_provider_mysqlcdc.cdc.binlog.compressed import payload_packets
 from airflow_provider_mysqlcdc.cdc.binlog.events import (
     CHECKSUM,
     Event,
@@ -34,6 +47,7 @@ from airflow_provider_mysqlcdc.cdc.binlog.events import (
     FormatDescription,
     Rotate,
     TableMap,
+    TransactionPayload,
     parse,
 )
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError
@@ -56,16 +70,70 @@ def checked_end(data: bytes, checksum: bool, log_file: str, log_pos: int) -> int
     return end
 
 
-class BinlogDump:
-    """The events from ``log_file``/``log_pos`` on; ``log_file`` and ``log_pos`` follow them (the
-    file and the position after the last event read)."""
+class EventStream(ABC):
+    """The events from ``log_file``/``log_pos`` on; ``log_file`` and ``log_pos`` follow them (the file and the
+    position after the last event read). A source provides the packets (``_packets``) and ``close``."""
 
-    def __init__(self, settings: Mapping[str, Any], server_id: int, log_file: str, log_pos: int,
-                 blocking: bool = False, heartbeat_seconds: float | None = None) -> None:
+    def __init__(self, log_file: str, log_pos: int) -> None:
         self.log_file, self.log_pos = log_file, log_pos
         self.format = Format()
         self.checksum = False
         self._table_ids: dict[int, TableMap] = {}
+
+    def __iter__(self) -> Iterator[Event]:
+        """The events, until the source ends (a non-blocking dump's EOF packet, the last file's end)."""
+        table_ids = self._table_ids
+        for data in self._packets():
+            first = data[0]
+            if first == _EOF and len(data) < 9:
+                return
+            if first != _OK:
+                continue
+            end = checked_end(data, self.checksum, self.log_file, self.log_pos)
+            event = parse(data, end, self.format, table_ids)
+            if event is None:
+                log_pos = int.from_bytes(data[14:18], "little")
+                if log_pos:
+                    self.log_pos = log_pos
+                continue
+            if isinstance(event, Rotate):
+                self.log_file, self.log_pos = event.next_binlog, event.position
+            elif event.log_pos:
+                self.log_pos = event.log_pos
+            if isinstance(event, FormatDescription):
+                self.format = event.format
+            elif isinstance(event, TransactionPayload):
+                yield from self._payload(event)
+                continue
+            yield event
+
+    def _payload(self, payload: TransactionPayload) -> Iterator[Event]:
+        """The events of a compressed transaction, parsed as the stream's own (their packets carry a CRC32 when
+        the stream's do)."""
+        checksum, table_ids = self.checksum, self._table_ids
+        for data in payload_packets(payload.data, payload.end, payload.log_pos, checksum):
+            event = parse(data, len(data) - CHECKSUM if checksum else len(data), self.format, table_ids)
+            if isinstance(event, Rotate | FormatDescription | TransactionPayload):
+                raise RowDecodeError(f"the TRANSACTION_PAYLOAD_EVENT ending at {self.log_file}:{payload.log_pos} "
+                                     f"holds a {type(event).__name__} event, which no transaction holds")
+            if event is not None:
+                yield event
+
+    @abstractmethod
+    def _packets(self) -> Iterator[bytes]:
+        """The source's packets, in binlog order."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of what the source holds (a connection, a file)."""
+
+
+class BinlogDump(EventStream):
+    """The events of the server's binlog from ``log_file``/``log_pos`` on, over a replica's connection."""
+
+    def __init__(self, settings: Mapping[str, Any], server_id: int, log_file: str, log_pos: int,
+                 blocking: bool = False, heartbeat_seconds: float | None = None) -> None:
+        super().__init__(log_file, log_pos)
         self._connection = pymysql.connect(**settings)
         try:
             self._start(server_id, blocking, heartbeat_seconds, settings.get("read_timeout"))
@@ -89,30 +157,6 @@ class BinlogDump:
         flags = 0 if blocking else _NON_BLOCK
         command = struct.pack("<IHI", self.log_pos, flags, server_id) + self.log_file.encode()
         self._connection._execute_command(COM_BINLOG_DUMP, command)
-
-    def __iter__(self) -> Iterator[Event]:
-        """The events, until the end of the binlog (non-blocking) or the connection's end."""
-        checksum, table_ids = self.checksum, self._table_ids
-        for data in self._packets():
-            first = data[0]
-            if first == _EOF and len(data) < 9:
-                return
-            if first != _OK:
-                continue
-            end = checked_end(data, checksum, self.log_file, self.log_pos)
-            event = parse(data, end, self.format, table_ids)
-            if event is None:
-                log_pos = int.from_bytes(data[14:18], "little")
-                if log_pos:
-                    self.log_pos = log_pos
-                continue
-            if isinstance(event, Rotate):
-                self.log_file, self.log_pos = event.next_binlog, event.position
-            elif event.log_pos:
-                self.log_pos = event.log_pos
-            if isinstance(event, FormatDescription):
-                self.format = event.format
-            yield event
 
     def _packets(self) -> Iterator[bytes]:
         """The dump's packets, read from the connection's buffered socket file without a pymysql packet

@@ -47,6 +47,7 @@ _HEADER = struct.Struct("<IBIIIH").unpack_from  # after the OK byte
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP, HEARTBEAT, EXECUTE_LOAD_QUERY = 2, 4, 15, 16, 19, 27, 18
 GTID, ANONYMOUS_GTID, PARTIAL_UPDATE_ROWS, HEARTBEAT_V2, GTID_TAGGED, MARIADB_GTID = 33, 34, 39, 41, 42, 162
+TRANSACTION_PAYLOAD = 40
 WRITE_ROWS_V1, UPDATE_ROWS_V1, DELETE_ROWS_V1, WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS = 23, 24, 25, 30, 31, 32
 _KINDS = {
     WRITE_ROWS_V1: (ChangeKind.INSERT,), WRITE_ROWS: (ChangeKind.INSERT,),
@@ -201,6 +202,15 @@ class Rows(Event):
     full: bool
 
 
+@dataclass(slots=True, eq=False)
+class TransactionPayload(Event):
+    """MySQL's compressed transaction (TRANSACTION_PAYLOAD_EVENT): its packet, checksum from ``end``; the event
+    stream reads the events in it (``compressed.payload_packets``) in its place."""
+
+    data: bytes
+    end: int
+
+
 @dataclass(slots=True)
 class Undecoded(Event):
     """An event of a type this reader does not read (``refuse_undecoded`` decides whether that loses
@@ -301,6 +311,8 @@ def parse(data: bytes, end: int, fmt: Format, table_ids: dict[int, TableMap],
         twin = ROWS_TWINS[type_code]
         inflated, inflated_end = inflate(data, end, _images_at(data, fmt, twin, _KINDS[twin])[3], twin)
         return _rows(inflated, inflated_end, fmt, table_ids, timestamp, log_pos, twin, _KINDS[twin])
+    if type_code == TRANSACTION_PAYLOAD:
+        return TransactionPayload(timestamp, log_pos, data, end)
     if type_code in _HARMLESS:
         return None
     return Undecoded(timestamp, log_pos, type_code, flags)

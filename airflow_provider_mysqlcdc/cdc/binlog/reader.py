@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog.compressed import refuse_undecoded
-from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump, EventStream
 from airflow_provider_mysqlcdc.cdc.binlog.events import (
     Format,
     Gtid,
@@ -280,7 +280,9 @@ class BinlogReader:
     times faster than mysql-replication; ``decode_rows=False`` leaves every row to mysql-replication
     (the reference the type matrix compares with). Iterating gives a ``ChangeRecord`` per row image;
     ``rows()`` a ``ChangeRows`` per rows event instead, which the stream turns into Arrow columns
-    without a Python object per value (``row_columns``).
+    without a Python object per value (``row_columns``). ``events(file, position)`` opens where the
+    events come from (``binlog_files.BinlogFiles.open``: binlog files); by default the server's dump,
+    over a connection with ``connection_settings`` as replica ``server_id``.
     """
 
     def __init__(
@@ -299,8 +301,10 @@ class BinlogReader:
         decode_rows: bool = True,
         watched: Collection[TableId] = (),
         watch_new: Callable[[TableId], bool] | None = None,
+        events: Callable[[str, int], EventStream] | None = None,
     ) -> None:
         self._settings = dict(connection_settings)
+        self._events = events or self._dump
         self._watched = frozenset(watched)
         self._watch_new = watch_new
         self._server_id = server_id
@@ -371,8 +375,7 @@ class BinlogReader:
         start = resume.at_transaction_start()
         if self._stop is not None and not start < self._stop:
             return
-        dump = BinlogDump(self._settings, self._server_id, start.file, start.position, self._blocking,
-                          self._heartbeat)
+        dump = self._events(start.file, start.position)
         position = _Position(start)
         skip_events, skip_rows = resume.events_to_skip, resume.rows_to_skip
         table_of = self._table_of
@@ -436,6 +439,10 @@ class BinlogReader:
                     refuse_undecoded(event, self._schemas, dump.log_file, position.boundary)
         finally:
             dump.close()
+
+    def _dump(self, file: str, position: int) -> EventStream:
+        """The live server's events from ``file``:``position`` on (the default source)."""
+        return BinlogDump(self._settings, self._server_id, file, position, self._blocking, self._heartbeat)
 
     def _captured(self, table_map: TableMap) -> TableId | None:
         """The captured table of ``table_map`` as ``_schemas`` holds its id, or None if it is not captured;

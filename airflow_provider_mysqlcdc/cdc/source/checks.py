@@ -20,9 +20,7 @@ from airflow_provider_mysqlcdc.cdc.source.server_info import MARIADB, ServerInfo
 from airflow_provider_mysqlcdc.cdc.source.sql import quote_identifier
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
-_VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
-              # MySQL 8's, which write events the binlog reader cannot decode (cdc/binlog/compressed.py)
-              "binlog_transaction_compression")
+_VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata")
 _NAME = r"(?:`(?:[^`]|``)+`|[^\s.`]+)"
 # the object may be prefixed (``ON TABLE``/``ON PROCEDURE``); a quoted name may hold dots and spaces
 _GRANT = re.compile(
@@ -87,9 +85,6 @@ def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str
                 problems.append(f"the server reports no {name}: it must be {value}")
         elif actual.upper() != value:
             problems.append(f"{name} is {actual}: SET GLOBAL {name} = '{value}' (and in the server config)")
-    if variables.get("binlog_transaction_compression", "OFF").upper() in ("ON", "1"):
-        problems.append("binlog_transaction_compression is ON: the binlog reader cannot decode MySQL's compressed "
-                        "transactions; SET GLOBAL binlog_transaction_compression = OFF (and in the server config)")
     problems.extend(_missing_privileges(facts, databases))
     return problems
 
