@@ -5,6 +5,7 @@ mysql-replication. ``test_type_matrix`` checks both paths against a real server.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import struct
 from dataclasses import replace
 from decimal import Decimal
@@ -23,6 +24,7 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.schema.type_registry import TYPES
+from tests.binlog_rows import MYSQL_BINLOGS, rows_events
 
 WRITE_ROWS_V1 = 23
 
@@ -191,3 +193,46 @@ def test_places_after_a_column_became_nullable() -> None:
     located = decoders.locate(event(BINLOG, image(2, 3, None) + image(0, 4, b"yz")), schema(ID, NOTE))
     assert located is not None and located.layout.nullable == (True, True)
     assert [a.to_pylist() for a in located_columns([located], None, schema(ID, NOTE))] == [[3, 4], [None, "yz"]]
+
+
+VECTORS = "rust_mysql_common/vector.binlog"
+
+
+def test_mysql_9_vectors_read_as_float32_lists() -> None:
+    """MySQL 9.0.1's VECTOR columns (tests/fixtures/mysql_binlogs/rust_mysql_common/vector.binlog): the table maps'
+    length sizes and VECTOR_DIMENSIONALITY, and the rows the owner asserts (their bytes as float32), by value and
+    into Arrow's list<float32>."""
+    foo = TableSchema(TableId("dtb", "foo"), (Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True),
+                                              Column("vector_column", "vector", "vector(3)", nullable=False)), ("id",))
+    events = dict(rows_events(VECTORS))
+    assert [(c.name, c.length_size, c.dimensions) for c in events[1085].table_map.columns] == [
+        ("id", 0, 0), ("vector_column", 4, 3)]
+    assert [c.dimensions for c in events[1279].table_map.columns] == [0, 2, 0, 4]
+    catalogue = json.loads((MYSQL_BINLOGS / "catalogue.json").read_text())
+    owner = catalogue["files"][VECTORS]["expected"][0]
+    assert owner["event_pos"] == 1085
+    expected = [(row["id"], list(struct.unpack("<3f", bytes(row["vector_column_bytes"]))))
+                for row in owner["rows_after_image"]]
+    decoders = RowDecoders()
+    assert decoders.row_images(events[1085], foo) == expected
+    located = decoders.locate(events[1085], foo)
+    assert located is not None
+    columns = located_columns([located], None, foo)
+    assert columns[1].type == pa.list_(pa.float32())
+    assert columns[1].to_pylist() == [floats for _, floats in expected]
+    assert expected[1][1] == [1.0, -1.0, 0.0]
+
+
+def test_vectors_beside_text_in_writes_and_deletes() -> None:
+    bar = TableSchema(TableId("dtb", "bar"), (
+        Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True),
+        Column("vector_column", "vector", "vector(2)", nullable=False),
+        Column("foo", "text", "text", charset="utf8mb4"),
+        Column("vector_column2", "vector", "vector(4)", nullable=False)), ("id",))
+    events = dict(rows_events(VECTORS))
+    decoders = RowDecoders()
+    written = decoders.row_images(events[1279], bar)
+    deleted = decoders.row_images(events[3146], bar)
+    assert written is not None and deleted is not None and deleted == written[1:]
+    assert [(row[0], row[2], len(row[1]), len(row[3])) for row in written] == [(1, None, 2, 4), (2, "bar", 2, 4)]
+    assert written[1][3] == [42.0, 43.0, 44.0, 45.0]

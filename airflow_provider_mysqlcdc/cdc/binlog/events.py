@@ -64,7 +64,8 @@ _VERSION_2 = frozenset({WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, PARTIAL_UPDATE_ROW
 _HARMLESS = frozenset({3, 5, 13, 14, 17, 29, 35, 36, 37, 38, 160, 161, 163, 164})
 _NUMERIC = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                       BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE, BinlogType.YEAR})
-_CHARACTER = frozenset({BinlogType.STRING, 253, BinlogType.VARCHAR, BinlogType.BLOB})  # 253: VAR_STRING
+# 253: VAR_STRING; MySQL 9 counts VECTOR (binary) among them: a TEXT after it takes the exception of its place
+_CHARACTER = frozenset({BinlogType.STRING, 253, BinlogType.VARCHAR, BinlogType.BLOB, BinlogType.VECTOR})
 _ENUM_OR_SET = frozenset({BinlogType.ENUM, BinlogType.SET})
 _JSON, _VAR_STRING = 245, 253
 # the integer and temporal types of before MySQL 5.6 and NULL: no metadata in a table map

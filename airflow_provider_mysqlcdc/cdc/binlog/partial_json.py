@@ -28,7 +28,7 @@ from airflow_provider_mysqlcdc.exceptions import RowDecodeError
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
 _OPERATIONS = {REPLACE: "REPLACE", INSERT: "INSERT", REMOVE: "REMOVE"}
-_MEMBER = re.compile(r'\s*\.\s*(?:"((?:[^"\\]|\\.)*)"|([^.\[\s]+))')
+_MEMBER = re.compile(r'\s*\.\s*(?:"((?:[^"\\]|\\.)*)"|([^.\[\s*"]+))')  # quoted, or an identifier (no wildcard)
 _CELL = re.compile(r"\s*\[\s*(?:(\d+)|last(?:\s*-\s*(\d+))?)\s*\]")
 
 
