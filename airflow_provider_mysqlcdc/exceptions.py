@@ -24,6 +24,13 @@ class BinlogRetentionError(SourceConfigError):
     from would be purged before the stream reads it (the split task's ``retention_check``)."""
 
 
+class BinlogPositionLostError(SourceConfigError):
+    """The server purged the binlog file of the stream's checkpoint (the stream was stopped, paused or behind
+    for longer than the server keeps its binlog): the changes since then are no longer on the server. The
+    stream stops before writing anything; the lake keeps what it had. Take the tables anew (delete the lake
+    and run the DAG again), and keep binlogs longer than the stream may be stopped."""
+
+
 class IncompleteChangeError(SourceConfigError):
     """A change of a captured table that the binlog does not hold as whole row images: a statement logged as
     text (a session with ``binlog_format`` STATEMENT or MIXED, statement-based LOAD DATA) or a row image

@@ -57,20 +57,22 @@ class MySqlCdcHook(BaseHook):
 
         Checks the fields and extras (each one on its own, so that every bad one is named), connects,
         then reads the server's version, binlog settings and the CDC user's grants (SELECT on the
-        connection's default database when it has one). A bad extra that only shapes the session is
-        replaced by its default for the check, so the server is still checked; a bad ``ssl`` or an
-        unknown extra stops before connecting. The password never appears in the message.
+        connection's default database when it has one), and says how long a stopped stream keeps its
+        binlog position (``cdc.source.retention.stopped_stream_allowance``, the stream's own margin).
+        A bad extra that only shapes the session is replaced by its default for the check, so the server
+        is still checked; a bad ``ssl`` or an unknown extra stops before connecting. The password never
+        appears in the message.
         """
         unchecked = "not connected, so the binlog settings and grants are not checked"
         try:
             conn = self.get_connection(self.mysql_cdc_conn_id)
             parts = (conn.host, conn.port, conn.login, conn.password, conn.schema)
             config, problems = _config_and_problems(*parts, conn.extra_dejson)
-            server = None
+            server, retention = None, ""
             if config is None:
                 unchecked += ": fix the fields above first"
             else:
-                server, server_problems = _check_server(config)
+                server, server_problems, retention = _check_server(config)
                 problems += server_problems
         except Exception as exc:  # the Test button shows a message, never a traceback
             return False, f"the check itself failed ({type(exc).__name__}): {exc}"
@@ -81,7 +83,7 @@ class MySqlCdcHook(BaseHook):
         database = f" (SELECT on {config.database} included)" if config.database else ""
         return True, (
             f"connected to {server.flavor} {server.version_string} as {config.address}; binlog settings and "
-            f"grants{database} are ready for CDC; binlog readers take server ids {config.server_id}"
+            f"grants{database} are ready for CDC; binlog readers take server ids {config.server_id}; {retention}"
         )
 
 
@@ -128,21 +130,25 @@ def _known_charset(name: str) -> bool:
     return charset_by_name(name) is not None
 
 
-def _check_server(config: ConnectionConfig) -> tuple[ServerInfo | None, list[str]]:
-    """(ServerInfo or None, problems): connect, then every binlog setting and grant the source check judges."""
+def _check_server(config: ConnectionConfig) -> tuple[ServerInfo | None, list[str], str]:
+    """(ServerInfo or None, problems, retention): connect, then every binlog setting and grant the source
+    check judges, and how long a stopped stream keeps its binlog position."""
     # the source checks (70 ms): only when the connection is tested, not when an operator imports the hook
     from airflow_provider_mysqlcdc.cdc.source.checks import find_problems, gather_facts
+    from airflow_provider_mysqlcdc.cdc.source.retention import stopped_stream_allowance
 
     try:
         conn = config.connect()
     except SourceConfigError as exc:
-        return None, [str(exc)]
+        return None, [str(exc)], ""
     except Exception as exc:  # e.g. an unknown time zone or database: the server's own words name it
-        return None, [f"cannot connect as {config.address}: {exc}"]
+        return None, [f"cannot connect as {config.address}: {exc}"], ""
     try:
         facts = gather_facts(conn)
+        problems = find_problems(facts, [config.database] if config.database else [])
+        retention = "" if problems else stopped_stream_allowance(conn, config.replication_settings())
     except Exception as exc:
-        return None, [f"connected as {config.address}, but reading the server's settings and grants failed: {exc}"]
+        return None, [f"connected as {config.address}, but reading the server's settings and grants failed: {exc}"], ""
     finally:
         conn.close()
-    return facts.server, find_problems(facts, [config.database] if config.database else [])
+    return facts.server, problems, retention

@@ -94,6 +94,11 @@ class MySqlBinlogStreamOperator(BaseOperator):
         without rewriting the lake; ``ignore`` keeps the lake's columns as they were and writes the changes
         as them; ``exception`` stops at the first DDL that changes a captured table
         (docs/schema-changes.md). Default: ``evolve`` (templated)
+    :param binlog_margin_seconds: the stream checks, at most every 30 s, how long the binlog file of its
+        checkpoint has left before the server may purge it (its retention by age or size), sends it as the
+        ``mysql_cdc.stream.binlog_margin_seconds`` metric and, below this many seconds, logs a WARNING that
+        says when the position may be lost and what to do; None: no warning. Default: ``21600.0`` (6 h)
+        (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer
@@ -106,6 +111,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
         "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior", "lake_conn_id",
+        "binlog_margin_seconds",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -131,6 +137,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         merge_interval_seconds: float = StreamOptions.merge_interval_seconds,
         schema_check_seconds: float = StreamOptions.schema_check_seconds,
         schema_change_behavior: str = StreamOptions.schema_change_behavior.value,
+        binlog_margin_seconds: float | None = StreamOptions.binlog_margin_seconds,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         lake_conn_id: str | None = None,
@@ -157,6 +164,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.merge_interval_seconds = merge_interval_seconds
         self.schema_check_seconds = schema_check_seconds
         self.schema_change_behavior = schema_change_behavior
+        self.binlog_margin_seconds = binlog_margin_seconds
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -201,7 +209,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             merge_interval_seconds=self.merge_interval_seconds, schema_check_seconds=self.schema_check_seconds,
             writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
             include_databases=self.include_databases, include_tables=self.include_tables,
-            exclude_tables=self.exclude_tables,
+            exclude_tables=self.exclude_tables, binlog_margin_seconds=self.binlog_margin_seconds,
             storage_options=storage_options(self.lake_conn_id),
         )
 
@@ -211,7 +219,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         from airflow_provider_mysqlcdc.operators.lineage import gather, stream_facts
 
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        runner = StreamRunner(options, config, StatsStreamObserver(task_tags(context, self.task_id)))
+        observer = StatsStreamObserver(task_tags(context, self.task_id))
+        runner = StreamRunner(options, config, observer, on_margin=observer.margin_checked)
         control = config.connect()
         try:
             checkpoint = runner.open(control)

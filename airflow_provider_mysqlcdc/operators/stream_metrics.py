@@ -19,6 +19,7 @@ from typing import Any
 
 from airflow.sdk.observability import stats
 
+from airflow_provider_mysqlcdc.cdc.source.retention import PositionMargin
 from airflow_provider_mysqlcdc.engine.stream.stream_observer import CommitObservation, MergeObservation
 
 _log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ MERGE_DURATION = PREFIX + "merge_duration"
 MERGE_ROWS = PREFIX + "merge_rows"
 TABLE_LAG_SECONDS = PREFIX + "table_lag_seconds"
 MAX_TABLE_LAG_SECONDS = PREFIX + "max_table_lag_seconds"
+BINLOG_MARGIN_SECONDS = PREFIX + "binlog_margin_seconds"
+BINLOG_BEHIND_BYTES = PREFIX + "binlog_behind_bytes"
 
 # an idle stream hears a heartbeat every quarter second: re-send its lag of 0 only this often, so that
 # backends which drop a gauge not seen for a while keep it, without a packet per heartbeat
@@ -106,6 +109,17 @@ class StatsStreamObserver:
             for table, rows in merge.rows.items():
                 if rows:
                     stats.incr(MERGE_ROWS, rows, tags={**self.tags, "table": tag_value(table)})
+
+        self._safely(send)
+
+    def margin_checked(self, margin: PositionMargin) -> None:
+        """A check of the checkpoint's binlog retention (``engine.stream.retention_watch``): its margin, when
+        something purges the binlog, and the binlog bytes the server wrote after the checkpoint."""
+
+        def send() -> None:
+            if margin.seconds is not None:
+                stats.gauge(BINLOG_MARGIN_SECONDS, round(margin.seconds, 1), tags=self.tags)
+            stats.gauge(BINLOG_BEHIND_BYTES, margin.behind_bytes, tags=self.tags)
 
         self._safely(send)
 

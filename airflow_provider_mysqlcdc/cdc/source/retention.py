@@ -40,13 +40,26 @@ a whole 10M-row run (2 cores, ~160 B rows, Spark start included) and a batch's r
 about 300k rows/s; 50,000 (then 15 s per batch on top) leaves room for wider rows, a busier server and
 shared cores. The first committed batches replace it with the real rate.
 
+**A position's margin** (:func:`position_margin`): how long the binlog file of a stream's position has
+left before the server may purge it, the one computation the running stream and the connection's
+Test button share. A file is purged once its last write is older than the retention,
+at a rotation; its last write is when the next file started (that file's FORMAT_DESCRIPTION
+timestamp), so the file purges at ``next file's start + retention``; the newest file is not purged
+before it is closed, so it has at least the whole retention. Under a size limit the files from the
+position's on must fit in it: the room left, at the rate the server writes binlog (the files' sizes
+over the oldest file's age), is the time left by size. Times are the server's (``UNIX_TIMESTAMP()``):
+its binlog's timestamps are its clock. Reading it costs three short queries (~0.2 ms each on a local
+server), and a file's start one non-blocking binlog dump (~30 ms, a connection of its own), which
+never changes and is read once per file (``FileStarts``).
+
 No Airflow or Spark here: the split operator gathers the lake's figures and calls these functions.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -261,6 +274,149 @@ def _fix(needed: float, retention: BinlogRetention) -> str:
     days = math.ceil(target / 86_400)
     return (f"Raise expire_logs_days to at least {days}: SET GLOBAL expire_logs_days = {days}, and in the server's "
             f"configuration so that it survives a restart; or snapshot fewer tables per run")
+
+
+@dataclass(frozen=True)
+class BinlogFile:
+    """One binlog file the server still has (``SHOW BINARY LOGS``)."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class PositionMargin:
+    """How long the binlog file of a position has left on the server, and how far behind the end it is.
+
+    ``seconds`` is None when nothing purges the file (no retention by age or size); ``purge_at`` the
+    server time (epoch seconds) it may go; ``behind_bytes``/``behind_files`` what the server wrote after
+    the position; ``decided_by`` says which setting and fact give the margin, for messages."""
+
+    file: str
+    position: int
+    seconds: float | None
+    purge_at: float | None
+    behind_bytes: int
+    behind_files: int
+    decided_by: str
+    retention: BinlogRetention
+
+    def below(self, margin_seconds: float) -> bool:
+        return self.seconds is not None and self.seconds < margin_seconds
+
+    def describe(self) -> str:
+        """``file:position`` and when it may be purged: for the stream's warning, the split's and the Test button."""
+        behind = (f"the server has written {self.behind_bytes:,} bytes of binlog after it"
+                  f"{f' ({self.behind_files} newer files)' if self.behind_files else ''}")
+        if self.seconds is None or self.purge_at is None:
+            return f"binlog position {self.file}:{self.position} is not purged by age or size ({behind})"
+        at = dt.datetime.fromtimestamp(self.purge_at, dt.UTC).isoformat(timespec="seconds")
+        when = f"in {duration(self.seconds)}" if self.seconds > 0 else f"already ({duration(-self.seconds)} ago)"
+        return (f"binlog file {self.file} (position {self.file}:{self.position}) may be purged {when}, at {at} "
+                f"server time ({self.decided_by}); {behind}")
+
+    def advice(self) -> str:
+        """What to do before the position is lost."""
+        keep = ("keep binlogs longer (SET GLOBAL binlog_expire_logs_seconds, and in the server's configuration)"
+                if self.retention.has_seconds_variable else
+                "keep binlogs longer (SET GLOBAL expire_logs_days, and in the server's configuration)")
+        if self.retention.size_limit:
+            keep += f" or raise {self.retention.size_setting}"
+        return (f"Let the stream read past it before then (a stopped or paused stream: run it; a slow one: fewer "
+                f"tables per stream, larger commits), or {keep}; once it is purged the stream fails with "
+                f"BinlogPositionLostError and the tables must be taken anew")
+
+
+def position_margin(
+    retention: BinlogRetention, files: Sequence[BinlogFile], file: str, position: int, now: float,
+    started: Callable[[str], float],
+) -> PositionMargin:
+    """The margin of ``file:position`` (see the module's docstring). ``files`` oldest first, as the server
+    lists them; ``now`` the server's time; ``started(name)`` a file's first event's time, asked only for
+    the file after ``file`` (by age) and the oldest (by size). A file the server no longer has: 0 left."""
+    names = [f.name for f in files]
+    if file not in names:
+        return PositionMargin(file, position, 0.0, now, 0, 0, "the server no longer has it", retention)
+    index = names.index(file)
+    newer = files[index + 1:]
+    behind = max(0, files[index].size - position) + sum(f.size for f in newer)
+    limits: list[tuple[float, str]] = []
+    if retention.seconds is not None:
+        if newer:
+            closed = started(newer[0].name)
+            limits.append((closed + retention.seconds - now,
+                           f"{retention.setting} = {retention.value} after it was closed "
+                           f"{duration(now - closed)} ago"))
+        else:
+            limits.append((retention.seconds, f"the newest file: at least {retention.setting} = {retention.value} "
+                                              f"once closed"))
+    if retention.size_limit:
+        age = now - started(names[0])
+        total = sum(f.size for f in files)
+        room = retention.size_limit - sum(f.size for f in files[index:])
+        if age > 0 and total > 0:
+            limits.append((room / (total / age), f"{retention.size_setting} = {retention.size_limit:,} bytes at the "
+                                                 f"{total / age:,.0f} bytes/s the server writes binlog"))
+    if not limits:
+        return PositionMargin(file, position, None, None, behind, len(newer), "no retention", retention)
+    seconds, decided_by = min(limits)
+    return PositionMargin(file, position, seconds, now + seconds, behind, len(newer), decided_by, retention)
+
+
+def read_binlog_files(conn: Any) -> tuple[list[BinlogFile], float]:
+    """The server's binlog files, oldest first, and its time (epoch seconds)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        files = [BinlogFile(str(row[0]), int(row[1])) for row in cur.fetchall()]
+        cur.execute("SELECT UNIX_TIMESTAMP(NOW(6))")
+        (now,) = cur.fetchone()
+    return files, float(now)
+
+
+class FileStarts:
+    """When each binlog file started: its FORMAT_DESCRIPTION's timestamp, read once per file over a
+    non-blocking binlog dump under server id 0 (neither MariaDB nor MySQL then drops another replica
+    with that id: a running stream's connection stays), kept since it never changes."""
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = settings
+        self._known: dict[str, float] = {}
+
+    def __call__(self, file: str) -> float:
+        # imported here: the split operator imports this module's RetentionCheck at DAG-parse time
+        from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
+        from airflow_provider_mysqlcdc.cdc.binlog.events import FormatDescription
+
+        if file not in self._known:
+            dump = BinlogDump(self.settings, 0, file, 4)
+            try:
+                started = next(e.timestamp for e in dump if isinstance(e, FormatDescription))
+            finally:
+                dump.close()
+            self._known[file] = float(started)
+        return self._known[file]
+
+
+def read_position_margin(conn: Any, starts: FileStarts, file: str, position: int) -> PositionMargin:
+    """``position_margin`` of ``file:position`` as the server ``conn`` reaches says it now."""
+    retention = read_retention(conn)
+    files, now = read_binlog_files(conn)
+    return position_margin(retention, files, file, position, now, starts)
+
+
+def stopped_stream_allowance(conn: Any, settings: Mapping[str, Any]) -> str:
+    """How long a stream caught up now may stay stopped before its position is purged: the margin of the
+    binlog's end (``position_margin``), as a sentence for the connection's Test button."""
+    files, _ = read_binlog_files(conn)
+    if not files:
+        return "the server lists no binlog files"
+    newest = files[-1]
+    margin = read_position_margin(conn, FileStarts(settings), newest.name, newest.size)
+    if margin.seconds is None:
+        return ("the server purges no binlog by age or size: a stopped stream keeps its position (watch the "
+                "binlog's disk)")
+    return (f"a stream caught up now keeps its binlog position for about {duration(margin.seconds)} while stopped "
+            f"or behind ({margin.decided_by}); longer, and it fails with BinlogPositionLostError")
 
 
 def duration(seconds: float) -> str:

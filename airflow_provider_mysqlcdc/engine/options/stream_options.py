@@ -106,6 +106,10 @@ class StreamOptions:
     schema_check_seconds: float = 60.0
     """How often at most the idle stream compares its tables' columns with information_schema
     (``engine.stream.schema_self_check``); there is no off: a difference would otherwise go unnoticed."""
+    binlog_margin_seconds: float | None = 6 * 3600.0  # also from_values' default
+    """Below this much time before the server may purge the binlog file of the checkpoint, the stream
+    warns (``engine.stream.retention_watch``); None: never (the margin is still measured and sent). Six
+    hours: time to react to an alert, and above the few minutes a stream deferred for a while is behind."""
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
@@ -131,6 +135,9 @@ class StreamOptions:
         if not self.schema_check_seconds > 0:
             raise InvalidOptionError(f"schema_check_seconds must be > 0 (the self-check cannot be turned off; "
                                      f"a large value makes it rare), not {self.schema_check_seconds!r}")
+        if self.binlog_margin_seconds is not None and not self.binlog_margin_seconds > 0:
+            raise InvalidOptionError(f"binlog_margin_seconds must be > 0 (None: no warning), "
+                                     f"not {self.binlog_margin_seconds!r}")
 
     def selection(self) -> TableSelection:
         """The tables to capture: named, or matched by patterns (then also those created while it runs)."""
@@ -144,6 +151,7 @@ class StreamOptions:
         merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
         schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE, include_databases: Any = None,
         include_tables: Any = None, exclude_tables: Any = (), storage_options: Mapping[str, str] | None = None,
+        binlog_margin_seconds: Any = 6 * 3600.0,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
@@ -165,6 +173,7 @@ class StreamOptions:
             writer=writer,
             schema_check_seconds=rendered.number("schema_check_seconds", schema_check_seconds, float),
             schema_change_behavior=SchemaChangeBehavior.parse(schema_change_behavior),
+            binlog_margin_seconds=rendered.optional_seconds("binlog_margin_seconds", binlog_margin_seconds),
             include_databases=rendered.optional_text(include_databases),
             include_tables=rendered.optional_text(include_tables),
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, check_offset_available
-from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode, anchor, parse_file_position, start_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, check_offset_available, server_identity
+from airflow_provider_mysqlcdc.cdc.offset.startup import (
+    StartupMode,
+    anchor,
+    parse_file_position,
+    reanchor,
+    start_offset,
+)
 from airflow_provider_mysqlcdc.cdc.schema.discovery import find_tables, load_table_schema, load_table_schemas
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.checks import check_source
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.retention import PositionMargin, read_binlog_files
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import (
@@ -29,6 +37,7 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import (
     StreamSummary,
 )
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.stream.retention_watch import RetentionWatch
 from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.stream.schema_self_check import SchemaSelfCheck
 from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
@@ -41,7 +50,12 @@ from airflow_provider_mysqlcdc.engine.stream.stream_observer import (
 )
 from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.engine.verification.resnapshot import resnapshot_server_id
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError, SourceConfigError
+from airflow_provider_mysqlcdc.exceptions import (
+    BinlogPositionLostError,
+    InvalidOptionError,
+    ServerChangedError,
+    SourceConfigError,
+)
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore, batch_read_with
 from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
@@ -80,10 +94,12 @@ class StreamRunner:
     """Runs the stream of ``options`` against one server; ``open`` first, then ``run``.
 
     ``observer`` is told of each committed batch, each MERGE and each idle heartbeat (for metrics);
-    by default nobody is."""
+    by default nobody is. ``on_margin`` gets each check of the position's binlog retention (for the
+    ``binlog_margin_seconds`` metric)."""
 
     def __init__(self, options: StreamOptions, config: ConnectionConfig,
-                 observer: StreamObserver | None = None) -> None:
+                 observer: StreamObserver | None = None,
+                 on_margin: Callable[[PositionMargin], None] | None = None) -> None:
         self.options = options
         self.config = config
         self.observer: StreamObserver = observer or NoStreamObserver()
@@ -96,6 +112,7 @@ class StreamRunner:
         self.upkeep = TableUpkeep(options.lake)
         self._stop_at: BinlogOffset | None = None
         self.schema_check = SchemaSelfCheck(options.schema_check_seconds)
+        self.retention = RetentionWatch(config.replication_settings(), options.binlog_margin_seconds, on_margin)
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
@@ -103,7 +120,14 @@ class StreamRunner:
         # snapshot) or runs after the settings changed must not read a binlog it cannot keep exactly
         check_source(control)
         self.lease.acquire()  # before anything is written or discarded
+        with self.lease.released_on_failure():  # a failed start lets the next try in at once
+            return self._open(control)
+
+    def _open(self, control: Any) -> Checkpoint:
         checkpoint = self.store.read_checkpoint()
+        kept = checkpoint.offset if checkpoint is not None else None
+        if checkpoint is not None:  # before anything in the lake is touched
+            checkpoint.offset = self._kept_position(control, checkpoint.offset)
         if checkpoint is not None and self.lease.left_clean_at == checkpoint.seq:
             _log.debug("the last writer left the lake clean at batch %d: no changelog to scan", checkpoint.seq)
         elif checkpoint is not None and (stale := self.store.remove_uncommitted(checkpoint)):
@@ -118,7 +142,7 @@ class StreamRunner:
             notes = reconcile_tables(checkpoint, self._wanted(control, checkpoint), self._snapshot_start,
                                      lambda table: load_table_schema(control, table))
             self._refuse_kept_columns(checkpoint)
-            if not notes and not moved:
+            if not notes and not moved and checkpoint.offset == kept:
                 return checkpoint
             for note in notes:
                 _log.warning("%s", note)
@@ -151,6 +175,38 @@ class StreamRunner:
             )
         return offset
 
+    def _kept_position(self, control: Any, offset: BinlogOffset) -> BinlogOffset:
+        """The checkpoint's offset, unless this same server purged its binlog file (on another server the file
+        means nothing, and ``anchor`` finds the point by GTIDs). Purged with no transaction after it (an idle
+        stream whose server rotated its files): the same point in the binlog it still has, found by the
+        checkpoint's GTIDs (``reanchor``). Purged past transactions: ``BinlogPositionLostError``. Checked
+        before the GTID anchor, which would take the missing file for another server's."""
+        files, _ = read_binlog_files(control)
+        server = ServerInfo.read(control)
+        if offset.file in {f.name for f in files} or offset.server not in (None, server_identity(control, server)):
+            return offset
+        if offset.gtid:
+            try:
+                found = replace(reanchor(control, server, self.config, self.server_id, offset), server=offset.server)
+            except ServerChangedError:
+                pass  # transactions in between are gone
+            else:
+                _log.info("the binlog file of the checkpoint %s was purged, with no transaction after the checkpoint: "
+                          "the stream continues from the same point, %s:%d", offset, found.file, found.position)
+                return found
+        oldest = f"{files[0].name}:4" if files else "none"
+        raise BinlogPositionLostError(
+            f"the stream's checkpoint {offset} is in binlog file {offset.file}, which the server has purged: the "
+            f"oldest binlog it still has starts at {oldest}, so the changes between them are lost to the stream "
+            f"(it was stopped, paused or behind for longer than the server keeps its binlog). Nothing was "
+            f"written: the lake at {self.options.base_uri} holds the tables as of the checkpoint, readable as "
+            f"they are. To take the tables anew, delete the lake (everything under {self.options.base_uri}, its "
+            f"_stream folder with the checkpoint included) and run the DAG again: the split and snapshot read the "
+            f"tables again and the stream starts from their high watermarks. Then keep binlogs longer than the "
+            f"stream may stay stopped (binlog_expire_logs_seconds, expire_logs_days) and alert on the "
+            f"mysql_cdc.stream.binlog_margin_seconds metric (docs/production.md)"
+        )
+
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
         ``defer_after_idle_seconds`` (returns None: time to wait elsewhere). One binlog connection follows
@@ -159,6 +215,10 @@ class StreamRunner:
         it is due, and the wait elsewhere ends when it is, ``wait_until``) and before a stop: a MERGE round
         costs each table written since the last, so merging at every deferral of a stream over hundreds
         of tables took most of its time."""
+        with self.lease.released_on_failure():  # a failed stream lets the next try in at once
+            return self._run(control, checkpoint, progress, may_wait)
+
+    def _run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         merger = StateMerger(self.options.lake, control)
         batches = self._batches(control, checkpoint, follow=True)
         lease_checked = time.monotonic()
@@ -174,6 +234,7 @@ class StreamRunner:
                     if time.monotonic() - lease_checked >= self.options.poll_interval:
                         self.lease.check()  # renews the lease while idle
                         lease_checked = time.monotonic()
+                self.retention.check(control, checkpoint.offset)
                 stopped = self.stop_reason(progress, checkpoint.offset, caught_up=isinstance(item, CaughtUp))
                 if stopped:
                     self._merge(merger, checkpoint, progress)  # current state readers see all
@@ -191,11 +252,13 @@ class StreamRunner:
 
     def catch_up(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress) -> None:
         """Commit batches until the stream has caught up with the server, then return."""
-        for item in self._batches(control, checkpoint, follow=False):
-            if isinstance(item, StreamCommit):
-                self._account(item, progress)
-            else:
-                self._caught_up(control, checkpoint, progress)
+        with self.lease.released_on_failure():
+            for item in self._batches(control, checkpoint, follow=False):
+                if isinstance(item, StreamCommit):
+                    self._account(item, progress)
+                else:
+                    self._caught_up(control, checkpoint, progress)
+                self.retention.check(control, checkpoint.offset)
 
     def _batches(
         self, control: Any, checkpoint: Checkpoint, follow: bool

@@ -28,13 +28,20 @@ rows past the checkpoint (``lake.write.stream_commit.StreamStore.remove_uncommit
 skips that scan: over a thousand tables it opened a thousand changelogs at every deferral's end, 1.2-2.7 s
 on local disk (``bench.resume_bench``) and more on an object store. It costs no request of its own: taking
 and renewing the lease read and write the document anyway.
+
+A holder that **fails** releases the lease at once (``released_on_failure``), without ``clean_seq``: the
+next try or the next run need not wait for the expiry (minutes: ``LakeLeaseError`` meanwhile), and it
+still scans for what the failed one may have left past the checkpoint. Releasing keeps the token, so
+fencing is as before: the next holder takes the next token.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,6 +49,7 @@ from airflow_provider_mysqlcdc.exceptions import LakeLeaseError
 from airflow_provider_mysqlcdc.lake.documents.versions import DocumentFormat
 from airflow_provider_mysqlcdc.lake.handle import Lake
 
+_log = logging.getLogger(__name__)
 
 def _lease_0_to_1(d: dict[str, Any]) -> dict[str, Any]:
     """The lease before it was versioned (849b27a to ccb345b, never released) had the same fields."""
@@ -139,6 +147,20 @@ class StreamLease:
         # renewing is a write: only when half the lease is gone, or to hold it through a wait
         if until is not None or current.expires_at - now < self.seconds / 2:
             self._write(self.token, max(until or 0.0, now + self.seconds), clean_seq)
+
+    @contextmanager
+    def released_on_failure(self) -> Iterator[None]:
+        """Release the lease when the block raises (the error goes on); a release that fails too is logged,
+        not raised over the error that matters."""
+        try:
+            yield
+        except BaseException:
+            try:
+                self.release()
+            except Exception:
+                _log.warning("could not release the stream's lease on %s after its failure: it expires by "
+                             "itself", self.lake.root, exc_info=True)
+            raise
 
     def release(self, clean_seq: int | None = None) -> None:
         """Let the next writer in at once (when the lease is still ours); ``clean_seq`` as in ``check``."""
