@@ -26,6 +26,7 @@ def mysql_cdc_pipeline(
     include_databases: str | None = None,
     include_tables: str | None = None,
     exclude_tables: Sequence[str] = (),
+    include_online_schema_change_tables: bool = SplitOptions.include_online_schema_change_tables,
     group_id: str = "mysql_cdc",
     mysql_cdc_conn_id: str = "mysql_cdc_default",
     spark_conn_id: str = "spark_default",
@@ -52,6 +53,9 @@ def mysql_cdc_pipeline(
         (which also captures tables created or renamed into it while it runs). Default: ``None``
     :param include_tables: regular expression of whole ``database.table`` names. Default: ``None``
     :param exclude_tables: regular expressions of ``database.table`` names to leave out. Default: ``()``
+    :param include_online_schema_change_tables: whether the patterns also take gh-ost's and
+        pt-online-schema-change's helper tables (``_<t>_gho``, ``_<t>_ghc``, ``_<t>_del``, ``_<t>_new``,
+        ``_<t>_old``), for the split and the stream. Default: ``False``
     :param group_id: the task group's id. Default: ``mysql_cdc``
     :param mysql_cdc_conn_id: the source connection of all three tasks. Default: ``mysql_cdc_default``
     :param spark_conn_id: the Spark connection of the snapshot tasks. Default: ``spark_default``
@@ -68,7 +72,8 @@ def mysql_cdc_pipeline(
     with TaskGroup(group_id=group_id) as group:
         split = MySqlChunkSplitOperator(
             task_id="split", tables=tables, include_databases=include_databases, include_tables=include_tables,
-            exclude_tables=exclude_tables, base_uri=base_uri, rows_per_batch=rows_per_batch,
+            exclude_tables=exclude_tables, include_online_schema_change_tables=include_online_schema_change_tables,
+            base_uri=base_uri, rows_per_batch=rows_per_batch,
             mysql_cdc_conn_id=mysql_cdc_conn_id, lake_conn_id=lake_conn_id, **(split_kwargs or {}),
         )
         snapshot = MySqlSnapshotSparkOperator.partial(
@@ -78,7 +83,8 @@ def mysql_cdc_pipeline(
         ).expand(batch=split.output)
         stream = MySqlBinlogStreamOperator(
             task_id="stream", tables=tables, include_databases=include_databases, include_tables=include_tables,
-            exclude_tables=exclude_tables, base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
+            exclude_tables=exclude_tables, include_online_schema_change_tables=include_online_schema_change_tables,
+            base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             lake_conn_id=lake_conn_id, stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
             **{"retries": 3, "retry_delay": timedelta(seconds=10), **(stream_kwargs or {})},
         )

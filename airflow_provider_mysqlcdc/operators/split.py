@@ -67,6 +67,10 @@ class MySqlChunkSplitOperator(BaseOperator):
         CDC's ``table-name``. Default: ``None`` (all tables of the databases) (templated)
     :param exclude_tables: regular expressions of ``database.table`` names to leave out.
         Default: ``()`` (templated)
+    :param include_online_schema_change_tables: whether ``include_databases`` / ``include_tables`` also
+        take the helper tables of gh-ost (``_<t>_gho``, ``_<t>_ghc``, ``_<t>_del``) and
+        pt-online-schema-change (``_<t>_new``, ``_<t>_old``), which they leave out otherwise; a table
+        named in ``tables`` is taken whatever its name. Default: ``False`` (templated)
     :param chunk_key_columns: ``{"db.table": "column"}``: split on this column instead of the key's
         first column, like Flink CDC's ``scan.incremental.snapshot.chunk.key-column``. It only decides
         the split: rows are identified by the primary key, or without one by a UNIQUE index whose
@@ -103,7 +107,7 @@ class MySqlChunkSplitOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "base_uri", "tables", "include_databases", "include_tables", "exclude_tables", "chunk_key_columns",
         "chunk_max_bytes", "rows_per_batch", "readers_per_batch", "mysql_cdc_conn_id", "retention_check",
-        "lake_conn_id",
+        "lake_conn_id", "include_online_schema_change_tables",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -115,6 +119,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         include_databases: str | None = None,
         include_tables: str | None = None,
         exclude_tables: Sequence[str] = (),
+        include_online_schema_change_tables: bool = SplitOptions.include_online_schema_change_tables,
         chunk_key_columns: Mapping[str, str] | None = None,
         chunk_size: int = SplitOptions.chunk_size,
         chunk_max_bytes: int = SplitOptions.chunk_max_bytes,
@@ -136,6 +141,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         self.include_databases = include_databases
         self.include_tables = include_tables
         self.exclude_tables = exclude_tables
+        self.include_online_schema_change_tables = include_online_schema_change_tables
         self.chunk_key_columns = chunk_key_columns
         self.chunk_size = chunk_size
         self.chunk_max_bytes = chunk_max_bytes
@@ -156,6 +162,7 @@ class MySqlChunkSplitOperator(BaseOperator):
         options = SplitOptions.from_values(
             base_uri=self.base_uri, tables=self.tables, include_databases=self.include_databases,
             include_tables=self.include_tables, exclude_tables=self.exclude_tables,
+            include_online_schema_change_tables=self.include_online_schema_change_tables,
             chunk_key_columns=self.chunk_key_columns, chunk_size=self.chunk_size,
             chunk_max_bytes=self.chunk_max_bytes,
             distribution_factor_lower=self.distribution_factor_lower,

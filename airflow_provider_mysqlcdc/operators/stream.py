@@ -55,6 +55,12 @@ class MySqlBinlogStreamOperator(BaseOperator):
         ``table-name``). Default: ``None`` (all tables of the databases) (templated)
     :param exclude_tables: regular expressions of ``database.table`` names to leave out.
         Default: ``()`` (templated)
+    :param include_online_schema_change_tables: whether ``include_databases`` / ``include_tables`` also
+        take the helper tables of gh-ost (``_<t>_gho``, ``_<t>_ghc``, ``_<t>_del``) and
+        pt-online-schema-change (``_<t>_new``, ``_<t>_old``), at the start and created or renamed while it
+        runs; they are left out otherwise, and the tool's cut-over is followed as a rename of the ghost
+        table to the captured name (its rows read whole). Pass the split's value. Default: ``False``
+        (templated)
     :param startup_mode: where a new stream starts, like Flink CDC's ``scan.startup.mode``: ``initial``
         from the snapshot's high watermarks (every table's snapshot must be committed), ``snapshot``
         no stream at all, ``latest-offset``, ``earliest-offset``, ``specific-offset``
@@ -111,7 +117,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
         "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior", "lake_conn_id",
-        "binlog_margin_seconds",
+        "binlog_margin_seconds", "include_online_schema_change_tables",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -123,6 +129,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         include_databases: str | None = None,
         include_tables: str | None = None,
         exclude_tables: Sequence[str] = (),
+        include_online_schema_change_tables: bool = StreamOptions.include_online_schema_change_tables,
         startup_mode: str = StreamOptions.startup_mode.value,
         startup_offset: str | None = None,
         startup_timestamp: Any = None,
@@ -150,6 +157,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.include_databases = include_databases
         self.include_tables = include_tables
         self.exclude_tables = exclude_tables
+        self.include_online_schema_change_tables = include_online_schema_change_tables
         self.startup_mode = startup_mode
         self.startup_offset = startup_offset
         self.startup_timestamp = startup_timestamp
@@ -210,6 +218,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
             include_databases=self.include_databases, include_tables=self.include_tables,
             exclude_tables=self.exclude_tables, binlog_margin_seconds=self.binlog_margin_seconds,
+            include_online_schema_change_tables=self.include_online_schema_change_tables,
             storage_options=storage_options(self.lake_conn_id),
         )
 

@@ -18,6 +18,16 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, TableNotSup
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
+ONLINE_SCHEMA_CHANGE_TABLE = re.compile(r"_.+_(gho|ghc|del|new|old)", re.DOTALL)
+"""The names the online schema change tools give the tables they work with. gh-ost: ``_<t>_gho`` (the ghost
+table: ``t``'s copy with the change, renamed to ``t`` at the cut-over), ``_<t>_ghc`` (its changelog of
+heartbeats and states) and ``_<t>_del`` (the cut-over's sentry, then the original ``t`` renamed away;
+``_<t>_<timestamp>_del`` with ``--timestamp-old-table``). pt-online-schema-change: ``_<t>_new`` (the copy
+its triggers keep up, renamed to ``t``) and ``_<t>_old`` (the original renamed away, then dropped). Both
+shorten ``<t>`` to keep the name within 64 characters, and pt-osc adds leading underscores while a name is
+taken. A pattern capture leaves them out (``TableSelection``): they hold copies of a captured table's rows
+for a while, and the tools drop them, often before the stream reads the statement that made them."""
+
 
 def _pattern(option: str, value: str) -> re.Pattern[str]:
     try:
@@ -30,14 +40,18 @@ def _pattern(option: str, value: str) -> re.Pattern[str]:
 class TableSelection:
     """Which tables are captured: those named in ``tables``, or those whose database fully matches
     ``include_databases`` and whose ``db.table`` fully matches ``include_tables`` (all of the databases'
-    when None); never one fully matching an ``exclude_tables`` pattern, nor a system schema's. One place
-    decides it for the split's discovery and for a table the stream meets created or renamed while it runs.
+    when None); never one fully matching an ``exclude_tables`` pattern, nor a system schema's. Patterns
+    leave out the helper tables of gh-ost and pt-online-schema-change (``ONLINE_SCHEMA_CHANGE_TABLE``)
+    unless ``include_online_schema_change_tables``; a table named in ``tables`` is captured whatever its
+    name. One place decides it for the split's discovery and for a table the stream meets created or
+    renamed while it runs.
     """
 
     tables: tuple[TableId, ...] = ()
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
+    include_online_schema_change_tables: bool = False
     _compiled: tuple[re.Pattern[str] | None, re.Pattern[str] | None, tuple[re.Pattern[str], ...]] = field(
         init=False, repr=False, compare=False)
     _named: frozenset[TableId] = field(init=False, repr=False, compare=False)
@@ -65,22 +79,32 @@ class TableSelection:
         if self.tables:
             return table in self._named
         assert databases is not None  # __post_init__: tables or include_databases
-        return bool(databases.fullmatch(table.database)) and (tables is None or bool(tables.fullmatch(name)))
+        return (bool(databases.fullmatch(table.database)) and (tables is None or bool(tables.fullmatch(name)))
+                and (self.include_online_schema_change_tables or not is_online_schema_change_table(table)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"tables": [str(t) for t in self.tables], "include_databases": self.include_databases,
-                "include_tables": self.include_tables, "exclude_tables": list(self.exclude_tables)}
+                "include_tables": self.include_tables, "exclude_tables": list(self.exclude_tables),
+                "include_online_schema_change_tables": self.include_online_schema_change_tables}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TableSelection:
         return cls(tuple(TableId.parse(t) for t in d.get("tables", ())), d.get("include_databases"),
-                   d.get("include_tables"), tuple(d.get("exclude_tables", ())))
+                   d.get("include_tables"), tuple(d.get("exclude_tables", ())),
+                   bool(d.get("include_online_schema_change_tables", False)))
 
     def describe(self) -> str:
         if self.tables:
             return f"tables={[str(t) for t in self.tables]!r}, exclude_tables={list(self.exclude_tables)!r}"
         return (f"include_databases={self.include_databases!r}, include_tables={self.include_tables!r}, "
-                f"exclude_tables={list(self.exclude_tables)!r}")
+                f"exclude_tables={list(self.exclude_tables)!r}, "
+                f"include_online_schema_change_tables={self.include_online_schema_change_tables!r}")
+
+
+def is_online_schema_change_table(table: TableId) -> bool:
+    """Whether ``table`` is named as gh-ost's or pt-online-schema-change's helper tables are
+    (``ONLINE_SCHEMA_CHANGE_TABLE``)."""
+    return bool(ONLINE_SCHEMA_CHANGE_TABLE.fullmatch(table.table))
 
 
 def find_tables(conn: Any, selection: TableSelection) -> list[TableId]:
@@ -150,13 +174,16 @@ def load_table_schemas(
 ) -> dict[TableId, TableSchema]:
     """The schema of each of ``tables`` (its columns, and the key its rows are identified by), in two queries
     whatever the number of tables; a table the server lacks (or the CDC user cannot see) is left out.
-    ``chunk_key_columns`` (``{"db.table": "column"}``) are the configured chunk keys."""
-    columns = load_table_columns(conn, tables)
+    ``chunk_key_columns`` (``{"db.table": "column"}``) are the configured chunk keys. The keys are read
+    before the columns: a table dropped in between (an online schema change tool drops its tables right
+    after its cut-over) is then left out as missing, never taken for a table without a key."""
+    tables = list(tables)
     unique_indexes: dict[TableId, dict[str, list[tuple[int, str | None]]]] = {}
     for table, (index, position, column) in _per_table(
-        conn, "INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME", "STATISTICS", "NON_UNIQUE = 0", columns
+        conn, "INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME", "STATISTICS", "NON_UNIQUE = 0", tables
     ):
         unique_indexes.setdefault(table, {}).setdefault(index, []).append((int(position), column))
+    columns = load_table_columns(conn, tables)
     schemas = {}
     for table, table_columns in columns.items():
         indexes = {name: [c for _, c in sorted(parts, key=lambda part: part[0])]

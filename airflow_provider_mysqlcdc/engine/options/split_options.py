@@ -37,6 +37,9 @@ class SplitOptions:
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
+    include_online_schema_change_tables: bool = False
+    """Whether ``include_databases`` / ``include_tables`` also take gh-ost's and pt-osc's helper tables
+    (``cdc.schema.discovery.ONLINE_SCHEMA_CHANGE_TABLE``)."""
     chunk_key_columns: dict[str, str] = field(default_factory=dict)
     chunk_size: int = DEFAULT_CHUNK_SIZE
     chunk_max_bytes: int = DEFAULT_CHUNK_MAX_BYTES
@@ -77,7 +80,8 @@ class SplitOptions:
         cls, *, base_uri: Any, tables: Any, include_databases: Any, include_tables: Any, exclude_tables: Any,
         chunk_key_columns: Any, chunk_size: Any, chunk_max_bytes: Any, distribution_factor_lower: Any,
         distribution_factor_upper: Any, rows_per_batch: Any, max_batches: Any, readers_per_batch: Any,
-        retention_check: Any, unbounded_chunk_first: Any = True, storage_options: Mapping[str, str] | None = None,
+        retention_check: Any, unbounded_chunk_first: Any = True, include_online_schema_change_tables: Any = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> SplitOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         return cls(
@@ -86,6 +90,8 @@ class SplitOptions:
             include_databases=rendered.optional_text(include_databases),
             include_tables=rendered.optional_text(include_tables),
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
+            include_online_schema_change_tables=rendered.flag("include_online_schema_change_tables",
+                                                              include_online_schema_change_tables),
             chunk_key_columns=rendered.text_mapping("chunk_key_columns", chunk_key_columns, "{'db.table': 'column'}"),
             chunk_size=chunk_size,
             chunk_max_bytes=rendered.whole_number("chunk_max_bytes", chunk_max_bytes),
@@ -101,4 +107,5 @@ class SplitOptions:
 
     def selection(self) -> TableSelection:
         """Which tables the split plans."""
-        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables)
+        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables,
+                              self.include_online_schema_change_tables)

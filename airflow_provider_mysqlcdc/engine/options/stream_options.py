@@ -113,6 +113,9 @@ class StreamOptions:
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
+    include_online_schema_change_tables: bool = False
+    """Whether the patterns also take gh-ost's and pt-osc's helper tables, created or renamed while the stream
+    runs too (``cdc.schema.discovery.ONLINE_SCHEMA_CHANGE_TABLE``)."""
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """How the lake is reached (``lake.handle``; from the lake connection): secrets, never shown."""
 
@@ -141,7 +144,8 @@ class StreamOptions:
 
     def selection(self) -> TableSelection:
         """The tables to capture: named, or matched by patterns (then also those created while it runs)."""
-        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables)
+        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables,
+                              self.include_online_schema_change_tables)
 
     @classmethod
     def from_values(
@@ -150,7 +154,8 @@ class StreamOptions:
         max_batch_seconds: Any, max_batch_bytes: Any, poll_interval: Any, defer_after_idle_seconds: Any,
         merge_interval_seconds: Any, schema_check_seconds: Any, writer: str,
         schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE, include_databases: Any = None,
-        include_tables: Any = None, exclude_tables: Any = (), storage_options: Mapping[str, str] | None = None,
+        include_tables: Any = None, exclude_tables: Any = (), include_online_schema_change_tables: Any = False,
+        storage_options: Mapping[str, str] | None = None,
         binlog_margin_seconds: Any = 6 * 3600.0,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
@@ -177,6 +182,8 @@ class StreamOptions:
             include_databases=rendered.optional_text(include_databases),
             include_tables=rendered.optional_text(include_tables),
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),
+            include_online_schema_change_tables=rendered.flag("include_online_schema_change_tables",
+                                                              include_online_schema_change_tables),
             storage_options=dict(storage_options or {}),
         )
 
