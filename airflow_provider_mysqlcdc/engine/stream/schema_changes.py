@@ -24,7 +24,10 @@ Under 'ignore' none of 2 and 3 happens: the lake keeps the columns it had (``Che
 stream writes the changes, decoded with the source's columns, as those.
 
 A table dropped or renamed away stops (its replica kept, the statement in the checkpoint's stopped
-table); a table created or renamed under a captured name is captured again, its replica replaced.
+table); a table created or renamed under a captured name is captured again, its replica replaced: by a copy
+of the replica of the table renamed to it when that one was captured, else by its rows read from the
+server. One the server no longer has by the time the stream reads the DDL (online schema change tools drop
+their tables right after the cut-over) is passed over until a later DDL brings a table of its name back.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChange
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import floored
 from airflow_provider_mysqlcdc.engine.verification.resnapshot import read_whole_table
-from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
@@ -146,7 +149,8 @@ class SchemaChanges:
         new = change.renamed_to if kind is TableChangeKind.RENAME else table if kind is TableChangeKind.CREATE \
             else None
         if new is not None and self.selection.matches(new) and new not in target.schemas:
-            rereads += self._capture(new, statement, target, applied, exact, refill=kind is TableChangeKind.RENAME)
+            rereads += self._capture(new, statement, target, applied, exact,
+                                     renamed_from=table if kind is TableChangeKind.RENAME else None)
         return rereads
 
     def _alter(self, change: TableChange, statement: SchemaStatement, target: Checkpoint,
@@ -253,17 +257,36 @@ class SchemaChanges:
                      statement.ddl.statement, statement.offset)
 
     def _capture(self, table: TableId, statement: SchemaStatement, target: Checkpoint,
-                 applied: AppliedStatement, exact: bool, refill: bool) -> list[TableId]:
+                 applied: AppliedStatement, exact: bool, renamed_from: TableId | None) -> list[TableId]:
         """Capture ``table`` from the DDL on, again or for the first time (a name ``selection`` matches): created
-        (empty) or renamed to its name (its rows read)."""
+        (empty) or renamed to its name from ``renamed_from``. Renamed from a table captured up to this DDL (an
+        online schema change tool's cut-over moving the original away: ``RENAME TABLE t TO _t_del``), it is
+        that table under another name: its schema and rows are its replica's (``_copy_current``), whether the
+        server still has it or not. Renamed from a table not captured (the tool's ghost table: ``_t_gho TO
+        t``), its schema is the server's and its rows are read again (``_reread``). A table the server no
+        longer has (the stream reads the DDL after a later DROP or RENAME of it) is not captured then: neither
+        its columns nor its rows can be known. The stream goes on through the binlog, where the statement
+        that removed it comes later; a stopped replica of the name stays as it was."""
         if not exact:
             _log.warning("%s: %r at %s brings it back, but schema_change_behavior %s does not capture it again: "
                          "its replica stays as it was", table, statement.ddl.statement, statement.offset,
                          self.behavior.value)
             return []
-        schema = self.reload_schema(table)
+        moved = target.stopped.get(renamed_from) if renamed_from is not None else None
+        if moved is not None and moved.offset == statement.offset:  # captured up to this statement
+            schema = replace(moved.schema, id=table)
+        else:
+            moved = None
+            try:
+                schema = self.reload_schema(table)
+            except TableNotSupportedError as exc:
+                _log.warning("%s: %r at %s makes it, but %s: the server no longer has it (a later statement "
+                             "dropped or renamed it away, as online schema change tools do with their tables), "
+                             "so it is not captured and its changes until then are passed over", table,
+                             statement.ddl.statement, statement.offset, exc)
+                return []
         old = target.stopped.pop(table, None)
-        if schema.keyless and old is None:
+        if schema.keyless and old is None and moved is None:
             raise SchemaChangeError(
                 f"{statement.ddl.statement!r} at {statement.offset} makes {table}, which the stream's tables "
                 f"({self.selection.describe()}) match, but it has no key (no primary key, no UNIQUE index on NOT NULL "
@@ -272,16 +295,32 @@ class SchemaChanges:
         target.schemas[table] = schema
         target.chunks.pop(table, None)
         applied.captured.append(schema)
-        # created: empty from here on, every row before is gone; renamed in: its rows are read again
-        self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE if refill else ChangeKind.TRUNCATE, statement)
+        # created: empty from here on, every row before is gone; renamed in: its rows copied or read again
+        self._record(applied, target, table, ChangeKind.TRUNCATE if renamed_from is None else ChangeKind.SCHEMA_CHANGE,
+                     statement)
         _log.warning("%s: %r at %s: captured %s from here on", table, statement.ddl.statement, statement.offset,
                      "for the first time" if old is None else "again")
-        if not refill:
+        if moved is not None:
+            assert renamed_from is not None  # moved is renamed_from's stopped entry
+            target.history_from[table] = self._copy_current(renamed_from, schema, target.seq, target.offset)
+            return []
+        if renamed_from is None:
             reshape_current(self.lake.table(table).current, schema, {}, target.seq, empty=True)
             target.history_from[table] = target.offset
             return []
         _refuse_keyless_reread(schema, statement)
         return [table]
+
+    def _copy_current(self, source: TableId, schema: TableSchema, seq: int, at: BinlogOffset) -> BinlogOffset:
+        """Make ``schema``'s current table a copy of ``source``'s (merged up to the DDL that renamed one to the
+        other), in one commit at batch ``seq``, read whole as ``_reread``'s rows are; returns ``at``, from
+        where its as-of history is whole (the copy's own commit says so on a killed run's retry)."""
+        current = self.lake.table(schema.id).current
+        rows = self.lake.table(source).current.open()
+        if rows is None:  # nothing merged yet: empty, as a created table
+            reshape_current(current, schema, {}, seq, empty=True)
+            return at
+        return replace_current(current, seq, lambda: (rows.scan().read_all(), at))
 
     def _reread(self, table: TableId, statement: SchemaStatement, seq: int) -> BinlogOffset:
         """Replace ``table``'s current table with every row read again, in one commit at batch ``seq``; returns
