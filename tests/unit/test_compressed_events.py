@@ -1,7 +1,7 @@
 """Compressed MariaDB events and refused event types, on event bytes built here (no server).
 
 Events are put together as the replication protocol delivers them (an OK byte, the 19-byte header,
-the body, a CRC32) and parsed by ``binlog_events.parse``, as the binlog dump does.
+the body, a CRC32) and parsed by ``events.parse``, as the binlog dump does.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_an_event_that_may_carry_rows_stops_the_stream(event_type: int, named: s
     event = decode(event_packet(event_type, b"\x01\x02\x03"))
     assert type(event) is Undecoded
     with pytest.raises(SourceConfigError) as error:
-        refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
+        refuse_undecoded(event, "mysql-bin.000007", TRANSACTION)
     message = str(error.value)
     assert named in message and setting in message, message
     assert "ending at mysql-bin.000007:4321" in message and "starting at mysql-bin.000007:1200" in message
@@ -123,4 +123,4 @@ def test_an_event_that_may_carry_rows_stops_the_stream(event_type: int, named: s
 def test_an_event_without_rows_is_passed_over(event_type: int, flags: int) -> None:
     event = decode(event_packet(event_type, bytes(42), flags=flags))
     if isinstance(event, Undecoded):
-        refuse_undecoded(event, set(), "mysql-bin.000007", TRANSACTION)
+        refuse_undecoded(event, "mysql-bin.000007", TRANSACTION)

@@ -43,13 +43,12 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Container, Iterator
+from collections.abc import Iterator
 from typing import Protocol
 
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SourceConfigError
 
 QUERY_COMPRESSED_EVENT = 165
@@ -229,11 +228,10 @@ class UndecodedEvent(Protocol):
     log_pos: int
 
 
-def refuse_undecoded(event: UndecodedEvent, captured: Container[TableId], log_file: str,
-                     transaction: BinlogOffset) -> None:
-    """Raise a ``SourceConfigError`` for an event the reader does not read that may carry rows of a
-    ``captured`` table; return for one that cannot (see the module's docstring). ``transaction`` is
-    where the event's transaction starts, ``log_file`` the binlog file it is in."""
+def refuse_undecoded(event: UndecodedEvent, log_file: str, transaction: BinlogOffset) -> None:
+    """Raise a ``SourceConfigError`` for an event the reader does not read that may carry rows (of any table:
+    whose cannot be told without reading it); return for one that cannot (see the module's docstring).
+    ``transaction`` is where the event's transaction starts, ``log_file`` the binlog file it is in."""
     code = event.type_code
     if event.flags & _IGNORABLE:
         return

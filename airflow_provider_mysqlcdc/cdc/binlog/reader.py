@@ -435,8 +435,8 @@ class BinlogReader:
                     if self._reached(position):
                         return
                     continue
-                if isinstance(event, Undecoded):  # raises unless it carries no captured rows
-                    refuse_undecoded(event, self._schemas, dump.log_file, position.boundary)
+                if isinstance(event, Undecoded):  # raises unless it can carry no rows
+                    refuse_undecoded(event, dump.log_file, position.boundary)
         finally:
             dump.close()
 
