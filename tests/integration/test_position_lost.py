@@ -85,7 +85,7 @@ def test_a_purged_position_fails_naming_the_purge_and_the_remedy_works(
         stream_task(base_uri, table)
     message = str(failed.value)
     assert f"checkpoint {before.offset}" in message and f"{before.offset.file}, which the server has purged" in message
-    assert f"starts at {newest}:4" in message and "another server" not in message
+    assert f"oldest binlog starts at {newest}:4" in message and "another server" not in message
     assert "delete the lake" in message
 
     # the lake is as it was, and its lease free at once for another writer

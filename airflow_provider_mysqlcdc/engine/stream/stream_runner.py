@@ -196,15 +196,15 @@ class StreamRunner:
                 return found
         oldest = f"{files[0].name}:4" if files else "none"
         raise BinlogPositionLostError(
-            f"the stream's checkpoint {offset} is in binlog file {offset.file}, which the server has purged: the "
-            f"oldest binlog it still has starts at {oldest}, so the changes between them are lost to the stream "
-            f"(it was stopped, paused or behind for longer than the server keeps its binlog). Nothing was "
-            f"written: the lake at {self.options.base_uri} holds the tables as of the checkpoint, readable as "
-            f"they are. To take the tables anew, delete the lake (everything under {self.options.base_uri}, its "
-            f"_stream folder with the checkpoint included) and run the DAG again: the split and snapshot read the "
-            f"tables again and the stream starts from their high watermarks. Then keep binlogs longer than the "
-            f"stream may stay stopped (binlog_expire_logs_seconds, expire_logs_days) and alert on the "
-            f"mysql_cdc.stream.binlog_margin_seconds metric (docs/production.md)"
+            f"the stream's checkpoint {offset} is in binlog file {offset.file}, which the server has purged: it is "
+            f"no longer on the server, whose oldest binlog starts at {oldest}, so the changes between them are lost "
+            f"to the stream (it was stopped, paused or behind for longer than the server keeps its binlog). Nothing "
+            f"was written: the lake at {self.options.base_uri} holds the tables as of the checkpoint, readable as "
+            f"they are. Re-snapshot the tables in one step: delete the lake (everything under "
+            f"{self.options.base_uri}, its _stream folder with the checkpoint included) and run the DAG again: the "
+            f"split and snapshot read the tables again and the stream starts from their high watermarks. Then keep "
+            f"binlogs longer than the stream may stay stopped (binlog_expire_logs_seconds, expire_logs_days) and "
+            f"alert on the mysql_cdc.stream.binlog_margin_seconds metric (docs/production.md)"
         )
 
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
