@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
 from airflow_provider_mysqlcdc.cdc.binlog.dump import checked_end
 from airflow_provider_mysqlcdc.cdc.binlog.events import (
     Format,
@@ -30,7 +31,7 @@ from airflow_provider_mysqlcdc.cdc.binlog.events import (
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError
-from tests.binlog_files import MYSQL_BINLOGS, FileDump, owner_expected
+from tests.mysql_fixtures import MYSQL_BINLOGS, owner_expected
 
 MARIADB = Format("10.11.6-MariaDB-log")
 MYSQL = Format("8.0.36")
@@ -127,14 +128,16 @@ TAGGED_GTID_FILE = "rust_mysql_common/binlog_transaction_with_GTID_TAG.000001"
 
 
 def test_a_tagged_gtid_event_that_mysql_96_wrote() -> None:
-    """GTID_TAGGED_LOG_EVENT (42) in a binlog file a MySQL 9.6.0 server wrote, read packet by packet as the
-    dump reads them: the GTID its owner expects, at its event's position, and nothing left undecoded."""
+    """GTID_TAGGED_LOG_EVENT (42) in a binlog file a MySQL 9.6.0 server wrote, as the reader's binlog file source
+    hands it over (the events a dump would send): the GTID its owner expects, at its event's position, and nothing
+    left undecoded. ``test_gtid`` reads the same file through ``BinlogReader``."""
     (expected,) = owner_expected(TAGGED_GTID_FILE, "GTID_TAGGED")
-    dump = FileDump(MYSQL_BINLOGS / TAGGED_GTID_FILE)
+    path = MYSQL_BINLOGS / TAGGED_GTID_FILE
+    source = BinlogFiles([path]).open(path.name, 4)
     events, ends = [], []
-    for event in dump:
+    for event in source:
         events.append(event)
-        ends.append(dump.log_pos)
+        ends.append(source.log_pos)
     gtids = [(event, end) for event, end in zip(events, ends, strict=True) if isinstance(event, Gtid)]
     assert [(event.gtid, end) for event, end in gtids] == [(expected["gtid"], 328)]
     assert gtids[0][0].timestamp == int.from_bytes(bytes.fromhex("afae8569"), "little")  # its header's

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog import reader as binlog_reader
-from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed
+from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
+from airflow_provider_mysqlcdc.cdc.binlog.reader import Committed
 from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
@@ -17,7 +18,7 @@ from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, anchor, co
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError
-from tests.binlog_files import MYSQL_BINLOGS, FileDump, owner_expected, previous_gtids
+from tests.mysql_fixtures import MYSQL_BINLOGS, file_reader, owner_expected, previous_gtids
 
 U1 = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
 U2 = "4e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -159,35 +160,31 @@ def test_the_sets_mysql_wrote_in_previous_gtids(name: str) -> None:
     """A real MySQL 9.6 binlog's PREVIOUS_GTIDS holds a tagged and an untagged source of one uuid (8.0.40's,
     an untagged one): the sets their owner expects (in its own layout), read in the server's."""
     (expected,) = owner_expected(name, "PREVIOUS_GTIDS")
-    read = GtidSet.parse(previous_gtids(MYSQL_BINLOGS / name))
+    read = GtidSet.parse(previous_gtids(name))
     assert read == GtidSet.parse(expected["gtid_set"])
     assert str(read) == {TAGGED_FILE: f"{SERVER}:1-13:mytag:1-2",
                          UNTAGGED_FILE: "b9b88c66-0755-11f1-9899-4a9da94c4d71:1-2"}[name]
 
 
-def read_file(monkeypatch: pytest.MonkeyPatch, name: str, gtid: str | None) -> list[Committed]:
-    """The transactions ``BinlogReader`` commits reading the binlog file ``name`` from its start, with ``gtid``
-    as the GTIDs executed before it: the reader's own loop, its dump reading the file instead of a server."""
-    path = MYSQL_BINLOGS / name
-    monkeypatch.setattr(binlog_reader, "BinlogDump", lambda *_: FileDump(path))
-
-    def no_schema(table: Any) -> Any:
-        raise AssertionError(f"no table is captured, yet the reader asked for {table}'s schema")
-
-    start = BinlogOffset(path.name, 4, gtid)
-    reader = BinlogReader({}, 1, ServerIdRange(1, 1), {}, start, reload_schema=no_schema)
-    return [item for item in reader if isinstance(item, Committed)]
+TAGGED_BINLOG = BinlogFiles([MYSQL_BINLOGS / TAGGED_FILE])  # named as a binlog file already
 
 
-def test_the_reader_advances_the_offsets_gtids_by_a_tagged_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
+def read_file(gtid: str | None) -> list[Committed]:
+    """The transactions ``BinlogReader`` commits reading the tagged binlog file from its start, with ``gtid`` as the
+    GTIDs executed before it: the reader's own loop, the file as its events; no table captured."""
+    start = BinlogOffset(TAGGED_BINLOG.names[0], 4, gtid)
+    return [item for item in file_reader(TAGGED_BINLOG, start=start) if isinstance(item, Committed)]
+
+
+def test_the_reader_advances_the_offsets_gtids_by_a_tagged_transaction() -> None:
     """The tagged transaction MySQL 9.6 wrote, through the reader: its GTID, and the offset's set after it."""
-    before = previous_gtids(MYSQL_BINLOGS / TAGGED_FILE)
-    (committed,) = read_file(monkeypatch, TAGGED_FILE, str(GtidSet.parse(before)))
+    before = previous_gtids(TAGGED_FILE)
+    (committed,) = read_file(str(GtidSet.parse(before)))
     assert committed.gtid == f"{SERVER}:mytag:3"
     assert (committed.offset.position, committed.offset.gtid) == (541, f"{SERVER}:1-13:mytag:1-3")
     assert BinlogOffset(committed.offset.file, 4, before) < committed.offset
     # without GTIDs to start from (a position-only offset) the transaction still carries its own
-    (positional,) = read_file(monkeypatch, TAGGED_FILE, None)
+    (positional,) = read_file(None)
     assert positional.gtid == f"{SERVER}:mytag:3" and positional.offset.gtid is None
 
 
@@ -255,7 +252,8 @@ def test_failover_finds_the_checkpoint_by_tagged_gtids(monkeypatch: pytest.Monke
                                                        position: int) -> None:
     """A checkpoint taken on another server is found in the new server's binlog (the real MySQL 9.6 file, scanned
     by the reader's loop) by its tagged GTIDs; one with a tagged transaction the new server lacks is refused."""
-    monkeypatch.setattr(binlog_reader, "BinlogDump", lambda *_: FileDump(MYSQL_BINLOGS / TAGGED_FILE))
+    # anchor scans the binlog through a reader of the server's dump: the reader reads the file's events instead
+    monkeypatch.setattr(binlog_reader, "BinlogDump", lambda _settings, _id, file, at, *_: TAGGED_BINLOG.open(file, at))
     server = ServerInfo("mysql", (9, 6, 0), "9.6.0")
     control = MySqlAnswers(f"{SERVER}:1-13:mytag:1-3", f"{SERVER}:1-13:mytag:1")
     old = BinlogOffset("binlog.000042", 1234, checkpoint, server="mysql server_uuid=another")

@@ -1,22 +1,24 @@
-"""MySQL's binary JSON as the text MySQL's SELECT prints (``json_binary``), through the row decoder and the
-columnar path, on the bytes real MySQL servers wrote (``tests/fixtures/mysql_binlogs``); then each rule of the
-text on small documents built here (our reading of the format, so only as extra checks)."""
+"""MySQL's binary JSON as the text MySQL's SELECT prints (``json_binary``), on the bytes real MySQL servers wrote
+(``tests/fixtures/mysql_binlogs``) read through ``BinlogReader`` with the files as its events, as records and as
+the columnar stream's lake rows; then each rule of the text on small documents built here (our reading of the
+format, so only as extra checks)."""
 
 from __future__ import annotations
 
 import base64
 import json
 import struct
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog.json_binary import to_text
-from airflow_provider_mysqlcdc.cdc.binlog.row_columns import located_columns
-from airflow_provider_mysqlcdc.cdc.binlog.row_decoder import RowDecoders
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import RowDecodeError
-from tests.binlog_rows import MYSQL_BINLOGS, rows_events
+from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SchemaChangeError
+from tests.mysql_fixtures import BINLOG_NAME, binlog_copy, file_reader, lake_rows, owner_expected, records
 
 OPAQUE = "rust_mysql_common/json-opaque.binlog"
 # MySQL 9.0.1's documents as SELECT prints them (Json_wrapper::to_string): the owner's values (catalogue.json)
@@ -32,37 +34,38 @@ OPAQUE_TEXT = {
     1551: '{"e": null}',
 }
 GENERATED = "rust_mysql_common/json.binlog.000001"
+# its table as the CREATE TABLE in the file has it: id INT PRIMARY KEY, json_col JSON, and name, age generated from
+# json_col (VARCHAR(100) AS (json_col->>'$.name'), INT AS (json_col->'$.age'): virtual, yet in the row images)
 T = TableSchema(TableId("mysql", "t"), (Column("id", "int", "int", nullable=False), Column("json_col", "json", "json"),
                                         Column("name", "varchar", "varchar(100)", charset="utf8mb4"),
                                         Column("age", "int", "int")), ("id",))
 
 
-def test_opaque_values_of_a_mysql_9_binlog_are_what_select_prints() -> None:
+def test_opaque_values_of_a_mysql_9_binlog_are_what_select_prints(tmp_path: Path) -> None:
+    """MySQL 9.0.1's table ``foo.test(a JSON)``, its names in the table maps: each insert's document, as a record
+    and as the columnar stream's lake row, is the owner's value as SELECT prints it."""
     table = TableSchema(TableId("foo", "test"), (Column("a", "json", "json"),), ())
-    decoders = RowDecoders()
-    events = dict(rows_events(OPAQUE))
-    assert sorted(events) == sorted(OPAQUE_TEXT)
-    for position, text in OPAQUE_TEXT.items():
-        assert decoders.row_images(events[position], table) == [(text,)]
-        located = decoders.locate(events[position], table)
-        assert located is not None
-        assert [a.to_pylist() for a in located_columns([located], None, table)] == [[text]]
-    catalogue = json.loads((MYSQL_BINLOGS / "catalogue.json").read_text())
-    owner = {e["event_pos"]: e["first_row_after_image_json"] for e in catalogue["files"][OPAQUE]["expected"]}
+    files = binlog_copy(tmp_path, OPAQUE)
+    texts = [text for _, text in sorted(OPAQUE_TEXT.items())]
+    inserted = records(file_reader(files, table), table.id)
+    assert [(r.op, r.values) for r in inserted] == [(ChangeKind.INSERT, (text,)) for text in texts]
+    assert [r.offset.events_to_skip for r in inserted] == list(range(8))  # one transaction of 8 rows events
+    rows = lake_rows(file_reader(files, table), table)
+    assert rows.schema.field("a").type == pa.string() and rows.column("a").to_pylist() == texts
+    assert rows.column("_binlog_pos").to_pylist() == [529] * 8  # the transaction's start
+    owner = {e["event_pos"]: e["first_row_after_image_json"] for e in owner_expected(OPAQUE)}
     assert {p: json.loads(t, parse_float=str) for p, t in OPAQUE_TEXT.items()} == owner  # the owner's DECIMALs: text
 
 
-def test_documents_agree_with_the_columns_mysql_generated_from_them() -> None:
-    """``name`` is ``json_col->>'$.name'`` and ``age`` ``json_col->'$.age'``, computed by the MySQL 8.0.22 server
-    that wrote the binlog: the text read from each document holds the same values."""
-    decoders, images = RowDecoders(), []
-    for _, event in rows_events(GENERATED):
-        if event.type_code != 39:
-            images += decoders.row_images(event, T) or []
-    assert len(images) == 6 + 12
-    assert images[0] == (1, '{"age": 24, "data": "xxxxxxxxxx", "name": "Joe"}', "Joe", 24)
-    for _, document, name, age in images:
-        assert json.loads(document) == {"age": age, "data": json.loads(document)["data"], "name": name}
+def test_the_generated_columns_file_is_refused_for_its_table_maps_without_names(tmp_path: Path) -> None:
+    """MySQL 8.0.22's ``mysql.t`` (its documents, and ``name``/``age`` generated from them) is logged with
+    binlog_row_metadata = MINIMAL: its table maps name no column, so the reader refuses its rows, naming the
+    setting, before anything of them is committed. Decoding them by position against the table's schema is
+    issue 50's (the schema at every binlog position); until then the documents of this file are not proven."""
+    with pytest.raises(SchemaChangeError, match="carries no column names") as error:
+        records(file_reader(binlog_copy(tmp_path, GENERATED), T), T.id)
+    assert "binlog_row_metadata = MINIMAL" in str(error.value)
+    assert f"nothing past {BinlogOffset(BINLOG_NAME, 845)} is committed" in str(error.value)
 
 
 def binary(kind: int, body: bytes) -> bytes:
@@ -130,13 +133,3 @@ def test_what_is_not_binary_json_is_an_error() -> None:
         to_text(binary(0x02, struct.pack("<HH", 5, 4)))  # five elements, their entries missing
     with pytest.raises(RowDecodeError, match="not as its bytes"):
         to_text({"a": 1})  # type: ignore[arg-type]  # what mysql-replication would hand over
-
-
-def test_a_json_column_reads_into_arrow_as_its_text() -> None:
-    decoders = RowDecoders()
-    events = [event for _, event in rows_events(GENERATED) if event.type_code == 30]
-    located = [decoders.locate(event, T) for event in events]
-    assert all(located)
-    columns = located_columns(located, None, T)  # type: ignore[arg-type]
-    assert columns[1].type == pa.string() and columns[1].to_pylist()[2] == (
-        '{"age": 40, "data": "zzzzzzzzzz", "name": "Pete"}')

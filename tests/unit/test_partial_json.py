@@ -1,13 +1,16 @@
 """Partial JSON updates (``partial_json``, PARTIAL_UPDATE_ROWS_EVENT) on the bytes a MySQL 8.0.22 server wrote
-(``rust_mysql_common/json.binlog.000001``): its partial update has a MINIMAL before image, which the reader refuses
-(``Rows.full``); its diffs, applied to the documents the update before it left, give the values the server computed
-its generated columns from. Then the same after images behind a FULL before image, through the row decoder, and
-the rules of paths and operations."""
+(``rust_mysql_common/json.binlog.000001``). Its partial update has a MINIMAL before image: ``BinlogReader`` with the
+file as its events stops on it, naming ``binlog_row_image``. The diffs inside it, as the file source gives the event,
+applied to the documents the update before it left, give the values the server computed its generated columns from
+(a check of ``partial_json``'s reading, not a proof through the reader: that file's table maps carry no column
+names, which the reader refuses until it decodes them by position, issue 50). Then the same after images behind a
+FULL before image (built here), through the row decoder, and the rules of paths and operations."""
 
 from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,8 +34,8 @@ from airflow_provider_mysqlcdc.cdc.binlog.reader import ChangeRows
 from airflow_provider_mysqlcdc.cdc.binlog.row_decoder import RowDecoders
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import RowDecodeError
-from tests.binlog_rows import rows_events
+from airflow_provider_mysqlcdc.exceptions import IncompleteChangeError, RowDecodeError
+from tests.mysql_fixtures import BINLOG_NAME, binlog_copy, file_reader, records
 
 FILE = "rust_mysql_common/json.binlog.000001"
 T = TableSchema(TableId("mysql", "t"), (Column("id", "int", "int", nullable=False), Column("json_col", "json", "json"),
@@ -56,18 +59,30 @@ def partial_rows(event: Rows) -> list[tuple[int, bytes]]:
     return rows
 
 
-def file_events() -> tuple[list[tuple[Any, ...]], Rows, Any]:
-    events = [event for _, event in rows_events(FILE)]
+def file_events(tmp_path: Path) -> tuple[list[tuple[Any, ...]], Rows, Any]:
+    """The file's last full update (its images as the row decoder reads them) and its partial update, the events as
+    the binlog file source hands them to the reader."""
+    events = [event for event in binlog_copy(tmp_path, FILE).open(BINLOG_NAME, 4) if isinstance(event, Rows)]
     update, partial = events[-2], events[-1]
-    assert (update.type_code, partial.type_code) == (31, 39)
+    assert (update.type_code, partial.type_code, partial.log_pos) == (31, 39, 3980)
     update_images = RowDecoders().row_images(update, T)
     assert update_images is not None
     return update_images, partial, update
 
 
-def test_the_partial_update_s_diffs_give_what_the_server_computed_from_them() -> None:
-    update_images, partial, update = file_events()
-    assert not partial.full  # MINIMAL: the reader stops on it, naming binlog_row_image
+def test_the_reader_stops_on_the_partial_update_naming_binlog_row_image(tmp_path: Path) -> None:
+    """From the partial update's transaction (an offset a stream may resume at): nothing of it is committed."""
+    reader = file_reader(binlog_copy(tmp_path, FILE), T, start=BinlogOffset(BINLOG_NAME, 3527))
+    with pytest.raises(IncompleteChangeError, match="binlog_row_image = 'MINIMAL' or 'NOBLOB'") as error:
+        records(reader, T.id)
+    message = str(error.value)
+    assert "mysql-bin.000001:3527 (event ending at mysql-bin.000001:3980) has rows of mysql.t" in message
+    assert "lack the columns #1, #2, #3, #4" in message  # the before image: id alone; the after image: all but id
+
+
+def test_the_partial_update_s_diffs_give_what_the_server_computed_from_them(tmp_path: Path) -> None:
+    update_images, partial, update = file_events(tmp_path)
+    assert not partial.full  # MINIMAL: the reader stops on it (above)
     documents = dict(_after_documents(update))
     for row_id, after in partial_rows(partial):
         diffs = after[7:7 + int.from_bytes(after[3:7], "little")]
@@ -96,10 +111,10 @@ def _after_documents(update: Rows) -> list[tuple[int, bytes]]:
     return out
 
 
-def test_a_partial_update_with_a_full_before_image_is_decoded() -> None:
+def test_a_partial_update_with_a_full_before_image_is_decoded(tmp_path: Path) -> None:
     """The file's after images behind FULL before images (the update's after images, the same documents), as
     MySQL writes them with binlog_row_image = FULL: the row decoder applies the diffs."""
-    update_images, partial, update = file_events()
+    update_images, partial, update = file_events(tmp_path)
     befores = {row_id: document for row_id, document in _after_documents(update)}
     body = bytearray()
     for row_id, after in partial_rows(partial):

@@ -1,14 +1,15 @@
 """The row decoder's wire formats on hand-made packets: the documented examples of each packed format,
 the columnar reading of images (places, then Arrow), and the cases that must leave an event to
-mysql-replication. ``test_type_matrix`` checks both paths against a real server."""
+mysql-replication. ``test_type_matrix`` checks both paths against a real server; MySQL 9's VECTOR is read
+from a file a real MySQL server wrote, through ``BinlogReader`` with the file as its events."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import struct
 from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.schema.type_registry import TYPES
-from tests.binlog_rows import MYSQL_BINLOGS, rows_events
+from tests.mysql_fixtures import binlog_copy, file_reader, lake_rows, owner_expected, records
 
 WRITE_ROWS_V1 = 23
 
@@ -196,43 +197,48 @@ def test_places_after_a_column_became_nullable() -> None:
 
 
 VECTORS = "rust_mysql_common/vector.binlog"
+UNSIGNED_ID = Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True)  # SERIAL
+FOO = TableSchema(TableId("dtb", "foo"), (UNSIGNED_ID, Column("vector_column", "vector", "vector(3)", nullable=False)),
+                  ("id",))
+BAR = TableSchema(TableId("dtb", "bar"), (
+    UNSIGNED_ID, Column("vector_column", "vector", "vector(2)", nullable=False),
+    Column("foo", "text", "text", charset="utf8mb4"), Column("vector_column2", "vector", "vector(4)", nullable=False)),
+    ("id",))
 
 
-def test_mysql_9_vectors_read_as_float32_lists() -> None:
-    """MySQL 9.0.1's VECTOR columns (tests/fixtures/mysql_binlogs/rust_mysql_common/vector.binlog): the table maps'
-    length sizes and VECTOR_DIMENSIONALITY, and the rows the owner asserts (their bytes as float32), by value and
-    into Arrow's list<float32>."""
-    foo = TableSchema(TableId("dtb", "foo"), (Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True),
-                                              Column("vector_column", "vector", "vector(3)", nullable=False)), ("id",))
-    events = dict(rows_events(VECTORS))
-    assert [(c.name, c.length_size, c.dimensions) for c in events[1085].table_map.columns] == [
-        ("id", 0, 0), ("vector_column", 4, 3)]
-    assert [c.dimensions for c in events[1279].table_map.columns] == [0, 2, 0, 4]
-    catalogue = json.loads((MYSQL_BINLOGS / "catalogue.json").read_text())
-    owner = catalogue["files"][VECTORS]["expected"][0]
-    assert owner["event_pos"] == 1085
+def float32(values: list[float]) -> list[float]:
+    """``values`` as float32 (what a VECTOR holds) read back as Python floats."""
+    return pa.array(values, pa.float32()).to_pylist()
+
+
+def test_mysql_9_vectors_read_as_float32_lists(tmp_path: Path) -> None:
+    """MySQL 9.0.1's VECTOR columns (tests/fixtures/mysql_binlogs/rust_mysql_common/vector.binlog), through the
+    reader with the file as its events: the rows the owner asserts (their bytes as float32), by value and as the
+    columnar stream's lake rows (list<float32>); the file writes the same rows again after recreating the table."""
+    owner, dimensions = owner_expected(VECTORS)
+    assert (owner["event_pos"], dimensions["table_map_dimensionality"]) == (1085, {"dtb.foo": [3], "dtb.bar": [2, 4]})
     expected = [(row["id"], list(struct.unpack("<3f", bytes(row["vector_column_bytes"]))))
                 for row in owner["rows_after_image"]]
-    decoders = RowDecoders()
-    assert decoders.row_images(events[1085], foo) == expected
-    located = decoders.locate(events[1085], foo)
-    assert located is not None
-    columns = located_columns([located], None, foo)
-    assert columns[1].type == pa.list_(pa.float32())
-    assert columns[1].to_pylist() == [floats for _, floats in expected]
     assert expected[1][1] == [1.0, -1.0, 0.0]
+    files = binlog_copy(tmp_path, VECTORS)
+    written = records(file_reader(files, FOO, BAR), FOO.id)
+    assert [(r.op, r.values) for r in written] == [(ChangeKind.INSERT, row) for row in expected * 2]
+    assert [r.offset.position for r in written] == [851, 851, 2303, 2303]  # their transactions' starts
+    rows = lake_rows(file_reader(files, FOO, BAR), FOO)
+    assert rows.schema.field("vector_column").type == pa.list_(pa.float32())
+    assert rows.column("vector_column").to_pylist() == [floats for _, floats in expected * 2]
 
 
-def test_vectors_beside_text_in_writes_and_deletes() -> None:
-    bar = TableSchema(TableId("dtb", "bar"), (
-        Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True),
-        Column("vector_column", "vector", "vector(2)", nullable=False),
-        Column("foo", "text", "text", charset="utf8mb4"),
-        Column("vector_column2", "vector", "vector(4)", nullable=False)), ("id",))
-    events = dict(rows_events(VECTORS))
-    decoders = RowDecoders()
-    written = decoders.row_images(events[1279], bar)
-    deleted = decoders.row_images(events[3146], bar)
-    assert written is not None and deleted is not None and deleted == written[1:]
-    assert [(row[0], row[2], len(row[1]), len(row[3])) for row in written] == [(1, None, 2, 4), (2, "bar", 2, 4)]
-    assert written[1][3] == [42.0, 43.0, 44.0, 45.0]
+def test_vectors_beside_text_in_writes_and_deletes(tmp_path: Path) -> None:
+    """``dtb.bar``'s VECTOR(2), TEXT and VECTOR(4) (the owner's dimensionalities), written, deleted, written."""
+    files = binlog_copy(tmp_path, VECTORS)
+    bar = [(r.op, r.values) for r in records(file_reader(files, FOO, BAR), BAR.id)]
+    first = (1, float32([1.1, 2.2]), None, float32([1.1, 2.2, 3.3, 4.4]))
+    second = (2, float32([1.01, -1.01]), "bar", [42.0, 43.0, 44.0, 45.0])
+    third = (3, float32([2.01, -2.01]), None, float32([42.1, 43.2, 44.3, 45.4]))
+    insert, delete = ChangeKind.INSERT, ChangeKind.DELETE
+    assert bar == [(insert, first), (insert, second)] * 2 + [(delete, second), (insert, third)]
+    rows = lake_rows(file_reader(files, FOO, BAR), BAR)
+    assert rows.column("_op").to_pylist() == ["+I"] * 4 + ["-D", "+I"]
+    assert rows.select(["id", "vector_column", "foo", "vector_column2"]).to_pylist() == [
+        dict(zip(("id", "vector_column", "foo", "vector_column2"), values, strict=True)) for _, values in bar]
