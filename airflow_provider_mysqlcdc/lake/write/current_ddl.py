@@ -9,6 +9,8 @@ before ends at the DDL), finds the table at that number and does not apply it tw
 
 A DDL that gave rows values without row events (a DEFAULT, a conversion) replaces the whole table with
 its rows read again, in one commit (``replace_current``); the others reshape it (``reshape_current``).
+A snapshot batch read after a widening DDL, before the stream reaches it, widens the columns of the
+batches committed before it (``widen_current``, from ``lake.write.snapshot_commit``).
 
 Why a rewrite and not Delta column mapping (measured, ``bench/ddl_rewrite_bench.py`` and RESULTS.md):
 delta-rs 1.6 has no API to rename or drop a column of a column-mapped table, cannot add a column to
@@ -78,11 +80,28 @@ def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mappin
         reshaped = _reshaped(rows.slice(0, 0) if empty else rows, schema, renamed)
         location.overwrite(with_dup(reshaped, [*schema.column_names, BATCH_COLUMN]), merged_at(seq), [BATCH_COLUMN])
         return True
-    shape = _reshaped(scan.schema.empty_table(), schema, renamed).schema
-    batches = iter(()) if empty else (
-        b for batch in scan for b in _reshaped(pa.Table.from_batches([batch]), schema, renamed).to_batches())
-    location.overwrite(pa.RecordBatchReader.from_batches(shape, batches), merged_at(seq), [BATCH_COLUMN])
+    _rewrite(location, scan, lambda rows: _reshaped(rows, schema, renamed), merged_at(seq), empty)
     return True
+
+
+def widen_current(location: ReplicaTable, table: TableVersion, types: Mapping[str, pa.DataType],
+                  tag: CommitTag) -> None:
+    """Rewrite the current table (``table``, as opened) with the columns of ``types`` cast to those types, in
+    one commit tagged ``tag``. Each must hold every value of the type it replaces (``delta_schema.wider``):
+    a snapshot batch read after a widening DDL (INT to BIGINT) commits into a table whose batches committed
+    before it hold the narrower type, which a Delta table cannot hold beside the wider one. The stream does
+    the same when it reaches the DDL (``reshape_current``): there, nothing is left to cast."""
+    _rewrite(location, table.scan(), lambda rows: rows.cast(pa.schema(
+        [f.with_type(types[f.name]) if f.name in types else f for f in rows.schema])), tag)
+
+
+def _rewrite(location: ReplicaTable, scan: pa.RecordBatchReader, convert: Callable[[pa.Table], pa.Table],
+             tag: CommitTag, empty: bool = False) -> None:
+    """The current table replaced by its rows (``scan``) through ``convert``, in one commit, a batch at a time
+    (never the whole table in memory); ``empty``: by no rows, in the shape ``convert`` gives."""
+    shape = convert(scan.schema.empty_table()).schema
+    batches = iter(()) if empty else (b for batch in scan for b in convert(pa.Table.from_batches([batch])).to_batches())
+    location.overwrite(pa.RecordBatchReader.from_batches(shape, batches), tag, [BATCH_COLUMN])
 
 
 def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str]) -> pa.Table:

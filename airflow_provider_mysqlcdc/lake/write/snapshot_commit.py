@@ -18,8 +18,14 @@ number of times. The first batch to commit creates the table with its files in t
 transaction, not a creation and then a replacement: a whole database's small tables are each made by
 one batch). Replacing a partition does not evolve the table's schema by itself (delta-rs leaves
 columns it does not know silently unread), so a batch with new columns (an ADD COLUMN during the
-snapshot) adds them first, nullable; a column a batch lacks reads as null. A column whose type changed
-between batches is a ``SchemaChangeError``: the table must be snapshotted anew.
+snapshot) adds them first, nullable; a column a batch lacks reads as null.
+
+A column whose type changed between batches (a DDL between the reads of two batches, which the stream
+applies later at its offset) takes a type holding both (``delta_schema.wider``: INT and BIGINT as BIGINT,
+DECIMAL(10,2) and DECIMAL(12,4) as DECIMAL(12,4)): the table's batches are rewritten with it first, in a
+commit of their own (``current_ddl.widen_current``), or this batch's files are, before they are
+committed. Types no type holds exactly (VARCHAR and INT) are a ``SchemaChangeError``: the table must be
+snapshotted anew.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SnapshotJobError, TableCommitConflictError
-from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
+from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, wider
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, DataFile
+from airflow_provider_mysqlcdc.lake.write.current_ddl import widen_current
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.format.table_format import TableVersion
@@ -85,8 +92,8 @@ def replace_partition(
             opened = current.open(from_log=True)
             if opened is None:  # the table's first batch to commit creates it (another may win that race)
                 return current.create_with_partition(BATCH_COLUMN, batch_number, files, schema, tag)
-            evolved = _evolve(opened, table, schema, batch_number)
-            return opened.replace_partition(BATCH_COLUMN, batch_number, files, evolved, tag)
+            opened, files, schema = _common_types(opened, table, files, schema, batch_number)
+            return opened.replace_partition(BATCH_COLUMN, batch_number, files, opened.add_columns(schema), tag)
         except TableCommitConflictError as error:
             if attempt == COMMIT_TRIES:
                 raise BatchCommitConflictError(
@@ -98,14 +105,58 @@ def replace_partition(
     raise AssertionError("unreachable")
 
 
-def _evolve(opened: TableVersion, table: LakeTable, schema: pa.Schema, batch_number: int) -> pa.Schema:
-    """Add the batch's columns the table lacks; refuse a column whose stored type differs. Returns the
-    table's schema after that (the schema to commit with: it keeps columns this batch lacks)."""
-    changed = opened.differing_types(schema)
-    if changed:
+def _common_types(opened: TableVersion, table: LakeTable, files: list[DataFile], schema: pa.Schema,
+                  batch_number: int) -> tuple[TableVersion, list[DataFile], pa.Schema]:
+    """The table (as opened), the batch's files and their schema with one type for each column both have
+    (the module docstring): the table's batches widened by a commit of their own, or the batch's files
+    rewritten. Refuses columns no type holds exactly."""
+    if not opened.differing_types(schema):
+        return opened, files, schema
+    stored = opened.schema()
+    changed = [f for f in schema if f.name in stored.names and opened.differing_types(pa.schema([f]))]
+    common = {f.name: _holding_both(stored.field(f.name).type, f.type) for f in changed}
+    refused = [f"{f.name} {stored.field(f.name).type} -> {f.type}" for f in changed if common[f.name] is None]
+    if refused:
         raise SchemaChangeError(
             f"batch {batch_number} of {table.id} read columns of other types than the batches committed before it "
-            f"({', '.join(changed)}), which its table {table.current.uri} cannot hold together: re-snapshot the "
-            f"table (delete its folder {table.folder} and run the DAG again)"
+            f"({', '.join(refused)}), and no type holds the values of both: its table {table.current.uri} cannot "
+            f"hold them together. Re-snapshot the table (delete its folder {table.folder} and run the DAG again)"
         )
-    return opened.add_columns(schema)
+    types = {name: t for name, t in common.items() if t is not None}
+    widen = {name: t for name, t in types.items() if t != stored.field(name).type}
+    if widen:
+        widen_current(table.current, opened, widen, CommitTag(metadata={
+            "mysql_cdc.operation": "snapshot batch widens columns", "mysql_cdc.table": str(table.id),
+            "mysql_cdc.batch": str(batch_number), "mysql_cdc.columns": ", ".join(sorted(widen))}))
+        reopened = table.current.open()
+        assert reopened is not None  # it was just rewritten
+        opened = reopened
+    cast = {name: t for name, t in types.items() if t != schema.field(name).type}
+    if cast:
+        schema = pa.schema([f.with_type(cast[f.name]) if f.name in cast else f for f in schema])
+        files = [_cast_file(table, file, schema) for file in files]
+    return opened, files, schema
+
+
+def _holding_both(stored: pa.DataType, read: pa.DataType) -> pa.DataType | None:
+    """The type that holds every value of both (``wider``) when there is one: integers, floats, decimals."""
+    if not (pa.types.is_floating(stored) and pa.types.is_floating(read)
+            or all(pa.types.is_integer(t) or pa.types.is_decimal128(t) for t in (stored, read))):
+        return None
+    common = wider(stored, read)
+    return None if pa.types.is_string(common) else common
+
+
+def _cast_file(table: LakeTable, file: DataFile, schema: pa.Schema) -> DataFile:
+    """This attempt's Parquet file (not committed yet) rewritten in place with ``schema``'s types, a row group
+    at a time."""
+    fs, path = table.lake.fs, f"{table.current_dir}/{file.path}"
+    written = f"{path}.cast"
+    with fs.open_input_file(path) as source:
+        parquet = pq.ParquetFile(source)
+        target = pa.schema([schema.field(name) for name in parquet.schema_arrow.names])
+        with pq.ParquetWriter(written, target, filesystem=fs, compression="snappy") as writer:
+            for group in range(parquet.num_row_groups):
+                writer.write_table(parquet.read_row_group(group).cast(target))
+    fs.move(written, path)
+    return data_file(table, file.path)
