@@ -117,8 +117,9 @@ class StreamRunner:
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
         # the split's checks on every start, whatever the startup mode: a stream that starts on its own (no
-        # snapshot) or runs after the settings changed must not read a binlog it cannot keep exactly
-        check_source(control)
+        # snapshot) or runs after the settings changed must not read a binlog it cannot keep exactly; SELECT on
+        # each captured database, so that a table the CDC user cannot see is never taken for one dropped
+        check_source(control, databases=self._databases(control))
         self.lease.acquire()  # before anything is written or discarded
         with self.lease.released_on_failure():  # a failed start lets the next try in at once
             return self._open(control)
@@ -375,6 +376,8 @@ class StreamRunner:
         if not selection.by_pattern:
             return [t for t in selection.tables if selection.matches(t)]
         found = find_tables(control, selection)
+        if checkpoint is not None:  # gone from the server since (dropped, renamed): its DDL in the binlog ends it
+            found += sorted(t for t in checkpoint.schemas if t not in set(found) and selection.matches(t))
         if self.options.startup_mode is not StartupMode.INITIAL:
             return found
         known = {*checkpoint.schemas, *checkpoint.stopped} if checkpoint is not None else set()
@@ -384,6 +387,12 @@ class StreamRunner:
             _log.warning("%s match %s but have no snapshot yet (made after this run's split): the next run's split "
                          "and snapshot take them, then the stream", sorted(map(str, later)), selection.describe())
         return [t for t in found if t not in later]
+
+    def _databases(self, control: Any) -> list[str]:
+        """The databases of the captured tables: those named, or those of the tables the patterns match."""
+        selection = self.options.selection()
+        tables = find_tables(control, selection) if selection.by_pattern else selection.tables
+        return sorted({t.database for t in tables})
 
     def _snapshot_start(self, table: TableId) -> TableStart | None:
         """The table's finished snapshot as a capture start; required in ``initial`` mode, unused otherwise."""
