@@ -1,4 +1,4 @@
-"""The binlog events as ``binlog_events.parse`` reads them, from packets built here as the replication
+"""The binlog events as ``events.parse`` reads them, from packets built here as the replication
 protocol delivers them (an OK byte, the 19-byte header, the post-header and body, a CRC32). The MySQL
 forms (GTID, anonymous GTID, version-2 rows events, HEARTBEAT_V2, 4-byte table ids) are checked only
 here: no MySQL server runs in the test environment. The tagged GTID event (MySQL 8.3+) is also read from a

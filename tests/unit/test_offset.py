@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index, read_current_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
+    BinlogOffset,
+    file_index,
+    read_current_offset,
+)
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SourceConfigError
 
