@@ -33,6 +33,7 @@ from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
 from airflow_provider_mysqlcdc.operators.lake_arguments import open_lake
 from airflow_provider_mysqlcdc.spark.application import LAKE_OPTIONS_ENV, PASSWORD_ENV
+from airflow_provider_mysqlcdc.spark.job_error import ERROR_FILE_ARGUMENT, read_error
 from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_master
 
 if TYPE_CHECKING:
@@ -201,7 +202,22 @@ class SparkApplicationOperator(SparkSubmitOperator):
         return config
 
     def run_job(self, context: Any, config: ConnectionConfig, lake: Lake) -> None:
-        """``spark-submit`` with the password and the lake's storage options in its environment only."""
-        with environment_variable(PASSWORD_ENV, config.password), \
+        """``spark-submit`` with the password and the lake's storage options in its environment only. When it
+        fails, the task fails with the job's own error, the class and message its driver raised
+        (``spark.job_error``), not the provider's "Cannot execute": the driver writes it into a file of a
+        folder made for this run."""
+        with tempfile.TemporaryDirectory(prefix="mysql-cdc-job-") as folder, \
+                environment_variable(PASSWORD_ENV, config.password), \
                 environment_variable(LAKE_OPTIONS_ENV, json.dumps(dict(lake.storage_options))):
-            SparkSubmitOperator.execute(self, context)
+            error_file = str(Path(folder) / "error.json")
+            arguments = list(self.application_args or [])
+            self.application_args = [*arguments, ERROR_FILE_ARGUMENT, error_file]
+            try:
+                SparkSubmitOperator.execute(self, context)
+            except Exception as failure:
+                error = read_error(error_file)
+                if error is None:
+                    raise
+                raise error from failure
+            finally:
+                self.application_args = arguments

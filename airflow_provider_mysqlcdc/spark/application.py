@@ -19,14 +19,15 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.spark.job_error import ERROR_FILE_ARGUMENT
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
@@ -63,6 +64,8 @@ def argument_parser(description: str | None) -> argparse.ArgumentParser:
                         help="environment variable holding the lake's storage options (JSON)")
     parser.add_argument("--partitions", type=int, default=0,
                         help="Spark tasks; default (0) the job's readers, at most one per chunk")
+    parser.add_argument(ERROR_FILE_ARGUMENT, default=None,
+                        help="a file the driver writes its error into, for the operator (spark.job_error)")
     return parser
 
 
@@ -173,6 +176,16 @@ class SparkApplication:
         schemas = batch_schemas([plan.schema for plan in found.values()], config, lake)
         batches = tuple(JobBatch(b, found[b.table], schemas[b.table]) for b in job.batches)
         return cls(kind, lake, job, batches, partitions, config)
+
+    def with_current_columns(self, indexes: Collection[int]) -> SparkApplication:
+        """The application with the columns of its batches ``indexes`` read from the source again
+        (``batch_schemas``): their tables changed while they were read."""
+        from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schemas  # see open()
+
+        planned = {self.batches[i].batch.table: self.batches[i].plan.schema for i in indexes}
+        schemas = batch_schemas(list(planned.values()), self.config, self.lake)
+        return replace(self, batches=tuple(replace(jb, schema=schemas[jb.batch.table]) if i in indexes else jb
+                                           for i, jb in enumerate(self.batches)))
 
     def by_batch(self, results: Iterable[T], chunk_of: Callable[[T], Chunk]) -> list[list[T]]:
         """``results`` (one a chunk, from ``distribute``) grouped by the job's batch their chunk is of,

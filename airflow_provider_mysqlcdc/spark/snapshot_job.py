@@ -20,39 +20,101 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_batches
-from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
-from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
+from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError, SnapshotJobError
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, ChunkResult, SnapshotStore
 from airflow_provider_mysqlcdc.lake.parallel import each
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
+from airflow_provider_mysqlcdc.spark.job_error import report_error
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
-    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, ChunkResult
+    from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
+    from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
 
 TASK_PROGRESS_SECONDS = 10.0
 
 
-def read_chunks(task: TaskChunks, *, attempt: str, progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult]:
-    """Runs on an executor: this task's chunks into one Parquet file of the attempt a batch."""
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task's ``MySqlCdcError``, handed to the driver as the task's last result: Spark gives the driver a
+    failed task's exception as text only, and ends the job's other tasks. The driver raises it again as it
+    is, or reads the task's batches again after a schema change (``read_pack``)."""
+
+    batches: tuple[Batch, ...]
+    error: MySqlCdcError
+
+
+def read_chunks(task: TaskChunks, *, attempt: str,
+                progress: tuple[Any, Any] | None = None) -> Iterator[ChunkResult | TaskFailure]:
+    """Runs on an executor: this task's chunks into one Parquet file of the attempt a batch; its error, if any,
+    as a ``TaskFailure`` after the chunks it wrote."""
     started = reported = time.monotonic()
     done = rows = 0
-    for record in write_batches(SnapshotStore(task.lake), attempt, task.index, task.config, task.batches,
-                                task.server_id):
-        done, rows = done + 1, rows + record.rows
-        if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
-            progress[0].add(1)
-            progress[1].add(record.rows)
-        if time.monotonic() - reported >= TASK_PROGRESS_SECONDS:
-            # accumulators reach the driver only when a task ends, so each task says how far it is itself:
-            # on a local master its output is in the task log, on a cluster in the executor's log
-            reported = time.monotonic()
-            print(f"snapshot: task {task.index}: {done}/{task.chunk_count} chunks, {rows:,} rows, "
-                  f"{rows / (reported - started):,.0f} rows/s", file=sys.stderr, flush=True)
-        yield record
+    try:
+        for record in write_batches(SnapshotStore(task.lake), attempt, task.index, task.config, task.batches,
+                                    task.server_id):
+            done, rows = done + 1, rows + record.rows
+            if progress is not None:  # Spark accumulators: chunks and rows done, seen by the driver per task
+                progress[0].add(1)
+                progress[1].add(record.rows)
+            if time.monotonic() - reported >= TASK_PROGRESS_SECONDS:
+                # accumulators reach the driver only when a task ends, so each task says how far it is itself:
+                # on a local master its output is in the task log, on a cluster in the executor's log
+                reported = time.monotonic()
+                print(f"snapshot: task {task.index}: {done}/{task.chunk_count} chunks, {rows:,} rows, "
+                      f"{rows / (reported - started):,.0f} rows/s", file=sys.stderr, flush=True)
+            yield record
+    except MySqlCdcError as error:
+        print(f"snapshot: task {task.index}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        yield TaskFailure(tuple(b.batch for b in task.batches), error)
+
+
+SCHEMA_CHANGE_ROUNDS = 3
+"""Times ``read_pack`` reads a batch whose table keeps changing while it is read before it gives up."""
+
+Reader = Callable[["SparkApplication", Sequence[Sequence["Chunk"]]], list[ChunkResult | TaskFailure]]
+"""Reads the given chunks of each of the application's batches (``chunks[i]``: batch ``i``'s; none: not read)."""
+
+
+def read_pack(app: SparkApplication, read: Reader) -> tuple[SparkApplication, list[ChunkResult]]:
+    """Every chunk of the job's batches read (``read``), each batch's with one schema, and the application
+    with the columns they were read with.
+
+    A DDL of a table while a task reads it stops the task (``SchemaChangeError``: a batch has one schema,
+    and the chunk reader never mixes two). Every batch that task read is then read again whole, by all the
+    tasks, with its table's columns as they are now: the columns at the new chunks' high watermarks, past
+    the DDL. The batches the DDL did not reach keep what they read (their chunks' high watermarks lie before
+    it); the stream applies the DDL at its offset to them later, as to every row it holds, and the batch
+    commit gives a column whose type the DDL widened the wider type (``lake.write.snapshot_commit``). Up
+    to ``SCHEMA_CHANGE_ROUNDS`` reads; any other error of a task is raised as it is."""
+    todo = set(range(len(app.batches)))
+    kept: list[ChunkResult] = []
+    for _ in range(SCHEMA_CHANGE_ROUNDS):
+        records = read(app, [jb.plan.chunks_to_read(jb.batch) if i in todo else []
+                             for i, jb in enumerate(app.batches)])
+        failures = [r for r in records if isinstance(r, TaskFailure)]
+        for failure in failures:
+            if not isinstance(failure.error, SchemaChangeError):
+                raise failure.error
+        stale = {i for i, jb in enumerate(app.batches) for f in failures if jb.batch in f.batches}
+        results = app.by_batch([r for r in records if isinstance(r, ChunkResult)], lambda r: r.chunk)
+        kept += [r for i in todo - stale for r in results[i]]
+        if not stale:
+            return app, kept
+        print(f"snapshot: {failures[0].error}; reading {len(stale)} of the job's batches again with their tables' "
+              f"current columns", flush=True)
+        todo = stale
+        app = app.with_current_columns(stale)
+    raise SchemaChangeError(
+        f"the tables of {app.job.label} changed while they were read, {SCHEMA_CHANGE_ROUNDS} times in a row "
+        f"(the last: {failures[0].error}); nothing of the batches they stopped is committed: retry the task once "
+        f"the schema changes are done"
+    )
 
 
 def _report_progress(progress: tuple[Any, Any], total: int, stop: threading.Event, started: float) -> None:
@@ -106,41 +168,50 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app, spark = SparkApplication.start("snapshot", args)
     except MySqlCdcError as error:
-        print(f"snapshot: {error}", file=sys.stderr)
+        report_error("snapshot", args.error_file, error)
         return 2
-    chunks = [jb.plan.chunks_to_read(jb.batch) for jb in app.batches]
-    total = sum(len(c) for c in chunks)
     if spark is None:
         return 4
+    try:
+        _snapshot(app, spark)
+    except MySqlCdcError as error:
+        report_error("snapshot", args.error_file, error)
+        return 3
+    finally:
+        spark.stop()
+    return 0
+
+
+def _snapshot(app: SparkApplication, spark: Any) -> None:
+    """The job read (``read_pack``) and committed (``commit_pack``)."""
     attempt = uuid.uuid4().hex[:12]
     tables = len(app.job.tables)
+    total = sum(len(jb.plan.chunks_of(jb.batch)) for jb in app.batches)
     print(f"snapshot: {app.job.label}: {total} chunks of {len(app.batches)} batches"
           f"{f' of {tables} tables' if tables > 1 else ''} in {app.partitions} tasks, attempt {attempt}", flush=True)
     started = time.monotonic()
-    stop = threading.Event()
-    progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
-    threading.Thread(target=_report_progress, args=(progress, total, stop, started), daemon=True).start()
-    records = app.distribute(spark, chunks, read_chunks, attempt=attempt, progress=progress)
-    stop.set()
+
+    def read(app: SparkApplication, chunks: Sequence[Sequence[Chunk]]) -> list[ChunkResult | TaskFailure]:
+        stop = threading.Event()
+        progress = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
+        threading.Thread(target=_report_progress, args=(progress, sum(map(len, chunks)), stop, time.monotonic()),
+                         daemon=True).start()
+        try:
+            return app.distribute(spark, chunks, read_chunks, attempt=attempt, progress=progress)
+        finally:
+            stop.set()
+
+    app, records = read_pack(app, read)
     seconds = time.monotonic() - started
     if len(records) != total:
-        print(f"snapshot: expected {total} chunks, got {len(records)}; not committing", file=sys.stderr)
-        spark.stop()
-        return 3
-    try:
-        manifests = commit_pack(app, attempt, records, seconds)
-    except MySqlCdcError as error:
-        print(f"snapshot: {error}", file=sys.stderr)
-        spark.stop()
-        return 3
+        raise SnapshotJobError(f"{app.job.label}: expected {total} chunks, got {len(records)}; not committing")
+    manifests = commit_pack(app, attempt, records, seconds)
     committing = time.monotonic() - started - seconds
     rows = sum(m.rows for m in manifests)
     versions = (f"as version {manifests[0].delta_version} of the Delta table" if len(manifests) == 1 else
                 f"as {len(manifests)} Delta commits, one a batch, in {committing:.1f} s")
     print(f"snapshot: {app.job.label}: {rows:,} rows in {seconds:.1f} s ({rows / seconds if seconds else 0:,.0f} "
           f"rows/s), committed attempt {attempt} {versions}", flush=True)
-    spark.stop()
-    return 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from airflow_provider_mysqlcdc.cdc.snapshot.source_session import SourceSession
 from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport, VerifyStore, verify_chunks
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError
 from airflow_provider_mysqlcdc.spark.application import SparkApplication, TaskChunks, argument_parser
+from airflow_provider_mysqlcdc.spark.job_error import report_error
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema.table import TableId
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app, spark = SparkApplication.start("verify", args)
     except MySqlCdcError as error:
-        print(f"verify: {error}", file=sys.stderr)
+        report_error("verify", args.error_file, error)
         return 2
     chunks = [jb.plan.chunks_of(jb.batch) for jb in app.batches]
     total = sum(len(c) for c in chunks)
