@@ -53,7 +53,7 @@ def test_each_missing_privilege_is_named(mariadb_server, database, grants: str, 
 
 @pytest.mark.parametrize(
     ("variable", "bad"),
-    [("binlog_format", "MIXED"), ("binlog_row_image", "MINIMAL"), ("binlog_row_metadata", "MINIMAL")],
+    [("binlog_format", "MIXED"), ("binlog_row_image", "MINIMAL")],
 )
 def test_each_wrong_binlog_setting_is_named(mariadb_server, cdc_conn, variable: str, bad: str) -> None:
     admin = mariadb_server.admin_connect()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.source.checks import SourceFacts, find_problems, parse_grants
+from airflow_provider_mysqlcdc.cdc.source.checks import SourceFacts, find_problems, parse_grants, row_metadata_path
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
@@ -44,7 +44,6 @@ def test_every_problem_is_reported_at_once() -> None:
         "log_bin is OFF: start the server with log_bin (binary logging) enabled",
         "binlog_format is MIXED: SET GLOBAL binlog_format = 'ROW' (and in the server config)",
         "binlog_row_image is MINIMAL: SET GLOBAL binlog_row_image = 'FULL' (and in the server config)",
-        "binlog_row_metadata is NO_LOG: SET GLOBAL binlog_row_metadata = 'FULL' (and in the server config)",
         "the CDC user lacks REPLICATION SLAVE: GRANT REPLICATION SLAVE ON *.* TO <cdc user>",
         "the CDC user lacks BINLOG MONITOR: GRANT BINLOG MONITOR ON *.* TO <cdc user>",
         "the CDC user lacks SELECT on shop: GRANT SELECT ON `shop`.* TO <cdc user>",
@@ -63,14 +62,15 @@ def test_old_mysql_without_row_metadata_and_per_database_select() -> None:
     grants = ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'@'%'",
               "GRANT SELECT ON `shop`.* TO 'cdc'@'%'"]
     old = SourceFacts(ServerInfo.from_version("5.7.44-log"), variables, parse_grants(grants))
-    refused = ("MySQL 5.7.44-log is not supported: its binlog's table maps carry no column names (binlog_row_metadata "
-               "exists from MySQL 8.0.14 on)")
+    refused = ("MySQL 5.7.44-log is not supported: its binlog's table maps carry no column names, signedness or "
+               "character sets (binlog_row_metadata exists from MySQL 8.0.14 on), and reading its rows by position "
+               "against the schema the stream keeps is not proven on MySQL 5.7's binlog")
     assert [p[:len(refused)] for p in find_problems(old, databases=["shop"])] == [refused]
     assert find_problems(old, databases=["shop", "crm"])[1:] == [
         "the CDC user lacks SELECT on crm: GRANT SELECT ON `crm`.* TO <cdc user>"
     ]
     recent = SourceFacts(ServerInfo.from_version("8.0.14"), variables, parse_grants(grants))
-    assert find_problems(recent, databases=["shop"]) == ["the server reports no binlog_row_metadata: it must be FULL"]
+    assert find_problems(recent, databases=["shop"]) == []
     # MariaDB may print the old name REPLICATION CLIENT for BINLOG MONITOR
     maria = facts(MARIA, ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`"])
     assert find_problems(maria) == []
@@ -104,3 +104,14 @@ def test_grant_parsing_keeps_quoted_names_and_skips_roles_and_routines() -> None
         "GRANT `reader_role` TO `cdc`@`%`",
         "GRANT PROXY ON ''@'' TO 'root'@'localhost' WITH GRANT OPTION",
     ]) == {"a.b c": {"SELECT"}, "x`y": {"SELECT"}}
+
+
+@pytest.mark.parametrize(("server", "setting"), [(MYSQL84, "MINIMAL"), (MARIA, "NO_LOG"), (MARIA, "MINIMAL")])
+def test_row_metadata_without_names_is_read_by_position(server: ServerInfo, setting: str) -> None:
+    """The servers' defaults (MySQL 8.0/8.4: MINIMAL; MariaDB: NO_LOG) are no problem: the reader reads rows by
+    position against the schema it keeps, and the log says so."""
+    grants = ["GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost`"]
+    default = facts(server, grants, binlog_row_metadata=setting)
+    assert find_problems(default) == []
+    assert row_metadata_path(default).startswith(f"binlog_row_metadata is {setting}: table maps carry no column names")
+    assert "checks them by name" in row_metadata_path(facts(server, grants))

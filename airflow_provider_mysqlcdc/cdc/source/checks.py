@@ -4,6 +4,11 @@ Facts are gathered from the server first and judged by a pure function, so that 
 tested for settings a shared test server cannot take (``log_bin`` off, old versions). The global
 values count, because the binlog is written with them, not with this session's.
 
+``binlog_row_metadata`` is not required: with FULL the table maps name their columns and the reader checks
+them by name; with MINIMAL or NO_LOG (the servers' defaults) it reads them by position against the schema the
+stream keeps for each table (``binlog.reader``). MySQL 5.7 writes no row metadata at all: the same reading
+would do for it, but it is not proven on 5.7's own bytes, so it stays refused.
+
 ``SHOW GRANTS`` output is parsed but never quoted in a message: it can carry the password hash.
 Privileges that reach the user only through a role are not resolved (MySQL 8 / MariaDB roles
 must be active by default to count); grant them directly if the check reports them missing.
@@ -11,6 +16,7 @@ must be active by default to count); grant them directly if the check reports th
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +26,7 @@ from airflow_provider_mysqlcdc.cdc.source.server_info import MARIADB, ServerInfo
 from airflow_provider_mysqlcdc.cdc.source.sql import quote_identifier
 from airflow_provider_mysqlcdc.exceptions import SourceConfigError
 
+_log = logging.getLogger(__name__)
 _VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata")
 _NAME = r"(?:`(?:[^`]|``)+`|[^\s.`]+)"
 # the object may be prefixed (``ON TABLE``/``ON PROCEDURE``); a quoted name may hold dots and spaces
@@ -72,17 +79,16 @@ def find_problems(facts: SourceFacts, databases: Sequence[str] = ()) -> list[str
         problems.append(f"MariaDB {server.version_string} is too old: use MariaDB 10.5 or newer")
     if server.flavor != MARIADB and server.version < (8, 0, 14):
         problems.append(f"MySQL {server.version_string} is not supported: its binlog's table maps carry no column "
-                        f"names (binlog_row_metadata exists from MySQL 8.0.14 on), so the stream cannot tell which "
-                        f"column a row's value belongs to after a schema change; use MySQL 8.0.14 or newer (8.0, 8.4 "
-                        f"or 9.x)")
+                        f"names, signedness or character sets (binlog_row_metadata exists from MySQL 8.0.14 on), and "
+                        f"reading its rows by position against the schema the stream keeps is not proven on MySQL "
+                        f"5.7's binlog; use MySQL 8.0.14 or newer (8.0, 8.4 or 9.x)")
     if variables.get("log_bin", "OFF").upper() not in ("ON", "1"):
         problems.append("log_bin is OFF: start the server with log_bin (binary logging) enabled")
-    expected = {"binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+    expected = {"binlog_format": "ROW", "binlog_row_image": "FULL"}
     for name, value in expected.items():
         actual = variables.get(name)
         if actual is None:
-            if name != "binlog_row_metadata" or server.flavor == MARIADB or server.version >= (8, 0, 14):
-                problems.append(f"the server reports no {name}: it must be {value}")
+            problems.append(f"the server reports no {name}: it must be {value}")
         elif actual.upper() != value:
             problems.append(f"{name} is {actual}: SET GLOBAL {name} = '{value}' (and in the server config)")
     problems.extend(_missing_privileges(facts, databases))
@@ -140,4 +146,15 @@ def check_source(conn: Any, databases: Sequence[str] = ()) -> ServerInfo:
             f"the {facts.server.flavor} server {facts.server.version_string} is not ready for CDC:\n- "
             + "\n- ".join(problems)
         )
+    _log.info("%s", row_metadata_path(facts))
     return facts.server
+
+
+def row_metadata_path(facts: SourceFacts) -> str:
+    """How the reader tells a row's columns apart under the server's ``binlog_row_metadata`` (for the log)."""
+    setting = facts.variables.get("binlog_row_metadata", "absent").upper()
+    if setting == "FULL":
+        return "binlog_row_metadata is FULL: table maps name their columns, and the reader checks them by name"
+    return (f"binlog_row_metadata is {setting}: table maps carry no column names, so the reader reads rows by "
+            f"position, checked against the schema the stream keeps for each table at its offset (a DDL the parser "
+            f"cannot read then stops the stream; FULL lets it go on)")
