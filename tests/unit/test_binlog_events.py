@@ -228,7 +228,9 @@ def test_a_table_map_without_names_and_one_parse_per_definition() -> None:
     read(packet(19, table_map_body(names=False)), table_ids=table_ids, table_maps=maps)
     bare = table_ids[0x0102030405]
     assert {c.name for c in bare.columns} == {None}
-    assert not bare.columns[0].unsigned and bare.columns[1].character_set_name is None  # as mysql-replication
+    # what MINIMAL writes is read without the names: the signedness and character sets
+    assert bare.columns[0].unsigned and bare.columns[1].character_set_name == "utf8"
+    assert bare.columns[2].unsigned is False and bare.columns[4].enum_values == ["", "a", "ÿ"]
     read(packet(19, table_map_body(), log_pos=1), table_ids=table_ids, table_maps=maps)
     first = table_ids[0x0102030405]
     read(packet(19, table_map_body(), log_pos=2), table_ids=table_ids, table_maps=maps)

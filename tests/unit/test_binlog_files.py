@@ -4,9 +4,10 @@ files that real MySQL servers wrote (``tests/fixtures/mysql_binlogs``, see its S
 
 What the owners publish is asserted (``catalogue.json``): row values, and the inner events of each
 TRANSACTION_PAYLOAD_EVENT; for every file, the commits fall where the file's own events end them. Most of these
-files' table maps carry no column names (MINIMAL metadata, or MySQL 5.7): the reader refuses their rows, and the
-tests assert that refusal and where it falls. Offsets inside a payload are proven on the real payloads by that
-refusal's offset, and with decoded rows on a real file whose transactions this test compresses into one payload as
+files' table maps carry no column names (MINIMAL metadata, or MySQL 5.7): the reader reads their rows by position
+against the schema it is given, and stops, naming both, where a map contradicts it. Offsets inside a payload are
+proven on the real payloads by such a stop's offset, and with decoded rows on a real file whose transactions this
+test compresses into one payload as
 MySQL does (bytes built here: they encode this project's reading of the payload format, which the real payloads
 prove; the events inside are MySQL's).
 """
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +29,19 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
 from airflow_provider_mysqlcdc.cdc.binlog.events import Event, Query, Rows, Xid
-from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed
+from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed, describes
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import (
+    IncompleteChangeError,
     InvalidOptionError,
     RowDecodeError,
     SchemaChangeError,
     SourceConfigError,
 )
+from tests.mysql_fixtures import lake_rows
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mysql_binlogs"
 CATALOGUE = json.loads((FIXTURES / "catalogue.json").read_text())["files"]
@@ -61,6 +65,12 @@ ENUM_SET_TABLE = TableSchema(TableId("mysql", "t"), (
 BIT_TABLE = TableSchema(TableId("mysql", "foo"), (
     Column("a", "bit", "bit(3)"), Column("b", "text", "text", charset=UTF8, collation=COLLATION),
     Column("c", "bit", "bit(8)")), ())
+# noria.t1 as its table map gives it (the owner publishes no CREATE TABLE; the names are ours): INT, BLOB (its
+# COLUMN_CHARSET: binary), CHAR(2) (8 bytes of utf8mb4), INT, and an INT UNSIGNED (the map's SIGNEDNESS)
+NORIA_TABLE = TableSchema(TableId("noria", "t1"), (
+    Column("c1", "int", "int", nullable=False), Column("c2", "blob", "blob"),
+    Column("c3", "char", "char(2)", char_max_length=2, charset=UTF8, collation=COLLATION), Column("c4", "int", "int"),
+    Column("c5", "int", "int unsigned", unsigned=True)), ("c1",))
 PERCONA_TABLE = TableSchema(TableId("test", "t1"), (  # id SERIAL: BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
     Column("id", "bigint", "bigint unsigned", nullable=False, unsigned=True),), ("id",), key_index="id")
 
@@ -150,15 +160,82 @@ def test_a_folder_is_one_binlog_in_index_order_and_reads_across_its_files(tmp_pa
         assert after == committed[index + 1:]
 
 
-def test_a_table_map_without_names_is_refused_where_its_rows_are(tmp_path: Path) -> None:
-    """percona's table maps carry no column names (MINIMAL metadata): the reader stops at the first rows of
-    ``test.t1``, at its transaction's start, naming the setting, whatever schema it is given (the owner's)."""
+def percona_owner_rows() -> list[tuple[ChangeKind, tuple[Any, ...]]]:
+    """The owner's rows of ``test.t1`` across both files: ids 1..6 written, 1..3 updated to 101..103, 4..6
+    deleted (its SELECT after them: 101, 102, 103)."""
+    rows: list[tuple[ChangeKind, tuple[Any, ...]]] = []
+    for name in ("binlog.000001", "binlog.000002"):
+        for entry in CATALOGUE[f"percona-binlog-server/{name}"]["expected"]:
+            if entry["kind"] == "WRITE":
+                rows += [(ChangeKind.INSERT, tuple(r)) for r in entry["after"]]
+            elif entry["kind"] == "UPDATE":
+                for before, after in entry["before_after"]:
+                    rows += [(ChangeKind.UPDATE_BEFORE, tuple(before)), (ChangeKind.UPDATE_AFTER, tuple(after))]
+            else:
+                rows += [(ChangeKind.DELETE, tuple(r)) for r in entry["before"]]
+    return rows
+
+
+def test_a_table_map_without_names_is_read_by_position(tmp_path: Path) -> None:
+    """percona's MySQL 8.0.45 table maps carry no column names (binlog_row_metadata = MINIMAL: SIGNEDNESS only):
+    read by position against the owner's CREATE TABLE (``id SERIAL``), the rows of ``test.t1`` across both files
+    are the owner's, in the records and in the columnar stream's lake rows, and resuming after any record gives
+    exactly the records after it."""
+    for name in ("binlog.000001", "binlog.000002"):
+        shutil.copyfile(FIXTURES / "percona-binlog-server" / name, tmp_path / name)
+    files = BinlogFiles.in_folder(tmp_path)
+    start = BinlogOffset("binlog.000001", 4)
+    read = records_and_offsets(reader(files, start, PERCONA_TABLE))
+    assert [(op, values) for op, values, _ in read] == percona_owner_rows()
+    assert lake_rows(reader(files, start, PERCONA_TABLE), PERCONA_TABLE).column("id").to_pylist() == [
+        values[0] for _, values in percona_owner_rows()]
+    assert_every_resume_gives_the_tail(files, PERCONA_TABLE, start)
+
+
+def test_a_map_without_names_that_the_schema_does_not_describe_stops_the_reader(tmp_path: Path) -> None:
+    """The same map against a schema it contradicts (its SIGNEDNESS says unsigned; a schema of a signed BIGINT, or
+    of two columns): the reader stops at the first rows of ``test.t1``, at its transaction's start, naming both,
+    and never reloads the server's schema (it may be ahead of this point)."""
     files = BinlogFiles([FIXTURES / "percona-binlog-server" / "binlog.000001"])
-    with pytest.raises(SchemaChangeError) as error:
-        items(reader(files, BinlogOffset("binlog.000001", 4), PERCONA_TABLE))
     first = commits_in("percona-binlog-server/binlog.000001", "binlog.000001")[0][1]  # CREATE TABLE's end
-    assert f"the binlog at binlog.000001:{first} has rows of test.t1" in str(error.value)
-    assert "carries no column names" in str(error.value) and "binlog_row_metadata = 'FULL'" in str(error.value)
+    signed = replace(PERCONA_TABLE, columns=(replace(PERCONA_TABLE.columns[0], unsigned=False, column_type="bigint"),))
+    wider = replace(PERCONA_TABLE, columns=(*PERCONA_TABLE.columns, Column("note", "text", "text")))
+    reloads: list[TableId] = []
+
+    def reload_schema(table: TableId) -> TableSchema:
+        reloads.append(table)
+        return PERCONA_TABLE
+
+    for schema, what in ((signed, "its column 1 has unsigned values where the table's id is bigint"),
+                         (wider, "its rows have 1 columns where the table has 2")):
+        source = BinlogReader({}, 1, ServerIdRange(1, 1), {schema.id: schema}, BinlogOffset("binlog.000001", 4),
+                              reload_schema, events=files.open)
+        with pytest.raises(SchemaChangeError) as error:
+            items(source)
+        assert str(error.value).startswith(f"the binlog at binlog.000001:{first} has rows of test.t1")
+        assert what in str(error.value) and "the table map has (#1 LONGLONG unsigned)" in str(error.value)
+        assert reloads == []
+
+
+def test_a_minimal_image_under_minimal_metadata_is_refused_for_its_image(tmp_path: Path) -> None:
+    """rust_mysql_common's ``noria.t1`` (MySQL 8.0.40, binlog_row_metadata = MINIMAL: SIGNEDNESS and COLUMN_CHARSET)
+    is read by position: its map agrees with the table (its fifth column unsigned, as the owner's value 3230202323 of
+    it needs; its second binary), but its only rows event has a partial image (binlog_row_image = MINIMAL: columns
+    1, 3 and 5), which the reader refuses, never the map."""
+    fixture = "rust_mysql_common/minimal_row_metadata.000001"
+    files = BinlogFiles([binlog_copy(tmp_path, fixture)])
+    with pytest.raises(IncompleteChangeError, match="binlog_row_image = 'MINIMAL'") as error:
+        items(reader(files, BinlogOffset("mysql-bin.000001", 4), NORIA_TABLE))
+    assert "lack the columns #2, #4" in str(error.value)
+    (rows,) = (event for event in files.open("mysql-bin.000001", 4) if isinstance(event, Rows))
+    assert describes(rows.table_map.columns, NORIA_TABLE) and rows.table_map.columns[4].unsigned
+    assert not describes(rows.table_map.columns, replace(NORIA_TABLE, columns=(
+        *NORIA_TABLE.columns[:4], replace(NORIA_TABLE.columns[4], unsigned=False))))
+    text = Column("c2", "text", "text", charset=UTF8, collation=COLLATION)  # MINIMAL's character sets are checked
+    assert not describes(rows.table_map.columns, replace(NORIA_TABLE, columns=(
+        NORIA_TABLE.columns[0], text, *NORIA_TABLE.columns[2:])))
+    (write,) = CATALOGUE[fixture]["expected"]
+    assert write["after_partial"] == {"@4": 3230202323} and 3230202323 >= 2**31  # only an INT UNSIGNED holds it
 
 
 @pytest.mark.parametrize("fixture", PAYLOAD_FILES)
@@ -190,10 +267,24 @@ def test_a_payloads_events_are_its_transactions_events(tmp_path: Path, fixture: 
     assert owner.keys() <= {e["pos"] for e in CATALOGUE[fixture]["events"] if e["name"] == "TRANSACTION_PAYLOAD"}
 
 
+@pytest.mark.parametrize(("fixture", "table"), [("mysql-binlog-connector-rust/mysql-bin.000057", TableId("a", "b")),
+                                               ("rust_mysql_common/transaction_compression.000001",
+                                                TableId("test", "tb1"))])
+def test_a_payloads_rows_without_names_are_read_by_position(tmp_path: Path, fixture: str, table: TableId) -> None:
+    """The rows inside MySQL 8.0's compressed transactions, whose maps carry no names (MINIMAL: SIGNEDNESS), read
+    by position against a one-INT table (the owners publish no CREATE TABLE; the map says INT, signed): the insert
+    of ``a.b`` is the 1 its ROWS_QUERY event says the server ran (``insert into b values(1)``), and ``test.tb1``'s
+    one insert is read whole (the owner asserts its inner event types only)."""
+    schema = TableSchema(table, (Column("v", "int", "int"),), ())
+    read = records_and_offsets(reader(BinlogFiles([binlog_copy(tmp_path, fixture)]),
+                                      BinlogOffset("mysql-bin.000001", 4), schema))
+    assert [(op, values) for op, values, _ in read] == [(ChangeKind.INSERT, (1,))]
+
+
 def test_skipping_inside_a_real_payload(tmp_path: Path) -> None:
-    """mysql-bin.000057's second payload holds two rows events of ``a.test_table_3`` (no column names): from its
-    transaction's start the reader stops at the first, and told to skip one row event, at the second, its offset
-    counting the payload's rows events as any transaction's."""
+    """mysql-bin.000057's second payload holds two rows events of ``a.test_table_3`` (20 columns, no names), given a
+    schema of one column: from its transaction's start the reader stops at the first, and told to skip one row
+    event, at the second, its offset counting the payload's rows events as any transaction's."""
     fixture = "mysql-binlog-connector-rust/mysql-bin.000057"
     files = BinlogFiles([FIXTURES / fixture])
     table = TableSchema(TableId("a", "test_table_3"), (Column("id", "int", "int", nullable=False),), ("id",))

@@ -9,15 +9,16 @@ import base64
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog.json_binary import to_text
-from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
-from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SchemaChangeError
+from airflow_provider_mysqlcdc.exceptions import IncompleteChangeError, RowDecodeError
 from tests.mysql_fixtures import BINLOG_NAME, binlog_copy, file_reader, lake_rows, owner_expected, records
 
 OPAQUE = "rust_mysql_common/json-opaque.binlog"
@@ -57,15 +58,22 @@ def test_opaque_values_of_a_mysql_9_binlog_are_what_select_prints(tmp_path: Path
     assert {p: json.loads(t, parse_float=str) for p, t in OPAQUE_TEXT.items()} == owner  # the owner's DECIMALs: text
 
 
-def test_the_generated_columns_file_is_refused_for_its_table_maps_without_names(tmp_path: Path) -> None:
+def test_the_generated_columns_file_is_read_by_position_until_its_partial_image(tmp_path: Path) -> None:
     """MySQL 8.0.22's ``mysql.t`` (its documents, and ``name``/``age`` generated from them) is logged with
-    binlog_row_metadata = MINIMAL: its table maps name no column, so the reader refuses its rows, naming the
-    setting, before anything of them is committed. Decoding them by position against the table's schema is
-    issue 50's (the schema at every binlog position); until then the documents of this file are not proven."""
-    with pytest.raises(SchemaChangeError, match="carries no column names") as error:
-        records(file_reader(binlog_copy(tmp_path, GENERATED), T), T.id)
-    assert "binlog_row_metadata = MINIMAL" in str(error.value)
-    assert f"nothing past {BinlogOffset(BINLOG_NAME, 845)} is committed" in str(error.value)
+    binlog_row_metadata = MINIMAL: its table maps name no column, so the reader reads its rows by position against
+    the table's schema. The owner asserts no values, but the server did: each row's ``name`` and ``age`` are what
+    MySQL computed from the document (``json_col->>'$.name'``, ``json_col->'$.age'``). Its last rows event is a
+    partial image (binlog_row_image = MINIMAL), which the reader refuses before anything of it is committed."""
+    read: list[Any] = []
+    with pytest.raises(IncompleteChangeError, match="binlog_row_image = 'MINIMAL'") as error:
+        read.extend(i for i in file_reader(binlog_copy(tmp_path, GENERATED), T) if isinstance(i, ChangeRecord))
+    assert f"nothing past {BinlogOffset(BINLOG_NAME, 3527)} is committed" in str(error.value)
+    assert [r.op for r in read] == [ChangeKind.INSERT] * 6 + [ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER] * 6
+    for record in read:
+        identifier, text, name, age = record.values
+        document = json.loads(text)
+        assert (document["name"], document["age"]) == (name, age) and 1 <= identifier <= 6
+    assert [json.loads(r.values[1])["age"] for r in read[7::2]] == [25, 33, 41, 25, 33, 41]  # age + 1
 
 
 def binary(kind: int, body: bytes) -> bytes:

@@ -13,9 +13,9 @@ is the same ``TableMap`` object again (``TableMaps``), which ``RowDecoders`` and
 recognise by identity. Its columns carry what mysql-replication's column objects carried under the
 same attribute names (type, name, unsigned, lengths, precision, fsp, bits, character set, enum and
 set values), from the optional metadata ``binlog_row_metadata=FULL`` writes. A table map without the
-column names (``MINIMAL``/``NO_LOG``) gets columns without names, signedness or character sets, as
-mysql-replication's were (its lookup of names in ``information_schema`` is off unless its column-name
-cache is on, which the reader never turned on): the reader's schema check then stops at it.
+column names (``MINIMAL``/``NO_LOG``, MySQL 5.7) gets columns without names, with the signedness and character
+sets only where it carries them (MySQL's ``MINIMAL`` does; ``unsigned`` is None where it does not say): the
+reader checks such a map against the table's known schema by position and completes it from there.
 
 Character sets are named by mysql-replication's collation table (``charset_by_id``), so a column's
 ``character_set_name`` is what its decoding used before this reader existed.
@@ -158,7 +158,8 @@ class BinlogColumn:
 
     type: int
     name: str | None = None
-    unsigned: bool = False
+    unsigned: bool | None = False
+    """None: a numeric column of a table map without the SIGNEDNESS field (``binlog_row_metadata=NO_LOG``)."""
     max_length: int = 0
     length_size: int = 0
     precision: int = 0
@@ -463,8 +464,7 @@ def parse_table_map(data: bytes, end: int, fmt: Format) -> TableMap:
     while cursor.pos < end:
         kind = cursor.uint(1)
         fields[kind] = cursor.string()
-    if _COLUMN_NAME in fields:
-        _apply_optional_metadata(columns, fields, fmt.dbms)
+    _apply_optional_metadata(columns, fields, fmt.dbms)
     return TableMap(table_id, TableId(schema, table), columns, data)
 
 
@@ -546,12 +546,13 @@ def _text(raw: bytes, encoding: str) -> str:
 
 
 def _apply_optional_metadata(columns: list[BinlogColumn], fields: dict[int, bytes], dbms: str) -> None:
-    name_cursor = _Cursor(fields[_COLUMN_NAME], 0)
-    for column in columns:
-        column.name = name_cursor.string().decode()
+    if _COLUMN_NAME in fields:
+        name_cursor = _Cursor(fields[_COLUMN_NAME], 0)
+        for column in columns:
+            column.name = name_cursor.string().decode()
     numeric = [c for c in columns if c.type in _NUMERIC]
-    for column, unsigned in zip(numeric, _flags(fields.get(_SIGNEDNESS, b"\0" * len(numeric)), len(numeric)),
-                                strict=True):
+    signedness = _flags(fields[_SIGNEDNESS], len(numeric)) if _SIGNEDNESS in fields else [None] * len(numeric)
+    for column, unsigned in zip(numeric, signedness, strict=True):
         column.unsigned = unsigned
     character = [c for c in columns
                  if c.type in _CHARACTER or (c.type == BinlogType.GEOMETRY and dbms == "mariadb")]

@@ -10,9 +10,13 @@ typed events, in the one loop of ``_read_from``. This module adds what a consist
   transaction; one that checkpoints a record's offset resumes right after that record.
 - restarts mid-transaction: reading from an offset with skips drops the records already taken.
 - a stop offset, for reading exactly (LW, HW] of a chunk.
-- schema changes: a row image whose columns differ from the known schema makes the reader reload
-  the table's schema; if the server's current schema still does not describe the image (the
-  table changed again since), capture stops with an error naming the table and offset.
+- schema changes: each table map is checked against the table's known schema, the schema at this point of
+  the binlog (the checkpoint's, followed through each DDL by ``track``). A map that names its columns
+  (``binlog_row_metadata=FULL``) and differs makes the reader reload the table's schema; if the server's
+  current schema does not describe it either, capture stops with an error naming both. A map without names
+  (MINIMAL, NO_LOG, MySQL 5.7) is read by position: it must agree with the known schema on everything it
+  carries (``difference``), and its rows are decoded with the names, signedness, character sets and ENUM/SET
+  members the schema adds (``completed``); one that does not agree stops the reader, never a reload.
 - clear errors for a purged binlog and a server-id clash.
 
 The reader always reads by file and position (COM_BINLOG_DUMP); GTIDs ride along in the offsets (the
@@ -27,6 +31,8 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+from pymysqlreplication.constants.CHARSET import Charset
 
 from airflow_provider_mysqlcdc.cdc.binlog.compressed import refuse_undecoded
 from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump, EventStream
@@ -50,7 +56,7 @@ from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.schema.converters import RowConverter
 from airflow_provider_mysqlcdc.cdc.schema.ddl import DdlStatement, parse_ddl
-from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.schema.type_registry import TYPES, BinlogType, type_of
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange, explain_server_id_clash
 from airflow_provider_mysqlcdc.cdc.source.server_info import MARIADB
@@ -68,6 +74,20 @@ _TAKE_ANEW = ("run the stream once without them in tables, delete their folders 
               "them back (the split takes them anew, chunked, while the server keeps writing).")
 _SIGNED_TYPES = frozenset({BinlogType.TINY, BinlogType.SHORT, BinlogType.INT24, BinlogType.LONG, BinlogType.LONGLONG,
                            BinlogType.NEWDECIMAL, BinlogType.FLOAT, BinlogType.DOUBLE})
+_TEMPORAL = frozenset({BinlogType.TIME2, BinlogType.DATETIME2, BinlogType.TIMESTAMP2})
+_ENUM_OR_SET = frozenset({BinlogType.ENUM, BinlogType.SET})
+_CHARACTER = frozenset({BinlogType.STRING, BinlogType.VARCHAR, BinlogType.BLOB, *_ENUM_OR_SET})
+"""The types whose table map columns carry a character set (in FULL, and MySQL's MINIMAL)."""
+_BLOB_SIZES = {"tinyblob": 1, "tinytext": 1, "blob": 2, "text": 2, "mediumblob": 3, "mediumtext": 3, "longblob": 4,
+               "longtext": 4}
+_BLOB_NAMES = {1: "TINYBLOB/TINYTEXT", 2: "BLOB/TEXT", 3: "MEDIUMBLOB/MEDIUMTEXT", 4: "LONGBLOB/LONGTEXT"}
+# bytes per character of each character set (MAXLEN of SHOW CHARACTER SET): a CHAR or VARCHAR column's map gives bytes
+_MAX_BYTES = {**dict.fromkeys(("binary", "latin1", "latin2", "latin5", "latin7", "ascii", "cp1250", "cp1251", "cp1256",
+                               "cp1257", "cp850", "cp852", "cp866", "dec8", "greek", "hebrew", "hp8", "keybcs2",
+                               "koi8r", "koi8u", "macce", "macroman", "swe7", "tis620", "armscii8", "geostd8"), 1),
+              **dict.fromkeys(("big5", "cp932", "euckr", "gb2312", "gbk", "sjis", "ucs2"), 2),
+              **dict.fromkeys(("utf8", "utf8mb3", "eucjpms", "ujis"), 3),
+              **dict.fromkeys(("utf8mb4", "utf16", "utf16le", "utf32", "gb18030"), 4)}
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,9 @@ class SchemaStatement:
     ddl: DdlStatement
     offset: BinlogOffset
     ts_ms: int
+    names_logged: bool | None = None
+    """Whether the last table map the reader checked named its columns (``binlog_row_metadata=FULL``; the
+    setting is global, so any captured table's map tells); None before the first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,20 +218,95 @@ def _with_rows_skipped(base: BinlogOffset, rows: int) -> BinlogOffset:
 
 
 def describes(columns: Sequence[Any], schema: TableSchema) -> bool:
-    """Whether a table map's columns (``binlog.events``', named by ``binlog_row_metadata=FULL``) describe
-    rows of ``schema``: the same names, binlog types its type accepts, signedness, and the DECIMAL
-    precision and scale (a type change keeps the names: INT to BIGINT, DECIMAL(10,2) to (12,4))."""
+    """Whether a table map's columns (``binlog.events``') describe rows of ``schema`` (``difference``)."""
+    return difference(columns, schema) is None
+
+
+def named(columns: Sequence[Any]) -> bool:
+    """Whether a table map names its columns (``binlog_row_metadata=FULL``; MINIMAL, NO_LOG and MySQL 5.7 do not)."""
+    return not columns or columns[0].name is not None
+
+
+def difference(columns: Sequence[Any], schema: TableSchema) -> str | None:
+    """What tells a table map's columns from ``schema``'s, or None if they describe its rows.
+
+    Position by position: the column count, a binlog type the column's type accepts (``type_registry``), and
+    whatever else the map carries: the names (FULL only), signedness and character sets (FULL, and MySQL's
+    MINIMAL), and always the lengths, DECIMAL precision and scale, fractional seconds, BIT widths, BLOB and
+    ENUM/SET sizes of the type metadata. A map without names read this way decodes exactly what the schema
+    says, so it must agree with it on everything it carries (a type change keeps the names: INT to BIGINT,
+    DECIMAL(10,2) to (12,4), VARCHAR(20) to (40))."""
     if len(columns) != len(schema.columns):
-        return False
+        return f"its rows have {len(columns)} columns where the table has {len(schema.columns)}"
+    for index, (binlog, column) in enumerate(zip(columns, schema.columns, strict=True)):
+        place = f"column {index + 1}" if binlog.name is None else f"column {binlog.name}"
+        if binlog.type not in _DECODED:
+            return f"its {place} is of binlog type {_type_name(binlog.type)}, which the reader does not decode"
+        if binlog.name is not None and binlog.name != column.name:
+            return f"its column {index + 1} is named {binlog.name} where the table's is {column.name}"
+        if binlog.type not in type_of(column).binlog_types:
+            return f"its {place} is of binlog type {_type_name(binlog.type)} where the table's is {column.column_type}"
+        what = _metadata_difference(binlog, column)
+        if what is not None:
+            return f"its {place} has {what} where the table's {column.name} is {column.column_type}" + (
+                f" {column.charset}" if column.charset else "")
+    return None
+
+
+def _metadata_difference(binlog: Any, column: Column) -> str | None:
+    """The first of the map's facts about a column (beyond its type) that ``column`` contradicts, described."""
+    kind = binlog.type
+    if kind in _SIGNED_TYPES and binlog.unsigned is not None and bool(binlog.unsigned) != column.unsigned:
+        return "unsigned values" if binlog.unsigned else "signed values"
+    if kind == BinlogType.NEWDECIMAL and (binlog.precision, binlog.decimals) != (column.precision, column.scale):
+        return f"DECIMAL({binlog.precision},{binlog.decimals})"
+    if kind in _TEMPORAL and binlog.fsp != (column.datetime_precision or 0):
+        return f"{binlog.fsp} fractional digits"
+    if kind == BinlogType.BIT and column.precision and binlog.bits != column.precision:
+        return f"{binlog.bits} bits"
+    if kind == BinlogType.BLOB and _BLOB_SIZES.get(column.data_type, binlog.length_size) != binlog.length_size:
+        return f"a {binlog.length_size}-byte length (a {_BLOB_NAMES[binlog.length_size]})"
+    if kind in (BinlogType.VARCHAR, BinlogType.STRING) and column.char_max_length is not None:
+        per_character = _MAX_BYTES.get(column.charset or "binary")
+        if per_character is not None and binlog.max_length != column.char_max_length * per_character:
+            return f"values of up to {binlog.max_length} bytes"
+    if kind in _ENUM_OR_SET and column.members and binlog.size != _member_bytes(kind, len(column.members)):
+        return f"{binlog.size}-byte values"
+    if kind in _CHARACTER and binlog.character_set_name is not None \
+            and binlog.character_set_name != _encoding_of(column):
+        return f"the character set of Python codec {binlog.character_set_name}"
+    return None
+
+
+def _member_bytes(kind: int, members: int) -> int:
+    """The bytes of an ENUM's index or a SET's bitmask of ``members`` members."""
+    if kind == BinlogType.ENUM:
+        return 1 if members < 256 else 2
+    size = (members + 7) // 8
+    return 8 if size > 4 else size
+
+
+def _encoding_of(column: Column) -> str:
+    """The codec name ``binlog.events`` gives a column of ``column``'s character set (binary: ``binary``)."""
+    return str(Charset(0, column.charset or "binary", "").encoding)
+
+
+def completed(columns: Sequence[Any], schema: TableSchema) -> list[Any]:
+    """A table map's columns without names (``difference`` found they describe ``schema``'s rows) with what
+    the schema knows that the map does not carry: the names, the signedness and character sets a map of
+    NO_LOG lacks, and the ENUM and SET members only FULL writes. The row decoder reads the map's type
+    metadata (lengths, precision, fractional seconds) as it always does."""
+    out = []
     for binlog, column in zip(columns, schema.columns, strict=True):
-        if binlog.name != column.name or binlog.type not in type_of(column).binlog_types:
-            return False
-        if bool(binlog.unsigned) != column.unsigned and binlog.type in _SIGNED_TYPES:
-            return False
-        if binlog.type == BinlogType.NEWDECIMAL and (binlog.precision, binlog.decimals) != (column.precision,
-                                                                                            column.scale):
-            return False
-    return True
+        kind = binlog.type
+        out.append(replace(
+            binlog, name=column.name,
+            unsigned=column.unsigned if binlog.unsigned is None else binlog.unsigned,
+            character_set_name=binlog.character_set_name or (_encoding_of(column) if kind in _CHARACTER else None),
+            enum_values=binlog.enum_values or (["", *column.members] if kind == BinlogType.ENUM else None),
+            set_values=binlog.set_values or (list(column.members) if kind == BinlogType.SET else None),
+        ))
+    return out
 
 
 def _type_name(code: int) -> str:
@@ -217,32 +315,31 @@ def _type_name(code: int) -> str:
 
 def explain_mismatch(columns: Sequence[Any], schema: TableSchema) -> str:
     """What tells a table map's columns (``describes`` found they do not describe ``schema``) from the
-    schema's, with what to do about it."""
-    if columns and all(c.name is None for c in columns):
-        return ("the table map carries no column names, so the reader cannot tell which column is which: the server "
-                "wrote it with binlog_row_metadata = MINIMAL or NO_LOG (MySQL 5.7 writes no names at all). SET GLOBAL "
-                "binlog_row_metadata = 'FULL' (and in the server config)")
-    if len(columns) != len(schema.columns):
-        return (f"its rows have {len(columns)} columns ({', '.join(str(c.name) for c in columns)}) where the table "
-                f"now has {len(schema.columns)} ({', '.join(schema.column_names)}): a DDL the binlog does not show "
-                f"(run with sql_log_bin = 0) or one not read yet; take the table anew: {_TAKE_ANEW}")
-    for binlog, column in zip(columns, schema.columns, strict=True):
-        accepted = type_of(column).binlog_types
-        if binlog.type not in _DECODED:
-            return (f"its column {binlog.name} is of binlog type {_type_name(binlog.type)}, which the reader does not "
-                    f"decode (the table's column is {column.column_type}): leave {schema.id} out of tables")
-        if binlog.name != column.name or binlog.type not in accepted:
-            return (f"its column {binlog.name} is of binlog type {_type_name(binlog.type)} where the table's column "
-                    f"is {column.name} {column.column_type}: a DDL the binlog does not show (run with sql_log_bin = "
-                    f"0) or one not read yet; take the table anew: {_TAKE_ANEW}")
-    return (f"its columns' signedness or DECIMAL precision ({', '.join(_describe(columns))}) differ from the "
-            f"table's ({', '.join(c.column_type for c in schema.columns)}): a DDL the binlog does not show (run with "
-            f"sql_log_bin = 0) or one not read yet; take the table anew: {_TAKE_ANEW}")
+    schema's, naming both, with what to do about it."""
+    what = difference(columns, schema) or "they differ"
+    both = f"{what}: the table map has ({', '.join(_describe(columns))}), the table ({_describe_schema(schema)})"
+    if any(c.type not in _DECODED for c in columns):
+        return f"{both}; leave {schema.id} out of tables"
+    cause = ("a DDL the binlog does not show (run with sql_log_bin = 0), one not read yet, or a schema read after the "
+             "stream's offset")
+    if not named(columns):
+        return (f"{both}. The map carries no column names (binlog_row_metadata = MINIMAL or NO_LOG; MySQL 5.7 writes "
+                f"none), so the reader reads its rows by position with the schema it holds for this point of the "
+                f"binlog, which this map contradicts: {cause}. The server's schema of today is no answer (it may be "
+                f"ahead of this point). Take the table anew: {_TAKE_ANEW} (SET GLOBAL binlog_row_metadata = 'FULL' "
+                f"names the columns of later maps)")
+    return f"{both}: {cause}; take the table anew: {_TAKE_ANEW}"
 
 
 def _describe(columns: Sequence[Any]) -> list[str]:
-    return [f"{c.name} {_type_name(c.type)}{' unsigned' if c.unsigned else ''}"
-            + (f"({c.precision},{c.decimals})" if c.type == BinlogType.NEWDECIMAL else "") for c in columns]
+    return [f"{c.name or f'#{i + 1}'} {_type_name(c.type)}{' unsigned' if c.unsigned else ''}"
+            + (f"({c.precision},{c.decimals})" if c.type == BinlogType.NEWDECIMAL else "")
+            + (f"({c.max_length} bytes)" if c.type in (BinlogType.VARCHAR, BinlogType.STRING) else "")
+            for i, c in enumerate(columns)]
+
+
+def _describe_schema(schema: TableSchema) -> str:
+    return ", ".join(f"{c.name} {c.column_type}" for c in schema.columns)
 
 
 def _excerpt(statement: str, limit: int = 200) -> str:
@@ -322,7 +419,11 @@ class BinlogReader:
         self._reconnects = reconnects
         self._decoders = RowDecoders() if decode_rows else None
         self._legacy = LegacyRows(self._settings)  # the rows events the row decoder does not read
-        self._described: dict[TableId, Sequence[Any]] = {}  # the last table map checked per table
+        self._described: dict[TableId, tuple[TableMap, TableMap]] = {}
+        """The last table map checked per table, and the one its rows are decoded with: itself, or for a map
+        without names the same completed from the schema (``completed``)."""
+        self._names_logged: bool | None = None  # whether the last table map checked named its columns
+        self._positional: set[TableMap] = set()  # the completed maps (``_described``'s), read by position
 
     def track(self, schema: TableSchema) -> None:
         """Capture ``schema``'s table with these columns from the next event on (after a DDL)."""
@@ -330,15 +431,21 @@ class BinlogReader:
         self._keys.setdefault(schema.id, schema.id)
         self._table_of.clear()
         self._converters[schema.id] = RowConverter(schema, self._time_zone)
-        self._described.pop(schema.id, None)
+        self._forget(schema.id)
 
     def untrack(self, table: TableId) -> None:
         """Capture ``table`` no more (dropped or renamed away); its DDL is still followed."""
         self._schemas.pop(table, None)
         self._keys.pop(table, None)
         self._table_of.clear()
-        self._described.pop(table, None)
+        self._forget(table)
         self._watched = self._watched | {table}
+
+    def _forget(self, table: TableId) -> None:
+        """Check ``table``'s next table map anew (its schema changed)."""
+        described = self._described.pop(table, None)
+        if described is not None:
+            self._positional.discard(described[1])
 
     def __iter__(self) -> Iterator[Item]:
         """One record per row image. Reconnects from the last item's offset when the connection drops (a
@@ -446,7 +553,7 @@ class BinlogReader:
 
     def _captured(self, table_map: TableMap) -> TableId | None:
         """The captured table of ``table_map`` as ``_schemas`` holds its id, or None if it is not captured;
-        remembered per table map (one object per definition: ``binlog_events.TableMaps``), so that a rows
+        remembered per table map (one object per definition: ``events.TableMaps``), so that a rows
         event costs no comparison of names, and the dictionaries find its table by that same object."""
         if len(self._table_of) >= TableMaps.MAX_ENTRIES:
             self._table_of.clear()
@@ -484,7 +591,7 @@ class BinlogReader:
         mine = ddl.of(frozenset(self._schemas) | self._watched, self._watch_new)
         if not mine:
             return None
-        return SchemaStatement(replace(ddl, changes=mine), position.boundary, ts_ms)
+        return SchemaStatement(replace(ddl, changes=mine), position.boundary, ts_ms, self._names_logged)
 
     def _reached(self, position: _Position) -> bool:
         return self._stop is not None and not position.boundary < self._stop
@@ -500,16 +607,45 @@ class BinlogReader:
         yield Committed(position.boundary, ts_ms, transaction_gtid)
 
     def _follow_table_map(self, event: Rows, table: TableId, base: BinlogOffset) -> SchemaChanged | None:
-        """The table's new schema if the event's table map is new and does not describe the known one."""
-        columns = event.table_map.columns
-        if self._described.get(table) is columns:
+        """The table's new schema if the event's table map is new and, naming its columns, does not describe the
+        known one. A map without names is read by position: it must describe the known schema (the schema at
+        this point of the binlog: the checkpoint's, followed through each DDL), else the reader stops; the
+        server's schema of today is no answer, it may be ahead. The event then carries the map completed from
+        the schema, for the row decoders (one object per map and schema, so their caches hold)."""
+        table_map = event.table_map
+        described = self._described.get(table)
+        if described is not None and described[0] is table_map:
+            event.table_map = described[1]
             return None
-        changed = None if describes(columns, self._schemas[table]) else self._follow_schema(table, columns, base)
-        self._described[table] = columns
+        self._forget(table)
+        columns, changed = table_map.columns, None
+        self._names_logged = named(columns)
+        if self._names_logged:
+            decoded = table_map
+            if not describes(columns, self._schemas[table]):
+                changed = self._follow_schema(table, columns, base)
+        else:
+            schema = self._schemas[table]
+            if not describes(columns, schema):
+                raise SchemaChangeError(f"the binlog at {base} has rows of {table} that the schema the stream holds "
+                                        f"for it there does not describe: {explain_mismatch(columns, schema)}; "
+                                        f"nothing past {base} is committed.")
+            decoded = TableMap(table_map.table_id, table_map.table, completed(columns, schema), table_map.packet)
+            self._positional.add(decoded)
+        self._described[table] = (table_map, decoded)
+        event.table_map = decoded
         return changed
 
     def _converted(self, event: Rows, table: TableId, fmt: Format) -> list[tuple[Any, ...]]:
-        """The images as mysql-replication decodes them, converted to canonical values."""
+        """The images as mysql-replication decodes them, converted to canonical values; never for a table map
+        read by position (mysql-replication would decode it without the schema's signedness, character sets and
+        members)."""
+        if event.table_map in self._positional:
+            raise SchemaChangeError(
+                f"the rows of {table} ending at binlog position {event.log_pos} have a column the row decoder does not "
+                f"read, and their table map names no columns, so mysql-replication cannot read them exactly either: "
+                f"SET GLOBAL binlog_row_metadata = 'FULL' (and in the server config), then take {table} anew: "
+                f"{_TAKE_ANEW}")
         if len(event.kinds) == 2:
             keys: tuple[tuple[str, str], ...] = (
                 ("before_values", "before_none_sources"), ("after_values", "after_none_sources")
