@@ -132,3 +132,12 @@ def _column(column_type: str, data_type: str, **kw: object) -> Column:
 ])
 def test_which_redefinitions_keep_every_value(old: Column, new: Column, keeps: bool) -> None:
     assert keeps_values(old, new) is keeps
+
+
+def test_where_a_column_goes() -> None:
+    """FIRST and AFTER of ADD, MODIFY and CHANGE: a row image's columns follow them (the stream reads them by
+    position when the table maps carry no names)."""
+    add, modify, change = columns("ALTER TABLE t ADD c INT FIRST, MODIFY d BIGINT AFTER `x y`, CHANGE a b INT")
+    assert (add.first, add.after, modify.first, modify.after) == (True, None, False, "x y")
+    assert (change.first, change.after, change.new_name) == (False, None, "b")
+    assert columns("ALTER TABLE t ADD COLUMN IF NOT EXISTS c INT AFTER b")[0].after == "b"

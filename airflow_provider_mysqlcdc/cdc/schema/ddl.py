@@ -70,6 +70,11 @@ class ColumnChange:
     fills_rows: bool = False
     """ADD: existing rows get a value other than NULL with no row event (a non-NULL DEFAULT, a NOT NULL
     column's implicit default, a generated column)."""
+    first: bool = False
+    """ADD, MODIFY, CHANGE: ``FIRST``, the column goes first."""
+    after: str | None = None
+    """ADD, MODIFY, CHANGE: ``AFTER`` this column. Neither this nor ``first``: ADD puts the column last, MODIFY and
+    CHANGE leave it in its place (MySQL's rules): a row image's columns are in this order."""
 
     @property
     def name_after(self) -> str:
@@ -174,7 +179,8 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
     renamed_to: TableId | None = None
     for action in tree.args.get("actions") or []:
         if isinstance(action, exp.ColumnDef):
-            columns.append(ColumnChange(ColumnChangeKind.ADD, action.name, fills_rows=_fills_rows(action)))
+            columns.append(ColumnChange(ColumnChangeKind.ADD, action.name, fills_rows=_fills_rows(action),
+                                        **_place(action)))
         elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
             columns.extend(ColumnChange(ColumnChangeKind.DROP, c.name) for c in action.args.get("tables") or [])
         elif isinstance(action, exp.RenameColumn):
@@ -184,7 +190,7 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
             old = action.args.get("rename_from")
             name = old.name if old is not None else definition.name
             columns.append(ColumnChange(ColumnChangeKind.MODIFY, name,
-                                        definition.name if definition.name != name else None))
+                                        definition.name if definition.name != name else None, **_place(definition)))
         elif isinstance(action, exp.AlterColumn):
             if action.args.get("dtype") is not None:  # ALTER COLUMN c TYPE t is not MySQL, but mean MODIFY
                 columns.append(ColumnChange(ColumnChangeKind.MODIFY, action.name))
@@ -202,6 +208,16 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
     if renamed_to is not None:
         return [TableChange(table, TableChangeKind.RENAME, renamed_to=renamed_to)]
     return [TableChange(table, TableChangeKind.ALTER, tuple(columns))]
+
+
+def _place(definition: Any) -> dict[str, Any]:
+    """Where a column definition's ``FIRST`` or ``AFTER c`` puts it (``ColumnChange.first``, ``after``)."""
+    position = definition.args.get("position")
+    if position is None:
+        return {}
+    if str(position.args.get("position") or "").upper() == "FIRST":
+        return {"first": True}
+    return {"after": position.this.name}
 
 
 def _fills_rows(definition: Any) -> bool:

@@ -42,9 +42,15 @@ import pyarrow as pa
 from airflow_provider_mysqlcdc.cdc.binlog.reader import SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
-from airflow_provider_mysqlcdc.cdc.schema.ddl import ColumnChangeKind, TableChange, TableChangeKind, keeps_values
+from airflow_provider_mysqlcdc.cdc.schema.ddl import (
+    ColumnChange,
+    ColumnChangeKind,
+    TableChange,
+    TableChangeKind,
+    keeps_values,
+)
 from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
-from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
@@ -58,6 +64,10 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current, reshape_current, truncate_current
 
 _log = logging.getLogger(__name__)
+_NAMES_NEEDED = ("the binlog's table maps carry no column names (binlog_row_metadata = MINIMAL or NO_LOG), so the "
+                 "stream reads rows by position and cannot go on with a schema it does not know exactly; with "
+                 "binlog_row_metadata = 'FULL' (SET GLOBAL, and in the server config) such a statement is followed by "
+                 "the names of the rows after it")
 
 
 @dataclass
@@ -136,6 +146,11 @@ class SchemaChanges:
             self._record(applied, target, table, ChangeKind.SCHEMA_CHANGE, statement)
             self._stop(table, statement, target, applied)
         elif captured and kind is TableChangeKind.UNKNOWN:
+            if not self._names_logged(statement):
+                raise SchemaChangeError(
+                    f"{statement.ddl.statement!r} at {statement.offset} changes {table} in a way the stream cannot "
+                    f"read, so the columns of its rows after it cannot be known; nothing past it is committed. "
+                    f"{_NAMES_NEEDED}. Take {table} anew: delete its folder in the lake and run the DAG again")
             if exact:
                 raise SchemaChangeError(
                     f"{statement.ddl.statement!r} at {statement.offset} changes {table} in a way the stream cannot "
@@ -186,42 +201,68 @@ class SchemaChanges:
 
     def _schema_after(self, old: TableSchema, change: TableChange, statement: SchemaStatement,
                       strict: bool) -> TableSchema:
-        """The table's schema right after the DDL: ``old`` with the DDL's changes, the definitions of the
-        columns it adds or redefines taken from the server. The server may be further on (more DDL since,
-        which the stream applies when it gets there): columns the DDL leaves alone keep their definitions,
-        and only a column the DDL defines that the server no longer has makes the schema in between
-        unknowable (an error, when ``strict``)."""
+        """The table's schema right after the DDL: ``old`` with the DDL's changes in the DDL's order (``ADD`` last
+        or ``FIRST``/``AFTER``, ``MODIFY``/``CHANGE`` in place or moved, as MySQL does), the definitions of the
+        columns it adds or redefines taken from the server. The server may be further on (more DDL since, which
+        the stream applies when it gets there): columns the DDL leaves alone keep their definitions, and only a
+        column the DDL defines that the server no longer has makes the schema in between unknowable (an error,
+        when ``strict``; else the server's columns, which the names of the next table maps check). The order comes
+        from the DDL because a table map without names (MINIMAL, NO_LOG) is read by position: the server's order
+        of today may be a later one, and a same-typed reorder would swap values silently."""
         current = self.reload_schema(change.table)
         now = {c.name: c for c in current.columns}
-        columns = {c.name: c for c in old.columns}
+        columns = list(old.columns)
         missing: list[str] = []
         for column in change.columns:
             kind, name = column.kind, column.name_after
-            if kind is ColumnChangeKind.DROP:
-                columns.pop(column.name, None)
-            elif kind is ColumnChangeKind.RENAME and column.name in columns:
-                columns[name] = replace(columns.pop(column.name), name=name)
-            elif kind in (ColumnChangeKind.ADD, ColumnChangeKind.MODIFY):
-                columns.pop(column.name, None)
-                if name in now:
-                    columns[name] = now[name]
-                else:
-                    missing.append(name)
-        if missing and strict:
-            raise SchemaChangeError(
-                f"{statement.ddl.statement!r} at {statement.offset} defines the column(s) {missing} of {change.table}, "
-                f"which it no longer has (it changed again since): the stream cannot know their definition in "
-                f"between to keep the replica exact. Nothing past it is committed: re-snapshot {change.table} (or "
-                f"set schema_change_behavior to 'try_evolve' or 'lenient')")
-        if missing:  # lenient: the server's columns from here on
+            place = next((i for i, c in enumerate(columns) if c.name == column.name), None)
+            if kind is ColumnChangeKind.ADD and place is None:
+                place = len(columns)  # last, unless FIRST or AFTER
+            elif kind is ColumnChangeKind.ADD or place is None or kind is ColumnChangeKind.DEFAULT:
+                continue  # IF [NOT] EXISTS: an ADD of a column it has, a change of one it lacks; a DEFAULT changes none
+            elif kind is ColumnChangeKind.DROP:
+                del columns[place]
+                continue
+            elif kind is ColumnChangeKind.RENAME:
+                columns[place] = replace(columns[place], name=name)
+                continue
+            else:  # MODIFY, CHANGE: in place, unless FIRST or AFTER
+                del columns[place]
+            at = _position(columns, column, place)
+            if name not in now or at is None:
+                missing.append(name)
+                continue
+            columns.insert(at, now[name])
+        if missing:
+            if strict or not self._names_logged(statement):
+                raise SchemaChangeError(
+                    f"{statement.ddl.statement!r} at {statement.offset} defines the column(s) {missing} of "
+                    f"{change.table}, which it no longer has or places after a column it lacks (it changed again "
+                    f"since): the stream cannot know the columns in between to keep the replica exact. Nothing past "
+                    f"it is committed: re-snapshot {change.table}"
+                    + (" (or set schema_change_behavior to 'try_evolve' or 'lenient')" if strict else
+                       f"; {_NAMES_NEEDED}"))
             return self._server_schema(old, current)
-        position = {name: i for i, name in enumerate(current.column_names)}
-        ordered = sorted(columns.values(), key=lambda c: position.get(c.name, len(position)))
         renamed = {c.name: c.name_after for c in change.columns if c.new_name}
+        names = {c.name for c in columns}
         key = tuple(renamed.get(k, k) for k in old.primary_key)  # a key change is no column change (cdc.ddl)
-        key, index = (key, old.key_index) if set(key) <= set(columns) else (current.primary_key, current.key_index)
+        key, index = (key, old.key_index) if set(key) <= names else (current.primary_key, current.key_index)
         chunk_key = renamed.get(old.chunk_key, old.chunk_key)
-        return TableSchema(current.id, tuple(ordered), key, chunk_key if chunk_key in columns else "", index)
+        return TableSchema(current.id, tuple(columns), key, chunk_key if chunk_key in names else "", index)
+
+    def _names_logged(self, statement: SchemaStatement) -> bool:
+        """Whether the binlog's table maps name their columns around ``statement``: the reader's last map says,
+        else (none read yet in this run) the server's setting now."""
+        if statement.names_logged is not None:
+            return statement.names_logged
+        conn = self.config.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW GLOBAL VARIABLES LIKE 'binlog_row_metadata'")
+                row = cur.fetchone()
+        finally:
+            conn.close()
+        return row is not None and str(row[1]).upper() == "FULL"
 
     def _decode_with(self, target: Checkpoint, table: TableId, schema: TableSchema, statement: SchemaStatement,
                      applied: AppliedStatement) -> None:
@@ -344,6 +385,16 @@ class SchemaChanges:
         assert schema is not None  # the table is captured or stopped in target
         record = table_event_record(schema, kind, statement.ddl.statement, statement.offset, statement.ts_ms)
         applied.records.setdefault(table, []).append(record)
+
+
+def _position(columns: list[Column], change: ColumnChange, default: int) -> int | None:
+    """Where ``change`` puts its column among ``columns`` (the others, in order): first, after the column it names
+    (None if there is none of that name), else at ``default`` (ADD: last; MODIFY: its place)."""
+    if change.first:
+        return 0
+    if change.after is None:
+        return default
+    return next((i + 1 for i, c in enumerate(columns) if c.name == change.after), None)
 
 
 def _refuse_keyless_reread(schema: TableSchema, statement: SchemaStatement) -> None:

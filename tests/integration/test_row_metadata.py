@@ -1,0 +1,182 @@
+"""The stream on a server at its default ``binlog_row_metadata`` (MariaDB: NO_LOG; MySQL 8.0/8.4: MINIMAL): table
+maps without column names, read by position against the schema the stream keeps for each table at its offset
+(the checkpoint's, followed through each DDL), on the real MariaDB with each setting.
+
+A sequence of DDLs under a writer (ADD COLUMN last, AFTER and FIRST, DROP, RENAME COLUMN, MODIFY INT -> BIGINT, a
+same-typed column moved with MODIFY ... AFTER, TRUNCATE, an online schema change tool's RENAME TABLE swap), read
+partly one at a time and partly after the server has gone further, ends with the lake's Delta tables equal to the
+source; a DDL the parser cannot read stops the stream before it, naming the statement and FULL. The server is
+shared by the whole test session: the setting goes back to FULL after this module.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
+from airflow_provider_mysqlcdc.cdc.binlog.events import Rows
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.checks import check_source
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
+from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior, StreamOptions
+from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.read.replica import read_table
+from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
+from tests.arrow_rows import canonical_rows
+from tests.compared_rows import table_rows
+from tests.replica import run_stopping_stream, snapshot
+from tests.writers import TransactionWriter
+
+SERVER_IDS = "5970-5979"
+ROWS = 1000
+
+
+@pytest.fixture(scope="module", params=["MINIMAL", "NO_LOG"])
+def metadata(request: pytest.FixtureRequest, mariadb_server: Any) -> Iterator[str]:
+    """The server's global binlog_row_metadata for the module's tests, FULL again after them."""
+    admin = mariadb_server.admin_connect()
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_metadata = %s", (request.param,))
+        yield str(request.param)
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+        admin.close()
+
+
+@pytest.fixture()
+def config(mariadb_server: Any) -> ConnectionConfig:
+    return ConnectionConfig(mariadb_server.host, mariadb_server.cdc_user, mariadb_server.cdc_password,
+                            mariadb_server.port, server_id=ServerIdRange.parse(SERVER_IDS))
+
+
+def stream(config: ConnectionConfig, base_uri: str, table: TableId,
+           behavior: SchemaChangeBehavior = SchemaChangeBehavior.EVOLVE) -> None:
+    """Stream until caught up, then MERGE, as a stopping stream task does (its start runs the source check)."""
+    run_stopping_stream(config, StreamOptions(base_uri, (table,), writer="tests.row_metadata",
+                                              stop_after_idle_seconds=0, schema_change_behavior=behavior))
+
+
+def maps_name_columns(config: ConnectionConfig, start: BinlogOffset) -> set[bool]:
+    """Whether the table maps of the rows events since ``start`` named their columns."""
+    dump = BinlogDump(config.replication_settings(), 5979, start.file, start.position)
+    try:
+        return {event.table_map.columns[0].name is not None for event in dump if isinstance(event, Rows)}
+    finally:
+        dump.close()
+
+
+def assert_lake_equal(admin: Any, base_uri: str, table: TableId) -> None:
+    """The lake's Delta tables read alone (``read_table``) equal the source, column for column and row for row."""
+    schema = load_table_schema(admin, table)
+    lake = read_table(base_uri, str(table))
+    assert [name for name in lake.column_names if not name.startswith("_")] == list(schema.column_names)
+    assert canonical_rows(lake.select(list(schema.column_names))) == table_rows(admin, schema)  # both by id
+
+
+class Writer(TransactionWriter):
+    """Updates of ``v``, deletes and inserts of ``id``, ``v`` (the columns no DDL here removes), until stopped."""
+
+    pause = 0.003
+
+    def __init__(self, server: Any, database: str, table: str) -> None:
+        super().__init__(server, database, seed=11)
+        self.table = table
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(1, ROWS + 200)
+        cur.execute("BEGIN")
+        cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
+        cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 2,))
+        cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 4, key))
+        cur.execute("COMMIT")
+
+
+def test_a_ddl_sequence_under_a_writer_by_position(metadata: str, admin: Any, config: ConnectionConfig,
+                                                    database: str, mariadb_server: Any, tmp_path: Any) -> None:
+    name = f"seq_{metadata.lower()}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, a INT, s VARCHAR(20) CHARACTER SET latin1, "
+                    f"u INT UNSIGNED, e ENUM('x', 'y', 'z'), v INT)")
+        cur.execute(f"INSERT INTO {name} SELECT seq, seq * 3, CONCAT('s', seq), 4000000000 - seq, "
+                    f"ELT(1 + seq % 3, 'x', 'y', 'z'), seq FROM seq_1_to_{ROWS}")
+    table, base_uri = TableId(database, name), str(tmp_path / "lake")
+    assert check_source(admin).is_mariadb  # the source check asks nothing of binlog_row_metadata
+    snapshot(config, base_uri, str(table), chunk_size=300, chunks_per_batch=2)
+    start = read_current_offset(admin, ServerInfo.read(admin))
+    stream(config, base_uri, table)
+
+    first = [  # read one at a time: the server's schema is the schema after each when the stream reads it
+        f"ALTER TABLE {name} ADD COLUMN b INT AFTER id",  # the same type as a: a wrong place swaps values
+        f"ALTER TABLE {name} ADD COLUMN f INT FIRST",
+        f"ALTER TABLE {name} ADD COLUMN z INT",
+    ]
+    then = [  # read after the server has gone on: the stream's checkpoint (a restart) is in the middle of them
+        f"ALTER TABLE {name} DROP COLUMN a",
+        f"ALTER TABLE {name} RENAME COLUMN s TO s2",
+        f"ALTER TABLE {name} MODIFY v BIGINT",
+        f"ALTER TABLE {name} MODIFY z INT AFTER b",  # z and b: two INT columns swapped by a move
+        f"UPDATE {name} SET b = id, z = -id, f = id % 5 WHERE id % 4 = 0",
+        f"TRUNCATE TABLE {name}",
+        f"INSERT IGNORE INTO {name} (f, id, b, z, s2, u, e, v) SELECT seq % 7, seq, seq, -seq, CONCAT('n', seq), seq, "
+        f"'y', seq FROM seq_1_to_{ROWS // 2}",
+        # an online schema change tool's cut-over: a copy with a column moved takes the table's name
+        f"CREATE TABLE _{name}_gho LIKE {name}",
+        f"ALTER TABLE _{name}_gho MODIFY u INT UNSIGNED FIRST",
+        f"INSERT INTO _{name}_gho (f, id, b, z, s2, u, e, v) SELECT f, id, b, z, s2, u, e, v FROM {name}",
+        f"RENAME TABLE {name} TO _{name}_del, _{name}_gho TO {name}",
+        f"UPDATE {name} SET u = u + 1, z = z - 1 WHERE id % 3 = 0",
+    ]
+    writer = Writer(mariadb_server, database, name)
+    writer.start()
+    try:
+        with admin.cursor() as cur:
+            for statement in first:
+                cur.execute(statement)
+                stream(config, base_uri, table)
+            for statement in then:
+                cur.execute(statement)
+    finally:
+        writer.stopping.set()
+        writer.join()
+    assert writer.count > 20
+    stream(config, base_uri, table)
+    assert_lake_equal(admin, base_uri, table)
+    assert maps_name_columns(config, start) == {False}  # every row of it was read by position
+    checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
+    assert checkpoint is not None
+    assert checkpoint.schemas[table].column_names == ("u", "f", "id", "b", "z", "s2", "e", "v")
+
+
+def test_a_ddl_the_parser_cannot_read_stops_the_stream(metadata: str, admin: Any, config: ConnectionConfig,
+                                                       database: str, tmp_path: Any) -> None:
+    name = f"unread_{metadata.lower()}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO {name} SELECT seq, seq FROM seq_1_to_50")
+    table, base_uri = TableId(database, name), str(tmp_path / "lake")
+    snapshot(config, base_uri, str(table), chunk_size=100, chunks_per_batch=1)
+    stream(config, base_uri, table)
+    with admin.cursor() as cur:
+        cur.execute(f"UPDATE {name} SET v = 0 WHERE id = 1")
+        cur.execute(f"ALTER TABLE {name} ADD COLUMN (p INT, q INT)")  # sqlglot cannot read it
+        cur.execute(f"UPDATE {name} SET v = 1, p = 2 WHERE id = 2")
+    before = StreamStore(Lake.at(base_uri)).read_checkpoint()
+    for behavior in (SchemaChangeBehavior.EVOLVE, SchemaChangeBehavior.TRY_EVOLVE, SchemaChangeBehavior.LENIENT):
+        with pytest.raises(SchemaChangeError, match=r"(?s)ADD COLUMN \(p INT, q INT\).*cannot read.*"
+                                                    r"binlog_row_metadata = 'FULL'"):
+            stream(config, base_uri, table, behavior)
+    after = StreamStore(Lake.at(base_uri)).read_checkpoint()
+    assert before is not None and after is not None
+    assert after.schemas[table] == before.schemas[table]  # nothing past the DDL is committed
+    assert read_table(base_uri, str(table)).column("v").to_pylist()[:2] == [0, 2]  # the update before it is
