@@ -146,7 +146,8 @@ def test_a_ddl_while_a_task_reads_has_its_batches_read_again(mariadb_server, adm
     job = BatchPack(tuple(plan.batches), (2_000, 2_000), 0, 2, (1, 1))
     app = SparkApplication("snapshot", lake, job, tuple(JobBatch(b, plan, schema) for b in plan.batches), 2,
                            connections)
-    attempt, altered = uuid.uuid4().hex[:12], []
+    attempt = uuid.uuid4().hex[:12]
+    altered: list[bool] = []
 
     def task(index: int, batch: BatchChunks) -> Iterator[ChunkResult | TaskFailure]:
         for record in read_chunks(TaskChunks(lake, index, [batch], connections, 5750 + index), attempt=attempt):
