@@ -189,127 +189,230 @@ def stream_batches(
     the checkpoint past it. Without ``schema_changes`` (a caller that drives batches alone: a test, a
     benchmark) a DDL of a captured table is an error rather than passed over.
     """
-    emit, orders = emit_filter_for(checkpoint, control)
     schemas = dict(checkpoint.schemas)
-    selection = schema_changes.selection if schema_changes else None
-    # the names that may be created or renamed into the captured set: stopped tables, and the named tables
-    # or the patterns to match new names against
-    watched = {*checkpoint.stopped, *(selection.tables if selection else ())}
-    watch_new = selection.matches if selection is not None and selection.by_pattern else None
-    reader = BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
-                          reload_schema=reload_schema, session_time_zone=config.server_time_zone,
-                          blocking=follow is not None,
-                          heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS),
-                          watched=watched, watch_new=watch_new)
-    statement: SchemaStatement | None = None  # a DDL read, applied at its Committed
-    server = ServerInfo.read(control) if follow is not None else None
-    binlog_end = _binlog_end(control, server) if server else None
-    committed, uncommitted = _Pending(), _Transaction()
-    events, last_ts, started = 0, 0, time.monotonic()
-    boundary: BinlogOffset | None = None
-    boundary_events, committed_ts = 0, 0  # ``events`` and ``last_ts`` at ``boundary``
-    end_seq: int | None = None  # the batch being committed that reached ``binlog_end``: CaughtUp when it is done
-    committer = _Committer(store, checkpoint)
+    reader = _open_reader(config, server_id, checkpoint, schemas, reload_schema, follow, schema_changes)
+    cutter = _BatchCutter(reader, store, checkpoint, control, schemas, limits, follow, schema_changes)
     try:
         for item in reader.rows():
             if isinstance(item, ChangeRows):
-                events += item.count
-                emitted = _emitted(item, emit, orders, schemas) if emit.tables else item
-                if emitted is not None:
-                    uncommitted.add(schemas[item.table], emitted, _size(item))
-                    last_ts = item.ts_ms
-                # a transaction too big for one batch is cut after a whole rows event; the complete
-                # transactions before it are committed first, at their boundary: only a batch that ends at
-                # a boundary becomes visible to readers, so cutting them together with the open part would
-                # leave a writer whose large transactions come within max_events of each other invisible
-                # the cheap bounds first: a transaction is over only past max_events or max_bytes
-                if (uncommitted.count >= limits.max_events or uncommitted.bytes >= limits.max_bytes) \
-                        and uncommitted.over(limits):
-                    if committed.count and boundary is not None:
-                        yield from committer.submit(committed, boundary, schemas, boundary_events, committed_ts)
-                        events -= boundary_events
-                    yield from committer.submit(uncommitted.batch(), item.offset, schemas, events, last_ts)
-                    committed, uncommitted, events, started = _Pending(), _Transaction(), 0, time.monotonic()
-            elif isinstance(item, SchemaChanged):
-                _log.warning("%s changed at %s: its changes from here on have columns %s", item.schema.id,
-                             item.offset, ", ".join(f"{c.name} {c.column_type}" for c in item.schema.columns))
-                schemas[item.schema.id] = item.schema
-            elif isinstance(item, SchemaStatement):
-                committed.absorb(uncommitted)  # nothing: a DDL commits the transaction before it
-                uncommitted = _Transaction()
-                if boundary is not None and (committed.count or boundary != checkpoint.offset):
-                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
-                    committed, events, started = _Pending(), 0, time.monotonic()
-                yield from committer.finish()
-                statement = item
-            elif isinstance(item, Committed) and statement is not None:
-                yield _apply_statement(statement, item, checkpoint, store, schema_changes, reader, schemas, events)
-                statement, boundary, events, started = None, item.offset, 0, time.monotonic()
+                if cutter.take(item):
+                    yield from cutter.batch.cut(item.offset)
             elif isinstance(item, Committed):
-                if committer.done():  # the report of a commit done meanwhile, at the first boundary after it
-                    yield from committer.finish()
-                    if checkpoint.seq == end_seq:  # it reached the binlog's end: a busy server sends no heartbeat
-                        binlog_end = _binlog_end(control, server) if server else None
-                        yield CaughtUp(checkpoint.offset)
-                committed.absorb(uncommitted)  # the transaction is complete
-                uncommitted = _Transaction()
-                boundary, boundary_events, committed_ts = item.offset, events, last_ts
-                elapsed = time.monotonic() - started
-                near_real_time = time.time() * 1000 - item.ts_ms < _NEAR_REAL_TIME_MS
-                # not while the commit before runs: this one could only wait for it, the reader stopped meanwhile;
-                # so a batch grows for as long as the one before takes, and a stream over many tables, whose
-                # every batch costs each table it touches, commits fewer and larger batches, its readers seeing
-                # no later data than if it had cut the batch to wait
-                latency_due = follow is not None and near_real_time and elapsed >= follow and not committer.running
-                if committed.over(limits) or elapsed >= limits.max_seconds or latency_due:
-                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
-                    committed, events, started = _Pending(), 0, time.monotonic()
-                    if binlog_end and not boundary < binlog_end:  # CaughtUp once it is done (above), read on meanwhile
-                        end_seq = checkpoint.seq + 1
+                yield from cutter.committed(item)
+            elif isinstance(item, SchemaChanged):
+                cutter.schema_changed(item)
+            elif isinstance(item, SchemaStatement):
+                yield from cutter.statement(item)
             elif isinstance(item, Heartbeat):
-                yield from committer.finish()
-                if boundary is not None and (committed.count or boundary != checkpoint.offset):
-                    yield from committer.submit(committed, boundary, schemas, events, last_ts)
-                    yield from committer.finish()
-                    committed, events, started = _Pending(), 0, time.monotonic()
-                yield CaughtUp(checkpoint.offset)
-        yield from committer.finish()
-        if boundary is not None and (committed.count or boundary != checkpoint.offset):
-            yield from committer.submit(committed, boundary, schemas, events, last_ts)
-            yield from committer.finish()
+                yield from cutter.heartbeat()
+        yield from cutter.end()
     finally:
-        committer.close()
+        cutter.close()
 
 
-def _apply_statement(statement: SchemaStatement, end: Committed, checkpoint: Checkpoint, store: StreamStore,
-                     schema_changes: SchemaChanges | None, reader: BinlogReader, schemas: dict[TableId, TableSchema],
-                     events: int) -> StreamCommit:
-    """The DDL's batch: applied to the lake, then its records committed with the checkpoint past it (the
-    batches before it are committed: the caller finished them)."""
-    if schema_changes is None:
-        raise SchemaChangeError(f"{statement.ddl.statement!r} at {statement.offset} changes "
-                                f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader cannot "
-                                f"follow DDL")
-    target = replace(checkpoint, schemas=dict(checkpoint.schemas), chunks=dict(checkpoint.chunks),
-                     stopped=dict(checkpoint.stopped), history_from=dict(checkpoint.history_from),
-                     kept=dict(checkpoint.kept))
-    target.advance(checkpoint.seq + 1, end.offset)
-    applied = schema_changes.apply(statement, checkpoint, target)
-    store.commit(target, applied.records)
-    for table in applied.released:
-        reader.untrack(table)
-        schemas.pop(table, None)
-    for schema in applied.captured:
-        reader.track(schema)
-        schemas[schema.id] = schema
-    checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
-    checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
-    checkpoint.visible_seq, checkpoint.visible_offset = target.visible
-    checkpoint.history_from, checkpoint.kept, checkpoint.touched = target.history_from, target.kept, target.touched
-    rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
-    _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
-              ", ".join(sorted(rows)) or "no table")
-    return StreamCommit(target.seq, end.offset, rows, events, end.ts_ms)
+def _open_reader(config: ConnectionConfig, server_id: int, checkpoint: Checkpoint, schemas: dict[TableId, TableSchema],
+                 reload_schema: Callable[[TableId], TableSchema], follow: float | None,
+                 schema_changes: SchemaChanges | None) -> BinlogReader:
+    """The binlog reader from the checkpoint's offset: blocking with heartbeats when following; watching, besides
+    the captured tables, the names that may be created or renamed into the captured set (stopped tables, and
+    the named tables or the patterns to match new names against)."""
+    selection = schema_changes.selection if schema_changes else None
+    watched = {*checkpoint.stopped, *(selection.tables if selection else ())}
+    watch_new = selection.matches if selection is not None and selection.by_pattern else None
+    return BinlogReader(config.replication_settings(), server_id, config.server_id, schemas, checkpoint.offset,
+                        reload_schema=reload_schema, session_time_zone=config.server_time_zone,
+                        blocking=follow is not None,
+                        heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS),
+                        watched=watched, watch_new=watch_new)
+
+
+class _OpenBatch:
+    """The batch being gathered since the last commit: the complete transactions (``pending``), the open one
+    (``transaction``) and the last transaction boundary. ``flush`` commits the complete ones at that boundary,
+    ``cut`` a transaction too big for a batch by itself; both hand the batch to the committer and start the next.
+
+    ``events`` counts the images read since the last commit (filtered ones too), ``last_ts`` is the commit time
+    of the last one taken; the boundary keeps both as they were there, for a cut's first part.
+    """
+
+    def __init__(self, committer: _Committer, checkpoint: Checkpoint, schemas: dict[TableId, TableSchema],
+                 limits: CommitLimits, follow: float | None) -> None:
+        self._committer, self._checkpoint, self._schemas = committer, checkpoint, schemas
+        self._limits, self._follow = limits, follow
+        self.pending, self.transaction = _Pending(), _Transaction()
+        self.events, self.last_ts, self.started = 0, 0, time.monotonic()
+        self.boundary: BinlogOffset | None = None
+        self._boundary_events, self._boundary_ts = 0, 0
+
+    def add(self, rows: ChangeRows, emitted: ChangeRows | None) -> bool:
+        """A rows event read (``emitted``: its images past the emit filter, None if none) into the open
+        transaction; whether that transaction is now too big for a batch by itself (the cheap bounds first:
+        it is over only past max_events or max_bytes)."""
+        self.events += rows.count
+        transaction = self.transaction
+        if emitted is not None:
+            transaction.add(self._schemas[rows.table], emitted, _size(rows))
+            self.last_ts = rows.ts_ms
+        limits = self._limits
+        return (transaction.count >= limits.max_events or transaction.bytes >= limits.max_bytes) \
+            and transaction.over(limits)
+
+    def close_transaction(self) -> None:
+        """The open transaction is complete: its events join the batch."""
+        self.pending.absorb(self.transaction)
+        self.transaction = _Transaction()
+
+    def end_transaction(self, boundary: BinlogOffset) -> None:
+        """The open transaction ended at ``boundary``: complete, and the batch may end there."""
+        self.close_transaction()
+        self.boundary, self._boundary_events, self._boundary_ts = boundary, self.events, self.last_ts
+
+    def due(self, ts_ms: int) -> bool:
+        """Whether the batch, just past the end of a transaction committed at ``ts_ms``, is to be committed: past
+        its limits or ``max_seconds``, or near real time ``follow`` seconds old. Not for latency while the
+        commit before runs: this one could only wait for it, the reader stopped meanwhile; so a batch grows for
+        as long as the one before takes, and a stream over many tables, whose every batch costs each table it
+        touches, commits fewer and larger batches, its readers seeing no later data than if it had cut the
+        batch to wait."""
+        elapsed = time.monotonic() - self.started
+        follow = self._follow
+        latency_due = follow is not None and elapsed >= follow and not self._committer.running \
+            and time.time() * 1000 - ts_ms < _NEAR_REAL_TIME_MS
+        return self.pending.over(self._limits) or elapsed >= self._limits.max_seconds or latency_due
+
+    def flush(self, wait: bool = False) -> Iterator[StreamCommit]:
+        """Commit the complete transactions up to the last boundary, if there is anything to commit: rows, or a
+        boundary past the checkpoint. With ``wait``, the commit is waited for before the next batch starts."""
+        if self.boundary is not None and (self.pending.count or self.boundary != self._checkpoint.offset):
+            yield from self._committer.submit(self.pending, self.boundary, self._schemas, self.events, self.last_ts)
+            if wait:
+                yield from self._committer.finish()
+            self._next()
+
+    def cut(self, offset: BinlogOffset) -> Iterator[StreamCommit]:
+        """Commit the open transaction, too big for one batch, in a part up to ``offset`` (after a whole rows
+        event). The complete transactions before it are committed first, at their boundary: only a batch that
+        ends at a boundary becomes visible to readers, so cutting them together with the open part would leave
+        a writer whose large transactions come within max_events of each other invisible."""
+        if self.pending.count and self.boundary is not None:
+            yield from self._committer.submit(self.pending, self.boundary, self._schemas, self._boundary_events,
+                                              self._boundary_ts)
+            self.events -= self._boundary_events
+        yield from self._committer.submit(self.transaction.batch(), offset, self._schemas, self.events, self.last_ts)
+        self.transaction = _Transaction()
+        self._next()
+
+    def restart(self, boundary: BinlogOffset) -> None:
+        """A batch of the stream's own (a DDL's) was committed up to ``boundary``: the next one starts there."""
+        self.boundary, self.events, self.started = boundary, 0, time.monotonic()
+
+    def _next(self) -> None:
+        self.pending, self.events, self.started = _Pending(), 0, time.monotonic()
+
+
+class _BatchCutter:
+    """The binlog reader's items made into the stream's commits, a method per kind of item: the changes go into
+    the open batch (``_OpenBatch``), which a transaction's end, a heartbeat, a DDL or the binlog's end flushes
+    to the committer; a DDL read is applied at its ``Committed``. Following a busy server (no heartbeats),
+    it tells ``CaughtUp`` by the binlog end the server reported (``_binlog_end``)."""
+
+    def __init__(self, reader: BinlogReader, store: StreamStore, checkpoint: Checkpoint, control: Any,
+                 schemas: dict[TableId, TableSchema], limits: CommitLimits, follow: float | None,
+                 schema_changes: SchemaChanges | None) -> None:
+        self._reader, self._store, self._checkpoint, self._control = reader, store, checkpoint, control
+        self._schemas, self._schema_changes = schemas, schema_changes
+        self._emit, self._orders = emit_filter_for(checkpoint, control)
+        self._committer = _Committer(store, checkpoint)
+        self.batch = _OpenBatch(self._committer, checkpoint, schemas, limits, follow)
+        self._statement: SchemaStatement | None = None  # a DDL read, applied at its Committed
+        self._server = ServerInfo.read(control) if follow is not None else None
+        self._binlog_end = self._read_binlog_end()
+        self._end_seq: int | None = None  # the batch being committed that reached ``_binlog_end``: CaughtUp when done
+
+    def take(self, rows: ChangeRows) -> bool:
+        """A rows event into the open batch; whether its transaction is too big for a batch (``_OpenBatch.cut``)."""
+        emit = self._emit
+        return self.batch.add(rows, _emitted(rows, emit, self._orders, self._schemas) if emit.tables else rows)
+
+    def committed(self, end: Committed) -> Iterator[StreamCommit | CaughtUp]:
+        """A transaction's end: the DDL read before it applied, or the transaction added to the batch, which is
+        committed if due; first the report of a commit done meanwhile, at the first boundary after it."""
+        if self._statement is not None:
+            yield self._apply(self._statement, end)
+            self._statement = None
+            self.batch.restart(end.offset)
+            return
+        if self._committer.done():
+            yield from self._committer.finish()
+            if self._checkpoint.seq == self._end_seq:  # it reached the binlog's end: a busy server sends no heartbeat
+                self._binlog_end = self._read_binlog_end()
+                yield CaughtUp(self._checkpoint.offset)
+        batch = self.batch
+        batch.end_transaction(end.offset)
+        if batch.due(end.ts_ms):
+            yield from batch.flush()
+            if self._binlog_end and not end.offset < self._binlog_end:  # CaughtUp once done (above), read on meanwhile
+                self._end_seq = self._checkpoint.seq + 1
+
+    def schema_changed(self, changed: SchemaChanged) -> None:
+        _log.warning("%s changed at %s: its changes from here on have columns %s", changed.schema.id, changed.offset,
+                     ", ".join(f"{c.name} {c.column_type}" for c in changed.schema.columns))
+        self._schemas[changed.schema.id] = changed.schema
+
+    def statement(self, statement: SchemaStatement) -> Iterator[StreamCommit]:
+        """A DDL read: a batch of its own, so the changes before it are committed first."""
+        self.batch.close_transaction()  # nothing: a DDL commits the transaction before it
+        yield from self.batch.flush()
+        yield from self._committer.finish()
+        self._statement = statement
+
+    def heartbeat(self) -> Iterator[StreamCommit | CaughtUp]:
+        """The server is idle: what is pending committed, and ``CaughtUp``."""
+        yield from self._committer.finish()
+        yield from self.batch.flush(wait=True)
+        yield CaughtUp(self._checkpoint.offset)
+
+    def end(self) -> Iterator[StreamCommit]:
+        """The binlog's end (not following): what is pending committed."""
+        yield from self._committer.finish()
+        yield from self.batch.flush(wait=True)
+
+    def close(self) -> None:
+        self._committer.close()
+
+    def _read_binlog_end(self) -> BinlogOffset | None:
+        """Where the server's binlog ends now, by file and position (GTIDs would cost a binlog read); None
+        when not following."""
+        return read_current_offset(self._control, self._server, with_gtid=False) if self._server else None
+
+    def _apply(self, statement: SchemaStatement, end: Committed) -> StreamCommit:
+        """The DDL's batch: applied to the lake, then its records committed with the checkpoint past it (the
+        batches before it are committed: ``statement`` finished them)."""
+        checkpoint, schemas, reader = self._checkpoint, self._schemas, self._reader
+        if self._schema_changes is None:
+            raise SchemaChangeError(f"{statement.ddl.statement!r} at {statement.offset} changes "
+                                    f"{', '.join(str(c.table) for c in statement.ddl.changes)} while this reader "
+                                    f"cannot follow DDL")
+        target = replace(checkpoint, schemas=dict(checkpoint.schemas), chunks=dict(checkpoint.chunks),
+                         stopped=dict(checkpoint.stopped), history_from=dict(checkpoint.history_from),
+                         kept=dict(checkpoint.kept))
+        target.advance(checkpoint.seq + 1, end.offset)
+        applied = self._schema_changes.apply(statement, checkpoint, target)
+        self._store.commit(target, applied.records)
+        for table in applied.released:
+            reader.untrack(table)
+            schemas.pop(table, None)
+        for schema in applied.captured:
+            reader.track(schema)
+            schemas[schema.id] = schema
+        checkpoint.seq, checkpoint.offset, checkpoint.schemas = target.seq, target.offset, target.schemas
+        checkpoint.chunks, checkpoint.stopped, checkpoint.updated_at = target.chunks, target.stopped, target.updated_at
+        checkpoint.visible_seq, checkpoint.visible_offset = target.visible
+        checkpoint.history_from, checkpoint.kept, checkpoint.touched = target.history_from, target.kept, target.touched
+        rows = {str(t): sum(p.num_rows for p in parts) for t, parts in applied.records.items()}
+        _log.info("batch %d: %r at %s applied to %s", target.seq, statement.ddl.statement, statement.offset,
+                  ", ".join(sorted(rows)) or "no table")
+        return StreamCommit(target.seq, end.offset, rows, self.batch.events, end.ts_ms)
 
 
 class _Committer:
@@ -372,11 +475,6 @@ class _Committer:
         finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
-
-
-def _binlog_end(control: Any, server: ServerInfo) -> BinlogOffset:
-    """Where the server's binlog ends now, by file and position (GTIDs would cost a binlog read)."""
-    return read_current_offset(control, server, with_gtid=False)
 
 
 def _size(rows: ChangeRows) -> int:
