@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, binlog_files
 from airflow_provider_mysqlcdc.cdc.offset.startup import (
@@ -45,7 +45,7 @@ class AsOf:
             raise InvalidOptionError("AsOf takes exactly one of offset, gtid and timestamp_ms")
 
     @classmethod
-    def parse(cls, value: Any) -> AsOf:
+    def parse(cls, value: AsOfValue) -> AsOf:
         """``value``: an AsOf, a BinlogOffset, ``"mysql-bin.000003:4"``, a MariaDB GTID position
         (``"0-1-100"``) or MySQL GTID set (``"uuid:1-100"``, tagged ``"uuid:tag:1-5"``), a datetime (naive = UTC), or
         epoch ms."""
@@ -79,7 +79,13 @@ class AsOf:
         return f"time {moment.isoformat()} ({self.timestamp_ms} ms)"
 
 
-def resolve_as_of(as_of: Any, config: ConnectionConfig, server_id: int) -> AsOf:
+AsOfValue: TypeAlias = AsOf | BinlogOffset | str | dt.datetime | int
+"""What an ``as_of`` argument may be (``AsOf.parse``): an ``AsOf``, a ``BinlogOffset`` or ``"file:pos"``, a GTID
+position or set (text), a ``datetime`` (naive = UTC) or epoch milliseconds. Anything else is an
+``InvalidOptionError``."""
+
+
+def resolve_as_of(as_of: AsOfValue, config: ConnectionConfig, server_id: int) -> AsOf:
     """``as_of`` as a binlog offset of the source: a GTID position or a time becomes the start of the
     first transaction it does not cover (the GTID not in it; committed after the time), found by
     scanning the binlog's transactions (no rows decoded) with binlog reader id ``server_id``."""

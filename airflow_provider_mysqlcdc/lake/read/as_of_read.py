@@ -37,13 +37,12 @@ import functools
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf, AsOfValue
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema.converters import arrow_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
@@ -182,7 +181,7 @@ class History:
         where = _key_filter(committed.schema, key_range) if key_range is not None else None
         return cls(committed.schema, _history_rows(committed, batch, where), covered)
 
-    def check(self, as_of: Any) -> AsOf:
+    def check(self, as_of: AsOfValue) -> AsOf:
         """``as_of`` parsed (see ``AsOf.parse``), or an ``AsOfError`` where the lake does not cover it."""
         point = AsOf.parse(as_of)
         if point.gtid is not None:
@@ -194,7 +193,7 @@ class History:
             self._check_time(point.timestamp_ms or 0)
         return point
 
-    def at(self, as_of: Any, rows: pa.Table | None = None) -> pa.Table:
+    def at(self, as_of: AsOfValue, rows: pa.Table | None = None) -> pa.Table:
         """The table as of ``as_of`` (an offset or a time; see ``AsOf.parse``): one row per key, sorted
         by key, the table's columns. ``rows``: a subset of ``self.rows`` (e.g. one chunk's keys)."""
         point = self.check(as_of)
@@ -305,7 +304,7 @@ def state_at(schema: TableSchema, rows: pa.Table, before: pa.Array | pa.ChunkedA
     return kept.select(list(schema.column_names)).sort_by([(k, "ascending") for k in schema.row_key])
 
 
-def scan_as_of(lake: Lake, table: str, as_of: Any) -> tuple[TableSchema, pa.RecordBatchReader]:
+def scan_as_of(lake: Lake, table: str, as_of: AsOfValue) -> tuple[TableSchema, pa.RecordBatchReader]:
     """``scan_table(lake, table, as_of=...)``: the table as it was at ``as_of`` (see ``AsOf.parse``), as a
     stream, and its schema. The changelog is read whole (it decides every key it holds); the current table
     batch by batch: a key without a change in the changelog is as the current table has it at every covered

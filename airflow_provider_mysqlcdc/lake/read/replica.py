@@ -22,12 +22,12 @@ current table, then the changelog: whatever the stream and the MERGE commit mean
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOfValue
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -60,20 +60,21 @@ def unmerged_changes(lake: Lake, table: TableId, schema: TableSchema, after_seq:
                     dropped=False)
 
 
-def read_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.Table:
+def read_table(lake: Lake | str, table: str, as_of: AsOfValue | None = None) -> pa.Table:
     """The table as of the last commit: its current columns, one row per key, deletes dropped, sorted by
     key. ``lake``: a ``Lake`` handle, or the base URI (object stores reached through the standard AWS
     variables). The whole table in memory: ``scan_table`` reads one larger than that.
 
-    ``as_of``: the table as it was at that source position instead (a binlog offset ``"file:pos"`` or
-    ``BinlogOffset``, a datetime or epoch ms; ``lake.read.as_of_read``), an ``AsOfError`` where the lake does not
-    cover it."""
+    ``as_of``: the table as it was at that source position instead (``cdc.offset.as_of.AsOfValue``: an ``AsOf``,
+    a binlog offset as ``BinlogOffset`` or ``"file:pos"``, a ``datetime`` (naive = UTC) or epoch ms;
+    ``lake.read.as_of_read``), an ``AsOfError`` where the lake does not cover it or for a GTID position (turn it
+    into an offset with ``resolve_as_of`` first), an ``InvalidOptionError`` for a value of another kind."""
     schema, reader = _scan(Lake.of(lake), table, as_of)
     rows = reader.read_all()
     return rows if schema.keyless else rows.sort_by([(k, "ascending") for k in schema.row_key])
 
 
-def scan_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.RecordBatchReader:
+def scan_table(lake: Lake | str, table: str, as_of: AsOfValue | None = None) -> pa.RecordBatchReader:
     """``read_table`` as a stream of record batches, in no particular order, holding about one batch of the
     current table at a time besides the changes not merged yet (with ``as_of``: the table's changelog) and
     the current rows of the keys they touch (``lake.read.current_scan``). For tables larger than memory: e.g.
@@ -82,7 +83,7 @@ def scan_table(lake: Lake | str, table: str, as_of: Any = None) -> pa.RecordBatc
     return _scan(Lake.of(lake), table, as_of)[1]
 
 
-def _scan(lake: Lake, table: str, as_of: Any) -> tuple[TableSchema, pa.RecordBatchReader]:
+def _scan(lake: Lake, table: str, as_of: AsOfValue | None) -> tuple[TableSchema, pa.RecordBatchReader]:
     if as_of is not None:
         return scan_as_of(lake, table, as_of)
     committed = committed_table(lake, TableId.parse(table))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
-from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf
+from airflow_provider_mysqlcdc.cdc.offset.as_of import AsOf, AsOfValue
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedError
@@ -163,7 +163,8 @@ def as_of_frame(spark: Any, lake: Lake, committed: CommittedTable, offset: Binlo
     )
 
 
-def register_views(spark: Any, lake: Lake | str, tables: Sequence[str], as_of: Any = None) -> dict[str, str]:
+def register_views(spark: Any, lake: Lake | str, tables: Sequence[str],
+                   as_of: AsOfValue | None = None) -> dict[str, str]:
     """Create or replace both views of every table; returns ``{"db.table": view name}``. ``lake``: a ``Lake``
     handle, or the base URI (its Spark reads the files with Spark's own Hadoop settings). With ``as_of`` (a
     binlog offset: ``"file:pos"`` or a ``BinlogOffset``; see ``lake.read.as_of_read``), the table view is the table
