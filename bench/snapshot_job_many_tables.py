@@ -1,7 +1,7 @@
 """Where a snapshot job of many small tables spends its time without Spark's start (issue 27): its chunks
 read by one task (``write_batches``, as a job's task reads its share), and its batches
 committed, each its own Delta transaction replacing its partition, then its manifest
-(``spark.snapshot_job.commit_pack``): one table at a time against ``COMMIT_THREADS`` at once, alternating, each
+(``spark.snapshot_job.commit_job``): one table at a time against ``COMMIT_THREADS`` at once, alternating, each
 into a new lake, the first commit (creating each table) and a second one (replacing its partition) timed.
 
     .venv/bin/python -m bench.snapshot_job_many_tables [--tables 200] [--rows 300]
@@ -17,12 +17,12 @@ import uuid
 
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schemas
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks, write_batches
 from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
-from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_pack
+from airflow_provider_mysqlcdc.spark.snapshot_job import COMMIT_THREADS, commit_job
 from bench.common.server import many_tables_arguments, small_tables_database
 
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             store = SnapshotStore(lake)
             store.write_plans(plans)
             batches = [JobBatch(p.batches[0], p, p.schema) for p in plans]
-            pack = BatchPack(tuple(jb.batch for jb in batches), (args.rows,) * len(plans))
+            pack = Job(tuple(jb.batch for jb in batches), (args.rows,) * len(plans))
             job = SparkApplication("snapshot", lake, pack, tuple(batches), 1, config)
 
             def read(store: SnapshotStore = store, batches: list[JobBatch] = batches) -> tuple[
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("first (creates each table)", "again (replaces a partition)"):
                 attempt, records, reading = read()
                 started = time.perf_counter()
-                manifests = commit_pack(job, attempt, records, reading, threads)
+                manifests = commit_job(job, attempt, records, reading, threads)
                 took = time.perf_counter() - started
                 assert len(manifests) == args.tables
                 print(f"{threads} table(s) at once, commit {kind} of {args.tables} batches: {took:.2f} s, "

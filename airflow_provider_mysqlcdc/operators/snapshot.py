@@ -26,13 +26,13 @@ from airflow_provider_mysqlcdc.operators.stream_metrics import task_tags
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
     from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest
     from airflow_provider_mysqlcdc.lake.handle import Lake
     from airflow_provider_mysqlcdc.operators.lineage import Lineage
 
 
-def job_outcome(job: BatchPack, manifests: list[BatchManifest]) -> dict[str, Any]:
+def job_outcome(job: Job, manifests: list[BatchManifest]) -> dict[str, Any]:
     """What the snapshot task returns to XCom: its label, totals, and each committed batch in a line (table,
     number, rows, bytes, chunks, Delta version, highest high watermark); the chunks' watermarks are in the
     batches' manifests in the lake (``SnapshotStore.read_manifest``)."""
@@ -89,7 +89,7 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
     ``mysql_cdc.snapshot.*`` metrics of each batch's manifest through Airflow's ``Stats``
     (``operators.snapshot_metrics``).
 
-    :param batch: one item of the split task's XCom (a ``BatchPack.to_dict``: the batches of one job);
+    :param batch: one item of the split task's XCom (a ``Job.to_dict``: the batches of one job);
         required, usually mapped with ``.expand(batch=split.output)`` (templated)
     :param base_uri: the lake, the same as the split task's: a local path (local masters only) or
         ``s3://``/``s3a://``/``hdfs://`` shared by the worker, the driver and the executors; required
@@ -146,10 +146,10 @@ class MySqlSnapshotSparkOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the outcome goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
-        job = BatchPack.from_dict(self.batch)
+        job = Job.from_dict(self.batch)
         lake = self.open_lake()
         persist_lake_link(context, lake, job.tables)
         config = self.prepare(job, lake, [], "snapshot")

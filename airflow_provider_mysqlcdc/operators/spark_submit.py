@@ -38,7 +38,7 @@ from airflow_provider_mysqlcdc.spark.py_files import build_py_files, is_local_ma
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
-    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
     from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
@@ -119,7 +119,7 @@ def spark_master(conn_id: str, deploy_mode: str | None) -> tuple[str, str | None
 
 class SparkApplicationOperator(SparkSubmitOperator):
     """A ``SparkSubmitOperator`` that runs one of the package's Spark applications (``spark/<kind>_job.py``) for one
-    job (``engine.snapshot.batch_packs``; the ``batch`` argument, one item of the split's or the verify plan's
+    job (``engine.snapshot.jobs``; the ``batch`` argument, one item of the split's or the verify plan's
     XCom): the snapshot's and the verification's. Subclasses document and pass every argument; the Spark
     connection is ``spark_conn_id`` (templated, handed over as the base class's ``conn_id``, which is
     refused: the base class keeps it untemplated as ``_conn_id``)."""
@@ -161,7 +161,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
         """The lake of ``base_uri``, reached with ``lake_conn_id``'s storage options (rendered)."""
         return open_lake(self.base_uri, self.lake_conn_id)
 
-    def prepare(self, job: BatchPack, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
+    def prepare(self, job: Job, lake: Lake, job_arguments: list[str], what: str) -> ConnectionConfig:
         """Set this task up to submit its Spark application (``spark.application``) for ``job`` and return the
         source's config: the job's arguments (the connection without password), ``job_spark_conf`` under
         the user's ``conf``, the environment or the shipped package for the master. Refuses a job without
@@ -169,7 +169,7 @@ class SparkApplicationOperator(SparkSubmitOperator):
         (or the lake connection's storage options) cannot reach. Run it in ``execute``, then ``run_job``
         (the password and the storage options in ``spark-submit``'s environment)."""
         # the engine and the lake (pyarrow): not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import job_server_id, job_tasks
 
         # The base class keeps ``conn_id`` untemplated, as the private ``_conn_id`` its ``execute`` builds
         # the hook from, and ``deploy_mode`` (given directly or by default_args) as ``_deploy_mode``, with
@@ -177,8 +177,8 @@ class SparkApplicationOperator(SparkSubmitOperator):
         # (``tests/unit/test_spark_provider.py`` fails when the provider changes either).
         self._conn_id = self.spark_conn_id
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        tasks = pack_tasks(job, self.partitions)  # refuses a job without server ids, or too many tasks
-        ids = [pack_server_id(job, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
+        tasks = job_tasks(job, self.partitions)  # refuses a job without server ids, or too many tasks
+        ids = [job_server_id(job, config.server_id, task) for task in range(tasks)]  # refuses a narrowed range
         if config.password:
             mask_secret(config.password)
         self.application_args = [

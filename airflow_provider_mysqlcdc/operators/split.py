@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class MySqlChunkSplitOperator(BaseOperator):
-    """Returns the chunk batches still to snapshot, in jobs (one ``BatchPack.to_dict`` a mapped task),
+    """Returns the chunk batches still to snapshot, in jobs (one ``Job.to_dict`` a mapped task),
     for ``MySqlSnapshotSparkOperator.partial().expand()``.
 
     Tables are named in ``tables`` (``database.table``) or selected by regular expressions like Flink

@@ -29,9 +29,9 @@ WAIT_SECONDS = 600.0
 
 
 class MySqlVerifyPlanOperator(BaseOperator):
-    """Returns the verify jobs, one a mapped task (``BatchPack.to_dict``, with binlog server ids), for
+    """Returns the verify jobs, one a mapped task (``Job.to_dict``, with binlog server ids), for
     ``MySqlVerifyOperator.partial().expand(batch=...)``: every batch of each table's snapshot plan in the
-    lake, in jobs as the split makes the snapshot's (``engine.snapshot.batch_packs``): batches of many tables in one
+    lake, in jobs as the split makes the snapshot's (``engine.snapshot.jobs``): batches of many tables in one
     job up to ``rows_per_batch`` rows (their manifests' rows), a larger batch in a job of its own, so that
     a whole database is verified in a handful of jobs. A table whose snapshot is not
     finished is refused (``VerifyError``).
@@ -71,8 +71,8 @@ class MySqlVerifyPlanOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import pack_batches
         from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
+        from airflow_provider_mysqlcdc.engine.snapshot.jobs import plan_jobs
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
         readers = rendered.whole_number("readers_per_batch", self.readers_per_batch)
@@ -94,7 +94,7 @@ class MySqlVerifyPlanOperator(BaseOperator):
                 batches.append(batch)
                 rows.append(manifest.rows)
         config = MySqlCdcHook(self.mysql_cdc_conn_id).get_config()
-        jobs = pack_batches(batches, rows, rows_per_batch, max_packs=max(1, len(batches)))
+        jobs = plan_jobs(batches, rows, rows_per_batch, max_jobs=max(1, len(batches)))
         assigned = assign_readers(jobs, config.server_id, readers, self.mysql_cdc_conn_id)
         self.log.info("verify %d batches of %d tables (%d rows) in %d Spark jobs of up to rows_per_batch=%d rows",
                       len(batches), len(tables), sum(rows), len(assigned), rows_per_batch)
@@ -156,10 +156,10 @@ class MySqlVerifyOperator(SparkApplicationOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]  # the report goes to XCom
         # the engine and the lake (pyarrow, the source's drivers): when the task runs, not at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+        from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
         from airflow_provider_mysqlcdc.engine.verification.verify import VerifyStore
 
-        job = BatchPack.from_dict(self.batch)
+        job = Job.from_dict(self.batch)
         wait_seconds = rendered.seconds("wait_seconds", self.wait_seconds)
         lake = self.open_lake()
         config = self.prepare(job, lake, ["--run", str(self.run), "--wait-seconds", str(wait_seconds)],

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
     from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
     from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
-    from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+    from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
     from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
     from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, Plan
     from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -57,7 +57,7 @@ def argument_parser(description: str | None) -> argparse.ArgumentParser:
     its own before parsing."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-uri", required=True, help="the lake's base URI")
-    parser.add_argument("--batch", required=True, help="the job's batches as JSON (BatchPack.to_dict)")
+    parser.add_argument("--batch", required=True, help="the job's batches as JSON (Job.to_dict)")
     parser.add_argument("--connection", required=True, help="ConnectionConfig.to_dict as JSON (no password)")
     parser.add_argument("--password-env", default=PASSWORD_ENV, help="environment variable holding the password")
     parser.add_argument("--lake-options-env", default=LAKE_OPTIONS_ENV,
@@ -126,13 +126,13 @@ class JobBatch:
 @dataclass(frozen=True)
 class SparkApplication:
     """A Spark application's driver side (the snapshot's or the verification's, one ``spark-submit``): the
-    job it runs (the batches it reads, ``engine.snapshot.batch_packs``), their plans and the columns they read, found
+    job it runs (the batches it reads, ``engine.snapshot.jobs``), their plans and the columns they read, found
     once."""
 
     kind: str
     """``snapshot`` or ``verify``: the prefix of the job's lines."""
     lake: Lake
-    job: BatchPack
+    job: Job
     batches: tuple[JobBatch, ...]
     partitions: int
     config: ConnectionConfig
@@ -158,13 +158,13 @@ class SparkApplication:
     def open(cls, kind: str, args: argparse.Namespace) -> SparkApplication:
         """Raises a ``MySqlCdcError`` saying what is wrong: no plan, too many tasks, a changed chunk key."""
         # the engine and the lake (pyarrow): not when an operator imports this module at DAG-parse time
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import job_tasks
+        from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
         from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schemas
         from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 
-        job = BatchPack.from_dict(json.loads(args.batch))
-        partitions = pack_tasks(job, args.partitions)
+        job = Job.from_dict(json.loads(args.batch))
+        partitions = job_tasks(job, args.partitions)
         lake = Lake.at(args.base_uri, json.loads(os.environ.get(args.lake_options_env) or "{}"))
         plans = SnapshotStore(lake).read_plans(job.tables)
         missing = [str(table) for table, plan in plans.items() if plan is None]
@@ -203,13 +203,13 @@ class SparkApplication:
     ) -> list[T]:
         """``work(TaskChunks, **settings)`` on every Spark task, once, with its share of the batches' chunks;
         the results, collected. ``chunks[i]`` are the chunks of the job's batch ``i`` to work on, spread over
-        the tasks by ``engine.snapshot.batch_packs.spread_chunks``. The chunks, the batches, the columns and the
+        the tasks by ``engine.snapshot.jobs.spread_chunks``. The chunks, the batches, the columns and the
         connection travel as the objects they are (pickled by Spark, the package being importable on every
         executor), and so do ``settings``; the password only inside the task's closure. Task ``index``
         reads with the server id the split (or the verify plan) gave this job's task ``index`` among all
         jobs of the run."""
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import spread_chunks  # see open()
-        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id
+        from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import job_server_id
+        from airflow_provider_mysqlcdc.engine.snapshot.jobs import spread_chunks  # see open()
         from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
 
         lake, job, config = self.lake, self.job, self.config
@@ -217,7 +217,7 @@ class SparkApplication:
         shares = spread_chunks(job, chunks, self.partitions)
 
         def run(index: int, items: Iterable[list[tuple[int, Chunk]]]) -> Iterator[T]:
-            server_id = pack_server_id(job, config.server_id, index)
+            server_id = job_server_id(job, config.server_id, index)
             for share in items:  # one share: this task's (batch index, chunk) pairs, batch by batch
                 batches = []
                 for number, group in itertools.groupby(share, key=lambda item: item[0]):

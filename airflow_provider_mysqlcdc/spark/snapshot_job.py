@@ -1,5 +1,5 @@
 """The PySpark application the snapshot operator submits: read a job's batches (one table's or many
-tables', ``engine.snapshot.batch_packs``) into the lake.
+tables', ``engine.snapshot.jobs``) into the lake.
 
 Executors read their chunks (watermarks, SELECT into Arrow, binlog fix-up) and write Parquet
 themselves, into each batch's partition folder of its table's current-state Delta table; the driver
@@ -43,7 +43,7 @@ TASK_PROGRESS_SECONDS = 10.0
 class TaskFailure:
     """A task's ``MySqlCdcError``, handed to the driver as the task's last result: Spark gives the driver a
     failed task's exception as text only, and ends the job's other tasks. The driver raises it again as it
-    is, or reads the task's batches again after a schema change (``read_pack``)."""
+    is, or reads the task's batches again after a schema change (``read_job``)."""
 
     batches: tuple[Batch, ...]
     error: MySqlCdcError
@@ -75,13 +75,13 @@ def read_chunks(task: TaskChunks, *, attempt: str,
 
 
 SCHEMA_CHANGE_ROUNDS = 3
-"""Times ``read_pack`` reads a batch whose table keeps changing while it is read before it gives up."""
+"""Times ``read_job`` reads a batch whose table keeps changing while it is read before it gives up."""
 
 Reader = Callable[["SparkApplication", Sequence[Sequence["Chunk"]]], list[ChunkResult | TaskFailure]]
 """Reads the given chunks of each of the application's batches (``chunks[i]``: batch ``i``'s; none: not read)."""
 
 
-def read_pack(app: SparkApplication, read: Reader) -> tuple[SparkApplication, list[ChunkResult]]:
+def read_job(app: SparkApplication, read: Reader) -> tuple[SparkApplication, list[ChunkResult]]:
     """Every chunk of the job's batches read (``read``), each batch's with one schema, and the application
     with the columns they were read with.
 
@@ -133,7 +133,7 @@ COMMIT_THREADS = 8
 """Tables whose batches the driver commits at once (bench/RESULTS.md measured 1 and 8)."""
 
 
-def commit_pack(app: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
+def commit_job(app: SparkApplication, attempt: str, records: list[ChunkResult], seconds: float,
                 threads: int = COMMIT_THREADS) -> list[BatchManifest]:
     """Commit each batch of the job as a batch is committed (``engine.snapshot.snapshot_batch.commit_batch``:
     one Delta transaction replacing its partition, then its manifest): the batches of one table one after
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _snapshot(app: SparkApplication, spark: Any) -> None:
-    """The job read (``read_pack``) and committed (``commit_pack``)."""
+    """The job read (``read_job``) and committed (``commit_job``)."""
     attempt = uuid.uuid4().hex[:12]
     tables = len(app.job.tables)
     total = sum(len(jb.plan.chunks_of(jb.batch)) for jb in app.batches)
@@ -201,11 +201,11 @@ def _snapshot(app: SparkApplication, spark: Any) -> None:
         finally:
             stop.set()
 
-    app, records = read_pack(app, read)
+    app, records = read_job(app, read)
     seconds = time.monotonic() - started
     if len(records) != total:
         raise SnapshotJobError(f"{app.job.label}: expected {total} chunks, got {len(records)}; not committing")
-    manifests = commit_pack(app, attempt, records, seconds)
+    manifests = commit_job(app, attempt, records, seconds)
     committing = time.monotonic() - started - seconds
     rows = sum(m.rows for m in manifests)
     versions = (f"as version {manifests[0].delta_version} of the Delta table" if len(manifests) == 1 else

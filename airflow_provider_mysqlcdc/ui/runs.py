@@ -4,7 +4,7 @@ the states of its snapshot batches and streams, read from the metadata database 
 A lake is found where the run's tasks rendered it: every operator of this package has the template
 fields ``base_uri`` and ``lake_conn_id``, and Airflow keeps each task instance's rendered fields
 (``RenderedTaskInstanceFields``) once it started. A snapshot task's rendered ``batch`` (its job's
-batches, ``BatchPack``, of one or many tables) names the tables and numbers of the batches it writes,
+batches, ``Job``, of one or many tables) names the tables and numbers of the batches it writes,
 so a batch without a manifest yet is ``running`` or ``failed`` as its task instance is. The stream's
 task instance gives the stream's state (running, deferred, failed...). The tables of a run are those its tasks rendered
 (``tables`` lists, batches; all of its lakes' when a task chose its tables by patterns); a task
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options import rendered
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 
 OPERATORS = (
@@ -65,7 +65,7 @@ class RunFacts:
 
 
 def _batches(value: Any) -> list[tuple[TableId, int]]:
-    """A rendered ``batch`` field, a job's batches (``BatchPack``), as its batches' tables and numbers;
+    """A rendered ``batch`` field, a job's batches (``Job``), as its batches' tables and numbers;
     one batch's dict (a split of an earlier version) as that batch; other forms: none."""
     try:
         value = rendered.literal("batch", value)
@@ -75,7 +75,7 @@ def _batches(value: Any) -> list[tuple[TableId, int]]:
         return []
     if "tables" in value:
         try:
-            return [(b.table, b.number) for b in BatchPack.from_dict(dict(value)).batches]
+            return [(b.table, b.number) for b in Job.from_dict(dict(value)).batches]
         except (SnapshotStateError, AttributeError, KeyError, TypeError, ValueError):  # not a job: none
             return []
     if "table" in value and "number" in value:

@@ -14,7 +14,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.retention import BATCH_OVERHEAD_SECONDS, read_retention
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -49,13 +49,13 @@ def retention(mariadb_server, seconds: int) -> Iterator[None]:
     admin.close()
 
 
-def split(table: str, base_uri: Path, **kwargs: object) -> list[BatchPack]:
+def split(table: str, base_uri: Path, **kwargs: object) -> list[Job]:
     # imported here: importing Airflow while pytest collects binds its log output to pytest's capture
     from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 
     operator = MySqlChunkSplitOperator(task_id="split", tables=[table], base_uri=str(base_uri), chunk_size=2_000,
                                        rows_per_batch=6_000, **kwargs)
-    return [BatchPack.from_dict(b) for b in operator.execute({})]
+    return [Job.from_dict(b) for b in operator.execute({})]
 
 
 def task_log(capsys: pytest.CaptureFixture[str]) -> list[str]:

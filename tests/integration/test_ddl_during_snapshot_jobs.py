@@ -20,14 +20,14 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication, TaskChunks
-from airflow_provider_mysqlcdc.spark.snapshot_job import TaskFailure, commit_pack, read_chunks, read_pack
+from airflow_provider_mysqlcdc.spark.snapshot_job import TaskFailure, commit_job, read_chunks, read_job
 from tests.compared_rows import current_rows, table_rows
 from tests.integration.example_dag import example_dag
 
@@ -143,7 +143,7 @@ def test_a_ddl_while_a_task_reads_has_its_batches_read_again(mariadb_server, adm
     store = SnapshotStore(lake)
     store.write_plan(plan)
     assert len(plan.batches) == 2 and len(plan.chunks_of(plan.batches[1])) >= 2
-    job = BatchPack(tuple(plan.batches), (2_000, 2_000), 0, 2, (1, 1))
+    job = Job(tuple(plan.batches), (2_000, 2_000), 0, 2, (1, 1))
     app = SparkApplication("snapshot", lake, job, tuple(JobBatch(b, plan, schema) for b in plan.batches), 2,
                            connections)
     attempt = uuid.uuid4().hex[:12]
@@ -161,10 +161,10 @@ def test_a_ddl_while_a_task_reads_has_its_batches_read_again(mariadb_server, adm
         return [record for index, (jb, part) in enumerate(zip(app.batches, todo, strict=True)) if part
                 for record in task(index, BatchChunks(jb.batch, jb.schema, list(part), 1))]
 
-    app, records = read_pack(app, read)
+    app, records = read_job(app, read)
     assert [[c.name for c in jb.schema.columns] for jb in app.batches] == [["id", "n", "label"],
                                                                            ["id", "n", "label", "c"]]
-    manifests = commit_pack(app, attempt, records, 1.0)
+    manifests = commit_job(app, attempt, records, 1.0)
     assert [m.schema for m in manifests] == [jb.schema for jb in app.batches]
     fields = {f.name: str(f.type) for f in DeltaTable(table_uri(lake.base_uri, schema.id)).schema().fields}
     assert (fields["n"], fields["c"]) == ('PrimitiveType("long")', 'PrimitiveType("integer")')

@@ -20,8 +20,8 @@ from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import DEFAULT_SERVER_ID_RANGE, ServerIdRange
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import job_server_id, job_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
 from tests.compared_rows import current_rows, table_rows
@@ -84,13 +84,13 @@ def test_a_database_of_many_tables_snapshots_in_a_few_jobs_and_one_job_reruns_al
     assert 1 < len(snapshots) <= 5 and all(ti.state == "success" for ti in snapshots), labels
     assert any(re.fullmatch(rf"{database}: \d+ tables, \d+ chunks", label) for label in labels), labels
     (split,) = [ti for ti in run.get_task_instances() if ti.task_id == "split"]
-    packs = [BatchPack.from_dict(p) for p in split.xcom_pull(task_ids="split")]
+    packs = [Job.from_dict(p) for p in split.xcom_pull(task_ids="split")]
     assert [p.label for p in packs] == labels
     assert sorted(b.table for p in packs for b in p.batches) == sorted(
         [*(tables[0] for _ in range(3)), *tables[1:]])  # every batch once: the big table's 3, one a small table
     # the binlog readers of the whole run fit the default range, one id each, the stream's last left free
     ids = ServerIdRange.parse(DEFAULT_SERVER_ID_RANGE)
-    readers = [pack_server_id(p, ids, task) for p in packs for task in range(pack_tasks(p))]
+    readers = [job_server_id(p, ids, task) for p in packs for task in range(job_tasks(p))]
     assert len(readers) == len(set(readers)) and set(readers) <= set(range(ids.start, ids.end))
 
     # the replica equals the source once the stream has read what the writer did last

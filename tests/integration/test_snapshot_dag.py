@@ -32,8 +32,8 @@ from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.cdc.split.emit_filter import EmitFilter
 from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
-from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import pack_server_id, pack_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import job_server_id, job_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
@@ -206,10 +206,10 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     store = SnapshotStore(Lake.at(base_uri))
     tables = [f"{database}.{t}" for t in sizes]
 
-    def split() -> list[BatchPack]:
+    def split() -> list[Job]:
         operator = MySqlChunkSplitOperator(task_id="split", tables=tables, base_uri=base_uri, chunk_size=2_000,
                                            rows_per_batch=6_000, readers_per_batch=2)
-        return [BatchPack.from_dict(b) for b in operator.execute({})]
+        return [Job.from_dict(b) for b in operator.execute({})]
 
     def use_range(text: str) -> ServerIdRange:
         conn = json.loads(os.environ["AIRFLOW_CONN_MYSQL_CDC_DEFAULT"])
@@ -228,16 +228,16 @@ def test_split_gives_every_binlog_reader_of_a_run_its_own_server_id(
     packs = split()
     batches = [b for p in packs for b in p.batches]
     assert {b.table.table for b in batches} == set(sizes) and max(b.number for b in batches) >= 2
-    readers = [pack_server_id(p, ids, task) for p in packs for task in range(pack_tasks(p))]
+    readers = [job_server_id(p, ids, task) for p in packs for task in range(job_tasks(p))]
     assert len(readers) == len(set(readers)) and ids.end not in readers  # the stream takes the last id
-    assert all(pack_tasks(p) == min(2, p.chunk_count) for p in packs)
+    assert all(job_tasks(p) == min(2, p.chunk_count) for p in packs)
 
     # a later run assigns ids to the batches still pending only, again from the first id
     for done in packs[0].batches:
         store.write_manifest(BatchManifest(done, "done", load_table_schema(cdc_conn, done.table), (), bytes=0,
                                            seconds=0.0, delta_version=1))
     again = split()
-    assert [p.batches for p in again] == [p.batches for p in packs[1:]] and pack_server_id(again[0], ids, 0) == 5460
+    assert [p.batches for p in again] == [p.batches for p in packs[1:]] and job_server_id(again[0], ids, 0) == 5460
 
 
 def test_split_reads_small_rows_in_groups_and_chunks_of_about_chunk_max_bytes_one_at_a_time(
@@ -254,6 +254,6 @@ def test_split_reads_small_rows_in_groups_and_chunks_of_about_chunk_max_bytes_on
         cur.execute("INSERT INTO pages SELECT seq, REPEAT('x', 300000) FROM seq_1_to_20")
     operator = MySqlChunkSplitOperator(task_id="split", tables=[f"{database}.notes", f"{database}.pages"],
                                        base_uri=str(tmp_path / "lake"), chunk_size=100, chunk_max_bytes=1024 * 1024)
-    packs = [BatchPack.from_dict(d) for d in operator.execute({})]
+    packs = [Job.from_dict(d) for d in operator.execute({})]
     groups = {b.table.table: group for p in packs for b, group in zip(p.batches, p.read_groups, strict=True)}
     assert groups == {"notes": 16, "pages": 1}  # 100 rows of ~15 B a chunk; 3 rows of 300 KB a chunk

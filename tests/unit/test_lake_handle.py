@@ -12,7 +12,7 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
 from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch
@@ -96,7 +96,7 @@ def test_a_spark_job_gets_the_lake_options_in_no_argument_and_no_spark_property(
     monkeypatch.setenv("AIRFLOW_CONN_MYSQL_CDC_DEFAULT", json.dumps({"conn_type": "mysql_cdc", "host": "db",
                                                                      "login": "cdc", "password": "pw"}))
     aws_connection(monkeypatch, "lake", login="AKID", password=SECRET, extra={"region_name": "eu-west-1"})
-    pack = BatchPack((Batch(TableId("shop", "orders"), 0, 0, 3),), (30_000,)).with_readers(0, 2)
+    pack = Job((Batch(TableId("shop", "orders"), 0, 0, 3),), (30_000,)).with_readers(0, 2)
     operator = MySqlSnapshotSparkOperator(task_id="snapshot", batch=pack.to_dict(), base_uri="s3a://bucket/lake",
                                           lake_conn_id="lake")
     lake = operator.open_lake()

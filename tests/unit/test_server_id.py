@@ -13,8 +13,8 @@ from airflow_provider_mysqlcdc.cdc.source.server_id import (
     explain_server_id_clash,
 )
 from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, pack_batches
-from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers, pack_server_id, pack_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers, job_server_id, job_tasks
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job, plan_jobs
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, group_batches
 
@@ -62,15 +62,15 @@ ROWS_PER_CHUNK = 1_000
 
 
 def _run_of(tables: dict[str, int], chunks_per_batch: int, readers_per_batch: int,
-            ids: ServerIdRange) -> list[BatchPack]:
+            ids: ServerIdRange) -> list[Job]:
     """The packs a split task returns for tables of ``tables[name]`` chunks of ``ROWS_PER_CHUNK`` rows,
     batches of ``chunks_per_batch`` chunks packed into jobs of as many rows, as it assigns them."""
     pending = [b for name, n in tables.items() for b in group_batches(
         TableId.parse(name), [Chunk(TableId.parse(name), i, None, None) for i in range(n)], chunks_per_batch)]
-    packs = pack_batches(pending, [b.chunk_count * ROWS_PER_CHUNK for b in pending],
-                         chunks_per_batch * ROWS_PER_CHUNK, max_packs=64)
+    packs = plan_jobs(pending, [b.chunk_count * ROWS_PER_CHUNK for b in pending],
+                         chunks_per_batch * ROWS_PER_CHUNK, max_jobs=64)
     # through XCom and back, as the mapped snapshot tasks get them
-    return [BatchPack.from_dict(p.to_dict()) for p in assign_readers(packs, ids, readers_per_batch)]
+    return [Job.from_dict(p.to_dict()) for p in assign_readers(packs, ids, readers_per_batch)]
 
 
 @pytest.mark.parametrize(("tables", "chunks_per_batch", "readers_per_batch"), [
@@ -85,18 +85,18 @@ def test_readers_of_all_tables_and_batches_of_a_run_are_distinct(
     packs = _run_of(tables, chunks_per_batch, readers_per_batch, ids)
     batches = [b for p in packs for b in p.batches]
     assert len({b.table for b in batches}) == len(tables) and max(b.number for b in batches) > 0
-    readers = [pack_server_id(p, ids, task) for p in packs for task in range(pack_tasks(p))]
+    readers = [job_server_id(p, ids, task) for p in packs for task in range(job_tasks(p))]
     stream = ids.stream_id
     assert len(readers) == len(set(readers)) and stream not in readers
     assert readers == list(range(5400, 5400 + len(readers)))  # packed from the first id, in the order returned
     # at most readers_per_batch tasks a job, one per chunk at most
-    assert all(pack_tasks(p) == min(readers_per_batch, p.chunk_count) for p in packs)
+    assert all(job_tasks(p) == min(readers_per_batch, p.chunk_count) for p in packs)
 
 
 def test_a_range_that_fits_exactly_is_enough() -> None:
     ids = ServerIdRange.parse("5400-5408")  # the default: 8 snapshot readers + the stream
     packs = _run_of({"shop.orders": 8}, 2, 2, ids)
-    assert [pack_server_id(p, ids, t) for p in packs for t in range(pack_tasks(p))] == list(range(5400, 5408))
+    assert [job_server_id(p, ids, t) for p in packs for t in range(job_tasks(p))] == list(range(5400, 5408))
 
 
 def test_the_ids_follow_the_jobs_not_the_tables() -> None:
@@ -105,7 +105,7 @@ def test_the_ids_follow_the_jobs_not_the_tables() -> None:
     ids = ServerIdRange.parse("5400-5408")
     packs = _run_of({f"shop.t{i}": 1 for i in range(500)}, 1_000, 2, ids)
     assert len(packs) == 1 and len(packs[0].tables) == 500
-    assert [pack_server_id(packs[0], ids, t) for t in range(pack_tasks(packs[0]))] == [5400, 5401]
+    assert [job_server_id(packs[0], ids, t) for t in range(job_tasks(packs[0]))] == [5400, 5401]
 
 
 def test_a_range_too_small_for_the_run_names_the_extra_and_a_range_that_fits() -> None:
@@ -135,28 +135,28 @@ def test_a_batch_from_an_older_split_is_read_but_not_run() -> None:
            "label": "shop.orders chunks 7-13", "first_reader": 0, "readers": 2}
     batch = Batch.from_dict(old)  # manifests of older versions keep such dicts
     assert batch == Batch(TableId("shop", "orders"), 1, 7, 13)
-    with pytest.raises(SnapshotStateError, match="not a pack of batches.*older version.*clear the split task"):
-        BatchPack.from_dict(old)  # a mapped task of an older split's XCom
-    pack = BatchPack((batch,), (50_000,))
+    with pytest.raises(SnapshotStateError, match="not a job of batches.*older version.*clear the split task"):
+        Job.from_dict(old)  # a mapped task of an older split's XCom
+    pack = Job((batch,), (50_000,))
     with pytest.raises(SnapshotStateError, match="no binlog server ids assigned.*clear the split task"):
-        pack_tasks(pack)
+        job_tasks(pack)
     with pytest.raises(SnapshotStateError):
-        pack_server_id(pack, ServerIdRange.parse("5400-5408"), 0)
+        job_server_id(pack, ServerIdRange.parse("5400-5408"), 0)
 
 
 def test_a_job_runs_no_more_tasks_than_it_has_ids() -> None:
-    pack = BatchPack((Batch(TableId("shop", "orders"), 0, 0, 9),), (80_000,), first_reader=4, readers=3)
-    assert (pack_tasks(pack), pack_tasks(pack, 2)) == (3, 2)
+    pack = Job((Batch(TableId("shop", "orders"), 0, 0, 9),), (80_000,), first_reader=4, readers=3)
+    assert (job_tasks(pack), job_tasks(pack, 2)) == (3, 2)
     with pytest.raises(InvalidOptionError, match="partitions=4 .* at most 3 tasks.*readers_per_batch"):
-        pack_tasks(pack, 4)
+        job_tasks(pack, 4)
     ids = ServerIdRange.parse("5400-5408")
-    assert [pack_server_id(pack, ids, t) for t in range(3)] == [5404, 5405, 5406]
+    assert [job_server_id(pack, ids, t) for t in range(3)] == [5404, 5405, 5406]
     with pytest.raises(InvalidOptionError, match="readers_per_batch"):
-        pack_server_id(pack, ids, 3)
+        job_server_id(pack, ids, 3)
 
 
 def test_a_range_narrowed_after_the_split_is_refused_not_shared_with_the_stream() -> None:
-    pack = BatchPack((Batch(TableId("shop", "orders"), 0, 0, 9),), (80_000,), first_reader=6, readers=2)
-    assert pack_server_id(pack, ServerIdRange.parse("5400-5408"), 1) == 5407
+    pack = Job((Batch(TableId("shop", "orders"), 0, 0, 9),), (80_000,), first_reader=6, readers=2)
+    assert job_server_id(pack, ServerIdRange.parse("5400-5408"), 1) == 5407
     with pytest.raises(InvalidOptionError, match="server_id extra changed after the split task.*clear the split"):
-        pack_server_id(pack, ServerIdRange.parse("5400-5407"), 1)  # 5407 is now the stream's
+        job_server_id(pack, ServerIdRange.parse("5400-5407"), 1)  # 5407 is now the stream's

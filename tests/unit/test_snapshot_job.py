@@ -1,5 +1,5 @@
 """The snapshot job's driver without Spark: a batch whose table changed while a task read it is read again
-with the table's current columns (``read_pack``), and the job's error reaches the operator as its own class
+with the table's current columns (``read_job``), and the job's error reaches the operator as its own class
 and message (``spark.job_error``)."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSch
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.snapshot import snapshot_batch
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.snapshot_commit import BatchCommitConflictError
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication
 from airflow_provider_mysqlcdc.spark.job_error import read_error, report_error
-from airflow_provider_mysqlcdc.spark.snapshot_job import SCHEMA_CHANGE_ROUNDS, TaskFailure, read_pack
+from airflow_provider_mysqlcdc.spark.snapshot_job import SCHEMA_CHANGE_ROUNDS, TaskFailure, read_job
 
 ITEMS = TableId("shop", "items")
 ID = Column("id", "int", "int(11)", nullable=False)
@@ -35,7 +35,7 @@ def application(tmp_path: Path) -> SparkApplication:
     """A job of two batches of two chunks each, read with ``BEFORE``."""
     batches = group_batches(ITEMS, CHUNKS, 2)
     plan = Plan(BEFORE, CHUNKS, batches)
-    job = BatchPack(tuple(batches), (20, 20))
+    job = Job(tuple(batches), (20, 20))
     return SparkApplication("snapshot", Lake.at(str(tmp_path)), job, tuple(JobBatch(b, plan, BEFORE) for b in batches),
                             2, cast(ConnectionConfig, None))
 
@@ -73,7 +73,7 @@ def current_columns(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_batch_stopped_by_a_ddl_is_read_again_with_the_current_columns(tmp_path: Path,
                                                                            current_columns: None) -> None:
     reads = Reads(changes=1)
-    app, records = read_pack(application(tmp_path), reads)
+    app, records = read_job(application(tmp_path), reads)
     # the first read: every chunk; the second: batch 1's chunks alone, with the columns after the DDL
     assert reads.calls == [([BEFORE, BEFORE], [0, 1, 3, 2]), ([BEFORE, AFTER], [3, 2])]  # unbounded chunk first
     assert [jb.schema for jb in app.batches] == [BEFORE, AFTER]
@@ -82,7 +82,7 @@ def test_a_batch_stopped_by_a_ddl_is_read_again_with_the_current_columns(tmp_pat
 
 def test_a_table_that_keeps_changing_gives_up(tmp_path: Path, current_columns: None) -> None:
     with pytest.raises(SchemaChangeError, match=f"changed while they were read, {SCHEMA_CHANGE_ROUNDS} times"):
-        read_pack(application(tmp_path), Reads(changes=SCHEMA_CHANGE_ROUNDS))
+        read_job(application(tmp_path), Reads(changes=SCHEMA_CHANGE_ROUNDS))
 
 
 def test_another_error_of_a_task_is_raised_as_it_is(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_another_error_of_a_task_is_raised_as_it_is(tmp_path: Path) -> None:
         return [result(CHUNKS[0]), TaskFailure((app.batches[1].batch,), refused)]
 
     with pytest.raises(TableNotSupportedError) as raised:
-        read_pack(app, read)
+        read_job(app, read)
     assert raised.value is refused
 
 

@@ -18,7 +18,7 @@ from deltalake import DeltaTable
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, SnapshotStore
@@ -221,7 +221,7 @@ def test_the_rendered_fields_give_lakes_batches_and_tables() -> None:
     assert _lake({"base_uri": "/lake", "lake_conn_id": "None"}) == LakeRef("/lake", None)
     assert _lake({"base_uri": "s3://b/l", "lake_conn_id": "aws_lake"}) == LakeRef("s3://b/l", "aws_lake")
     assert _lake({"base_uri": "{{ params.base_uri }}"}) is None and _lake({"tables": ["a.b"]}) is None
-    pack = BatchPack((Batch(ORDERS, 1, 2, 3), Batch(TAGS, 0, 0, 1)), (100, 50), 0, 2).to_dict()
+    pack = Job((Batch(ORDERS, 1, 2, 3), Batch(TAGS, 0, 0, 1)), (100, 50), 0, 2).to_dict()
     assert _batches(pack) == [(ORDERS, 1), (TAGS, 0)] and _batches(str(pack)) == [(ORDERS, 1), (TAGS, 0)]
     # one batch's dict, as a split of an earlier version rendered it
     assert _batches({"table": "shop.orders", "number": 1, "first_chunk": 2, "last_chunk": 3}) == [(ORDERS, 1)]
@@ -240,7 +240,7 @@ def test_the_operator_names_are_the_operators() -> None:
 def test_a_runs_rendered_tasks_give_its_lakes_tables_batch_and_stream_states() -> None:
     lake = {"base_uri": "/lake", "lake_conn_id": "None"}
     def pack(*batches: Batch) -> dict[str, object]:
-        return BatchPack(batches, tuple(100 for _ in batches), 0, 1).to_dict()
+        return Job(batches, tuple(100 for _ in batches), 0, 1).to_dict()
 
     tasks = [
         RenderedTask("split", -1, {**lake, "tables": ["shop.orders", "shop.tags"]}, "success",

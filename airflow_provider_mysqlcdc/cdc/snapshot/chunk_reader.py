@@ -234,7 +234,7 @@ TableChunks = tuple[ChunkReader, Sequence[Chunk]]
 def chunk_groups(group_sizes: Sequence[int], counts: Sequence[int]) -> list[list[tuple[int, int, int]]]:
     """The groups ``read_tables`` selects between one pair of watermarks, as ``(table, first, stop)`` slices of
     the tables' chunks (``counts[i]`` chunks of table ``i``), in order. A chunk of table ``i`` weighs
-    ``1 / group_sizes[i]`` (its reader's group: ``engine.batch_packs.read_group`` sizes it by bytes), and a
+    ``1 / group_sizes[i]`` (its reader's group: ``engine.jobs.read_group`` sizes it by bytes), and a
     group weighs at most 1: so a group of many tables' chunks holds no more bytes than one read group of
     one table, and one table alone is read ``group_sizes[i]`` chunks at a time."""
     groups: list[list[tuple[int, int, int]]] = []

@@ -171,7 +171,7 @@ def file_rows(rows: pa.Table, schema: TableSchema, high_watermark: BinlogOffset)
 @dataclass(frozen=True)
 class BatchChunks:
     """What one snapshot task reads of one batch: its chunks, the columns the batch reads
-    (``batch_schemas``) and the batch's read group (``engine.snapshot.batch_packs.read_group``)."""
+    (``batch_schemas``) and the batch's read group (``engine.snapshot.jobs.read_group``)."""
 
     batch: Batch
     schema: TableSchema

@@ -3,7 +3,7 @@ the batches into the run's mapped tasks.
 
 The plan of each table (its chunks and batches) is written to the lake the first time, so that a
 later run keeps the same chunks and batch ids and returns only the batches without a committed
-manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.snapshot.batch_packs``). Before
+manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.snapshot.jobs``). Before
 anything is written the planner checks what would make the run fail later: the binlog server ids
 every reader that can run at once needs (``engine.snapshot.batch_readers``) and the binlog retention against
 the snapshot's estimated duration (``cdc.binlog_retention``). The split operator only renders its
@@ -32,8 +32,8 @@ from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.retention import RetentionCheck, TableWork
 from airflow_provider_mysqlcdc.cdc.split.splitter import chunk_rows, split_table
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
-from airflow_provider_mysqlcdc.engine.snapshot.batch_packs import BatchPack, batch_rows, pack_batches, read_group
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
+from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job, batch_rows, plan_jobs, read_group
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
@@ -46,9 +46,9 @@ TABLES_LOGGED = 50
 
 def plan_snapshot(
     config: ConnectionConfig, options: SplitOptions, conn_id: str, log: logging.Logger | Any = _log
-) -> list[BatchPack]:
-    """The batches still to snapshot, packed into the run's mapped tasks (``engine.snapshot.batch_packs``), each
-    pack with its run of binlog server ids (``BatchPack.with_readers``).
+) -> list[Job]:
+    """The batches still to snapshot, packed into the run's mapped tasks (``engine.snapshot.jobs``), each
+    pack with its run of binlog server ids (``Job.with_readers``).
 
     The source is read in bulk (``information_schema`` once for every table's columns, keys and row
     estimates, then each new table's MIN/MAX), and the lake's plans and manifests at once on object
@@ -124,7 +124,7 @@ def plan_snapshot(
     groups = {s.id: read_group(sizes[s.id], row_bytes[s.id], options.chunk_max_bytes, bool(wide_columns(s)))
               for s in schemas}
     packs = [p.with_read_groups(groups) for p in
-             pack_batches(pending, pending_rows, options.rows_per_batch, options.max_batches)]
+             plan_jobs(pending, pending_rows, options.rows_per_batch, options.max_batches)]
     # distinct binlog server ids for every reader that can run at once; checked before any plan is written
     server_ids = config.server_id
     assigned = assign_readers(packs, server_ids, options.readers_per_batch, conn_id)

@@ -60,7 +60,7 @@ release's format. 0 (no ``format_version``): the layout before Delta, never rele
 class Batch:
     """A contiguous run of chunks of one table: one partition (``_batch=<n>``) of its current-state Delta
     table, committed in one transaction with its manifest. The split packs batches, of one table or of
-    many, into the mapped snapshot tasks (``engine.snapshot.batch_packs.BatchPack``), which hold the binlog
+    many, into the mapped snapshot tasks (``engine.snapshot.jobs.Job``), which hold the binlog
     server ids of a DAG run.
     """
 

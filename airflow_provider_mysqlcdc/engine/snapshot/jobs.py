@@ -1,21 +1,21 @@
-"""What one mapped snapshot task runs: a pack of snapshot batches, of one table or of many.
+"""What one mapped snapshot task runs: a job of snapshot batches, of one table or of many.
 
 A ``Batch`` is a run of chunks of one table and one partition of its current-state Delta table. Each
 mapped task is one Spark application, whose start costs seconds, so a database of many small tables
-must not cost a task per table: the split packs the batches still to snapshot into as few
-``BatchPack``s as ``rows_per_batch`` estimated rows a pack allow, the rows spread evenly over them
-(:func:`pack_batches`): small tables together, a large table's batches (each already about that size)
-one a pack. A pack's job spreads all its chunks over its Spark tasks (:func:`spread_chunks`), then
+must not cost a task per table: the split puts the batches still to snapshot into as few ``Job``s as
+``rows_per_batch`` estimated rows a job allow, the rows spread evenly over them (:func:`plan_jobs`): small
+tables together, a large table's batches (each already about that size) one a job. A job's Spark
+application spreads all its chunks over its Spark tasks (:func:`spread_chunks`), then
 commits each batch as a batch is committed: one Delta transaction replacing that batch's partition,
 then its manifest. So clearing one mapped task re-runs and replaces exactly its batches' partitions,
 and a batch of a table stays where it was planned.
 
-The binlog server ids of a DAG run are the packs' (``engine.snapshot.batch_readers``): each pack's job runs
-``readers_per_batch`` tasks (fewer for fewer chunks), and the run needs one id per such task plus the
+The binlog server ids of a DAG run are the jobs' (``engine.snapshot.batch_readers``): each job's Spark
+application runs ``readers_per_batch`` tasks (fewer for fewer chunks), and the run needs one id per such task plus the
 stream's, whatever the number of tables.
 
-A pack travels as JSON, in the split's XCom and on ``spark-submit``'s command line, where Linux limits
-one argument to 128 KiB: a pack holds at most ``MAX_PACK_TABLES`` tables, so that its names fit.
+A job travels as JSON, in the split's XCom and on ``spark-submit``'s command line, where Linux limits
+one argument to 128 KiB: a job holds at most ``MAX_JOB_TABLES`` tables, so that its names fit.
 """
 
 from __future__ import annotations
@@ -32,22 +32,22 @@ from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch
 
-MAX_PACK_TABLES = 500
-"""Tables in one pack at most: names of up to 129 characters and the batches' numbers keep its JSON
+MAX_JOB_TABLES = 500
+"""Tables in one job at most: names of up to 129 characters and the batches' numbers keep its JSON
 under ~100 KB, within Linux's 128 KiB for one command-line argument."""
 
 
 @dataclass(frozen=True)
-class BatchPack:
+class Job:
     """The snapshot batches one mapped task (one Spark application) reads and commits, with the binlog
     server ids of its Spark tasks.
 
-    ``rows`` is each batch's estimated rows (what the pack was filled by, and how its job spreads the
+    ``rows`` is each batch's estimated rows (what the job was filled by, and how its Spark application spreads the
     chunks over its tasks); ``read_groups`` how many of each batch's chunks its reader selects at once and
     reads ahead (:func:`read_group`; none given: ``DEFAULT_GROUP_SIZE`` each). ``first_reader`` and
-    ``readers``: the split gives the pack ``readers`` indexes of the connection's ``server_id`` range from
-    ``first_reader`` on, and its job runs at most that many tasks, task ``i`` reading with index
-    ``first_reader + i``. They travel in the pack's XCom dict, so a re-run of one cleared task keeps its
+    ``readers``: the split gives the job ``readers`` indexes of the connection's ``server_id`` range from
+    ``first_reader`` on, and its Spark application runs at most that many tasks, task ``i`` reading with index
+    ``first_reader + i``. They travel in the job's XCom dict, so a re-run of one cleared task keeps its
     ids."""
 
     batches: tuple[Batch, ...]
@@ -58,11 +58,11 @@ class BatchPack:
 
     def __post_init__(self) -> None:
         if not self.batches or len(self.rows) != len(self.batches):
-            raise ValueError("a pack holds at least one batch, and one row estimate per batch")
+            raise ValueError("a job holds at least one batch, and one row estimate per batch")
         if not self.read_groups:
             object.__setattr__(self, "read_groups", (DEFAULT_GROUP_SIZE,) * len(self.batches))
         if len(self.read_groups) != len(self.batches) or min(self.read_groups) < 1:
-            raise ValueError(f"a pack needs one read group of at least 1 per batch, not {self.read_groups}")
+            raise ValueError(f"a job needs one read group of at least 1 per batch, not {self.read_groups}")
 
     @property
     def chunk_count(self) -> int:
@@ -70,7 +70,7 @@ class BatchPack:
 
     @property
     def tables(self) -> list[TableId]:
-        """The pack's tables, each once, in the order of its batches."""
+        """The job's tables, each once, in the order of its batches."""
         return list(dict.fromkeys(b.table for b in self.batches))
 
     @property
@@ -85,11 +85,11 @@ class BatchPack:
         databases = ", ".join(dict.fromkeys(t.database for t in tables))
         return f"{databases}: {len(tables)} tables, {self.chunk_count} chunks"
 
-    def with_readers(self, first_reader: int, readers: int) -> BatchPack:
+    def with_readers(self, first_reader: int, readers: int) -> Job:
         return replace(self, first_reader=first_reader, readers=readers)
 
-    def with_read_groups(self, groups: Mapping[TableId, int]) -> BatchPack:
-        """The pack with each batch's read group its table's in ``groups``."""
+    def with_read_groups(self, groups: Mapping[TableId, int]) -> Job:
+        """The job with each batch's read group its table's in ``groups``."""
         return replace(self, read_groups=tuple(groups[b.table] for b in self.batches))
 
     def to_dict(self) -> dict[str, Any]:
@@ -103,15 +103,15 @@ class BatchPack:
                 "chunks": self.chunk_count, "tables": tables}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BatchPack:
+    def from_dict(cls, d: dict[str, Any]) -> Job:
         """Refuses what a split task of an earlier version returned: the dict of one batch, or batches without
         their read group."""
         if "tables" not in d or any(len(item) != 5 for items in d["tables"].values() for item in items):
             raise SnapshotStateError(
-                f"the snapshot task was given {str(d)[:200]!r}, not a pack of batches of this version (no 'tables', "
+                f"the snapshot task was given {str(d)[:200]!r}, not a job of batches of this version (no 'tables', "
                 f"or batches without their read group): it comes from a split task of an older version of this "
                 f"provider; clear the split task of this DAG run with its downstream tasks (or trigger a new run) "
-                f"so that it packs the batches again"
+                f"so that it jobs the batches again"
             )
         batches, rows, groups = [], [], []
         for name, items in d["tables"].items():
@@ -147,33 +147,33 @@ def batch_rows(batch: Batch, planned_chunks: int, table_rows: int, chunk_size: i
     return max(1, min(most, math.ceil(table_rows * batch.chunk_count / max(1, planned_chunks))))
 
 
-def pack_batches(batches: Sequence[Batch], rows: Sequence[int], rows_per_pack: int, max_packs: int) -> list[BatchPack]:
-    """``batches`` packed into as few packs as ``rows_per_pack`` estimated rows (``rows``, one per batch) and
-    ``MAX_PACK_TABLES`` tables a pack allow, their rows spread evenly over the packs; a batch of more rows
-    than that has a pack of its own. When the rows ask for more than ``max_packs`` packs, they are spread
-    over ``max_packs`` packs of about equal rows instead (as the table limit allows).
+def plan_jobs(batches: Sequence[Batch], rows: Sequence[int], rows_per_job: int, max_jobs: int) -> list[Job]:
+    """``batches`` packed into as few jobs as ``rows_per_job`` estimated rows (``rows``, one per batch) and
+    ``MAX_JOB_TABLES`` tables a job allow, their rows spread evenly over the jobs; a batch of more rows
+    than that has a job of its own. When the rows ask for more than ``max_jobs`` jobs, they are spread
+    over ``max_jobs`` jobs of about equal rows instead (as the table limit allows).
 
-    Spreading evenly matters as much as the count: filling one pack after another left a last pack of a
-    few tables (1,000 tables of 15M rows made packs of 10M, 5M and 0.1M rows, a third Spark application
-    and its start for 1% of the rows). Each pack keeps its batches in the order given (the order their
-    chunks should be read: an unbounded chunk first), and the packs are in the order of their first batch."""
+    Spreading evenly matters as much as the count: filling one job after another left a last job of a
+    few tables (1,000 tables of 15M rows made jobs of 10M, 5M and 0.1M rows, a third Spark application
+    and its start for 1% of the rows). Each job keeps its batches in the order given (the order their
+    chunks should be read: an unbounded chunk first), and the jobs are in the order of their first batch."""
     if not batches:
         return []
     weights = [max(1, r) for r in rows]
-    count = math.ceil(sum(weights) / rows_per_pack)
-    budget: int | None = rows_per_pack
-    if count > max_packs:  # fewer, larger packs: rows spread over max_packs, no row budget
-        count, budget = max_packs, None
+    count = math.ceil(sum(weights) / rows_per_job)
+    budget: int | None = rows_per_job
+    if count > max_jobs:  # fewer, larger jobs: rows spread over max_jobs, no row budget
+        count, budget = max_jobs, None
     tables = len({b.table for b in batches})
-    packs = _spread(batches, weights, max(count, math.ceil(tables / MAX_PACK_TABLES)), budget)
-    return [BatchPack(tuple(batches[i] for i in pack), tuple(rows[i] for i in pack)) for pack in packs]
+    jobs = _spread(batches, weights, max(count, math.ceil(tables / MAX_JOB_TABLES)), budget)
+    return [Job(tuple(batches[i] for i in job), tuple(rows[i] for i in job)) for job in jobs]
 
 
 def _spread(batches: Sequence[Batch], weights: Sequence[int], count: int, budget: int | None) -> list[list[int]]:
-    """Indexes of ``batches`` in packs: the heaviest batch first, each into the pack with the fewest rows that
-    takes it (its rows within ``budget``, its table among the pack's or the pack under ``MAX_PACK_TABLES``
-    tables); a batch no pack takes opens a pack of its own. ``count`` packs to start with."""
-    packs: list[list[int]] = [[] for _ in range(count)]
+    """Indexes of ``batches`` in jobs: the heaviest batch first, each into the job with the fewest rows that
+    takes it (its rows within ``budget``, its table among the job's or the job under ``MAX_JOB_TABLES``
+    tables); a batch no job takes opens a job of its own. ``count`` jobs to start with."""
+    jobs: list[list[int]] = [[] for _ in range(count)]
     tables: list[set[TableId]] = [set() for _ in range(count)]
     loads = [(0, p) for p in range(count)]
     for i in sorted(range(len(batches)), key=lambda i: (-weights[i], i)):
@@ -181,23 +181,23 @@ def _spread(batches: Sequence[Batch], weights: Sequence[int], count: int, budget
         refused = []
         while loads:
             load, p = heapq.heappop(loads)
-            if not packs[p] or ((budget is None or load + weight <= budget)
-                                and (table in tables[p] or len(tables[p]) < MAX_PACK_TABLES)):
+            if not jobs[p] or ((budget is None or load + weight <= budget)
+                                and (table in tables[p] or len(tables[p]) < MAX_JOB_TABLES)):
                 break
             refused.append((load, p))
         else:
-            load, p = 0, len(packs)
-            packs.append([])
+            load, p = 0, len(jobs)
+            jobs.append([])
             tables.append(set())
-        packs[p].append(i)
+        jobs[p].append(i)
         tables[p].add(table)
         for item in (*refused, (load + weight, p)):
             heapq.heappush(loads, item)
-    return sorted((sorted(pack) for pack in packs if pack), key=lambda pack: pack[0])
+    return sorted((sorted(job) for job in jobs if job), key=lambda job: job[0])
 
 
-def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int) -> list[list[tuple[int, Chunk]]]:
-    """The chunks of the pack's batches (``chunks[i]``: batch ``i``'s, in the order its job reads them)
+def spread_chunks(job: Job, chunks: Sequence[Sequence[Chunk]], tasks: int) -> list[list[tuple[int, Chunk]]]:
+    """The chunks of the job's batches (``chunks[i]``: batch ``i``'s, in the order its Spark application reads them)
     over ``tasks`` Spark tasks, as ``(batch index, chunk)`` pairs: each chunk weighs its batch's estimated
     rows per chunk, and goes to the task with the fewest rows so far, the heaviest first, so that a large
     table's chunks and many small tables' share the tasks evenly. A task reads its chunks batch by batch
@@ -208,7 +208,7 @@ def spread_chunks(pack: BatchPack, chunks: Sequence[Sequence[Chunk]], tasks: int
     chunks as one key range (``cdc.arrow_select.ArrowSelect.read_many``) rather than every other chunk."""
     items = []
     for b, cs in enumerate(chunks):
-        weight, run = max(1.0, pack.rows[b] / max(1, len(cs))), max(1, min(pack.read_groups[b], len(cs) // tasks))
+        weight, run = max(1.0, job.rows[b] / max(1, len(cs))), max(1, min(job.read_groups[b], len(cs) // tasks))
         items += [(weight * len(cs[p : p + run]), b, p, cs[p : p + run]) for p in range(0, len(cs), run)]
     loads = [(0.0, task) for task in range(tasks)]
     shares: list[list[tuple[int, int, Sequence[Chunk]]]] = [[] for _ in range(tasks)]
