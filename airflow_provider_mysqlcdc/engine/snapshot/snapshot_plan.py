@@ -1,13 +1,13 @@
 """Planning the snapshot: check the source, find the tables, cut them into chunks and batches, and pack
-the batches into the run's mapped tasks.
+the batches into the run's mapped tasks, its jobs.
 
 The plan of each table (its chunks and batches) is written to the lake the first time, so that a
 later run keeps the same chunks and batch ids and returns only the batches without a committed
 manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.snapshot.jobs``). Before
 anything is written the planner checks what would make the run fail later: the binlog server ids
 every reader that can run at once needs (``engine.snapshot.batch_readers``) and the binlog retention against
-the snapshot's estimated duration (``cdc.binlog_retention``). The split operator only renders its
-arguments into ``SplitOptions`` and hands the packs to XCom.
+the snapshot's estimated duration (``cdc.source.retention``). The split operator only renders its
+arguments into ``SplitOptions`` and hands the jobs to XCom.
 """
 
 from __future__ import annotations
