@@ -53,6 +53,25 @@ class TransactionWriter(threading.Thread):
         self.join(timeout)
 
 
+class KeyValueWriter(TransactionWriter):
+    """Updates of ``v``, deletes and inserts of ``(id, v)`` in ``table`` of about ``rows`` rows, a transaction of
+    the three at a time, until stopped: the columns no DDL of the schema-change tests removes."""
+
+    pause = 0.003
+
+    def __init__(self, server: Any, database: str, table: str, rows: int, seed: int = 7) -> None:
+        super().__init__(server, database, seed=seed)
+        self.table, self.rows = table, rows
+
+    def write(self, cur: Any, rnd: random.Random) -> None:
+        key = rnd.randint(1, self.rows + 300)
+        cur.execute("BEGIN")
+        cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
+        cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 3,))
+        cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 5, key))
+        cur.execute("COMMIT")
+
+
 class Ticker(TransactionWriter):
     """Inserts into a table of its own every 0.1 s: the binlog moves, as on a live server, so a stream's
     checkpoint passes each verified chunk's high watermark."""

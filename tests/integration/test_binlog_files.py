@@ -17,25 +17,17 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
 from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed, SchemaChanged, SchemaStatement
 from airflow_provider_mysqlcdc.cdc.changes import ChangeRecord
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SourceConfigError
+from tests.integration.source_sql import now, run
 
 SERVER_ID = 5440
 
 
-def run(admin: Any, *statements: str) -> None:
-    with admin.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
-
-
-def now(conn: Any) -> BinlogOffset:
-    return read_current_offset(conn, ServerInfo.read(conn))
 
 
 def copy_binlog(server: Any, first: str, folder: Path) -> BinlogFiles:

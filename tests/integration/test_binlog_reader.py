@@ -9,13 +9,13 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed, SchemaChanged
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind, ChangeRecord
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError, SourceConfigError
+from tests.integration.source_sql import now, run
 
 
 @pytest.fixture()
@@ -34,14 +34,6 @@ def reader(config: ConnectionConfig, cdc_conn: Any, tables: list[TableId], start
     )
 
 
-def now(conn: Any) -> BinlogOffset:
-    return read_current_offset(conn, ServerInfo.read(conn))
-
-
-def run(admin: Any, *statements: str) -> None:
-    with admin.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
 
 
 def test_ops_values_offsets_and_commits(admin, cdc_conn, config, database) -> None:

@@ -11,7 +11,6 @@ shared by the whole test session: the setting goes back to FULL after this modul
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +33,7 @@ from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.compared_rows import table_rows
 from tests.replica import run_stopping_stream, snapshot
-from tests.writers import TransactionWriter
+from tests.writers import KeyValueWriter
 
 SERVER_IDS = "5970-5979"
 ROWS = 1000
@@ -84,24 +83,6 @@ def assert_lake_equal(admin: Any, base_uri: str, table: TableId) -> None:
     assert canonical_rows(lake.select(list(schema.column_names))) == table_rows(admin, schema)  # both by id
 
 
-class Writer(TransactionWriter):
-    """Updates of ``v``, deletes and inserts of ``id``, ``v`` (the columns no DDL here removes), until stopped."""
-
-    pause = 0.003
-
-    def __init__(self, server: Any, database: str, table: str) -> None:
-        super().__init__(server, database, seed=11)
-        self.table = table
-
-    def write(self, cur: Any, rnd: random.Random) -> None:
-        key = rnd.randint(1, ROWS + 200)
-        cur.execute("BEGIN")
-        cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
-        cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 2,))
-        cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 4, key))
-        cur.execute("COMMIT")
-
-
 def test_a_ddl_sequence_under_a_writer_by_position(metadata: str, admin: Any, config: ConnectionConfig,
                                                     database: str, mariadb_server: Any, tmp_path: Any) -> None:
     name = f"seq_{metadata.lower()}"
@@ -137,7 +118,7 @@ def test_a_ddl_sequence_under_a_writer_by_position(metadata: str, admin: Any, co
         f"RENAME TABLE {name} TO _{name}_del, _{name}_gho TO {name}",
         f"UPDATE {name} SET u = u + 1, z = z - 1 WHERE id % 3 = 0",
     ]
-    writer = Writer(mariadb_server, database, name)
+    writer = KeyValueWriter(mariadb_server, database, name, ROWS, seed=11)
     writer.start()
     try:
         with admin.cursor() as cur:

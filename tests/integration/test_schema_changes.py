@@ -9,7 +9,6 @@ stream runner the operator uses.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
@@ -32,7 +31,7 @@ from airflow_provider_mysqlcdc.lake.read.stream_commits import stream_extra
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.compared_rows import current_rows, table_rows
 from tests.replica import run_stopping_stream, snapshot
-from tests.writers import TransactionWriter
+from tests.writers import KeyValueWriter
 
 SERVER_IDS = "5950-5959"
 ROWS = 2000
@@ -49,24 +48,6 @@ def stream(config: ConnectionConfig, base_uri: str, tables: list[TableId],
     """Stream until caught up, then MERGE, as a stopping stream task does."""
     run_stopping_stream(config, StreamOptions(base_uri, tuple(tables), writer="tests.schema_changes",
                                               stop_after_idle_seconds=0, schema_change_behavior=behavior))
-
-
-class Writer(TransactionWriter):
-    """Updates, deletes and inserts of the columns no DDL here touches (``id``, ``v``), until stopped."""
-
-    pause = 0.003
-
-    def __init__(self, server: Any, database: str, table: str) -> None:
-        super().__init__(server, database, seed=7)
-        self.table = table
-
-    def write(self, cur: Any, rnd: random.Random) -> None:
-        key = rnd.randint(1, ROWS + 300)
-        cur.execute("BEGIN")
-        cur.execute(f"UPDATE `{self.table}` SET v = v + 1 WHERE id = %s", (key,))
-        cur.execute(f"DELETE FROM `{self.table}` WHERE id = %s", (key + 3,))
-        cur.execute(f"INSERT IGNORE INTO `{self.table}` (id, v) VALUES (%s, %s)", (key + 5, key))
-        cur.execute("COMMIT")
 
 
 def assert_replica_equal(admin: Any, base_uri: str, table: TableId) -> None:
@@ -102,7 +83,7 @@ def test_column_changes_several_in_a_row_under_a_writer(admin: Any, config: Conn
         "ALTER TABLE sc MODIFY d DECIMAL(10,2)",  # scale down: the values the source rounded
         "ALTER TABLE sc MODIFY v BIGINT",  # wider: kept without reading the rows again
     ]
-    writer = Writer(mariadb_server, database, "sc")
+    writer = KeyValueWriter(mariadb_server, database, "sc", ROWS)
     writer.start()
     try:
         with admin.cursor() as cur:
@@ -140,7 +121,7 @@ def test_truncate_drop_and_the_online_schema_change_swap(admin: Any, config: Con
         snapshot(config, base_uri, str(table), chunk_size=500, chunks_per_batch=2)
     stream(config, base_uri, [tr, sw])
 
-    writer = Writer(mariadb_server, database, "tr")
+    writer = KeyValueWriter(mariadb_server, database, "tr", ROWS)
     writer.start()
     try:
         with admin.cursor() as cur:
@@ -392,7 +373,7 @@ def test_tables_chosen_by_patterns_capture_those_created_and_renamed_in(
         cur.execute("RENAME TABLE staging TO pt_moved")
         cur.execute("CREATE TABLE pt_ctas (PRIMARY KEY (id)) AS SELECT id, v FROM pt_a WHERE id <= 10")
         cur.execute("UPDATE pt_a SET v = -v WHERE id <= 3")
-    writer = Writer(mariadb_server, database, "pt_moved")
+    writer = KeyValueWriter(mariadb_server, database, "pt_moved", ROWS)
     writer.start()
     try:
         run_stopping_stream(config, options)  # reads pt_moved whole while the writer changes it

@@ -12,26 +12,18 @@ from pymysqlreplication.row_event import TableMapEvent
 from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
 from airflow_provider_mysqlcdc.cdc.binlog.events import Rows
 from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, ChangeRows, SchemaChanged
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, read_current_offset
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
-from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
+from tests.integration.source_sql import now, run
 
 # what the row decoder and the reader's checks read of a column (``row_decoder._METADATA``)
 METADATA = ("type", "name", "unsigned", "max_length", "length_size", "precision", "decimals", "fsp", "bits", "size",
             "character_set_name", "enum_values", "set_values")
 
 
-def run(admin: Any, *statements: str) -> None:
-    with admin.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
-
-
-def now(conn: Any) -> BinlogOffset:
-    return read_current_offset(conn, ServerInfo.read(conn))
 
 
 def settings(mariadb_server: Any) -> dict[str, Any]:
