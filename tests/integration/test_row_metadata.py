@@ -5,8 +5,9 @@ maps without column names, read by position against the schema the stream keeps 
 A sequence of DDLs under a writer (ADD COLUMN last, AFTER and FIRST, DROP, RENAME COLUMN, MODIFY INT -> BIGINT, a
 same-typed column moved with MODIFY ... AFTER, TRUNCATE, an online schema change tool's RENAME TABLE swap), read
 partly one at a time and partly after the server has gone further, ends with the lake's Delta tables equal to the
-source; a DDL the parser cannot read stops the stream before it, naming the statement and FULL. The server is
-shared by the whole test session: the setting goes back to FULL after this module.
+source; a DDL the parser cannot read stops the stream before it, naming the statement and FULL, and so does a DDL
+whose column a later one redefined before the stream read it (the server's definition is no longer the DDL's). The
+server is shared by the whole test session: the setting goes back to FULL after this module.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.binlog.dump import BinlogDump
@@ -139,25 +141,53 @@ def test_a_ddl_sequence_under_a_writer_by_position(metadata: str, admin: Any, co
     assert checkpoint.schemas[table].column_names == ("u", "f", "id", "b", "z", "s2", "e", "v")
 
 
-def test_a_ddl_the_parser_cannot_read_stops_the_stream(metadata: str, admin: Any, config: ConnectionConfig,
-                                                       database: str, tmp_path: Any) -> None:
-    name = f"unread_{metadata.lower()}"
+def stops_before(config: ConnectionConfig, admin: Any, table: TableId, base_uri: str, statements: list[str],
+                 error: str) -> pa.Table:
+    """``table`` (id, v), 50 rows, taken and streamed; then, the stream down, ``UPDATE v = 0 WHERE id = 1`` and
+    ``statements``, the first a DDL: each behavior that follows DDL stops on it with a ``SchemaChangeError``
+    matching ``error``, and nothing past it is committed (the update before it is). Returns the lake's table."""
     with admin.cursor() as cur:
-        cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
-        cur.execute(f"INSERT INTO {name} SELECT seq, seq FROM seq_1_to_50")
-    table, base_uri = TableId(database, name), str(tmp_path / "lake")
+        cur.execute(f"CREATE TABLE {table.table} (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO {table.table} SELECT seq, seq FROM seq_1_to_50")
     snapshot(config, base_uri, str(table), chunk_size=100, chunks_per_batch=1)
     stream(config, base_uri, table)
     with admin.cursor() as cur:
-        cur.execute(f"UPDATE {name} SET v = 0 WHERE id = 1")
-        cur.execute(f"ALTER TABLE {name} ADD COLUMN (p INT, q INT)")  # sqlglot cannot read it
-        cur.execute(f"UPDATE {name} SET v = 1, p = 2 WHERE id = 2")
+        for statement in [f"UPDATE {table.table} SET v = 0 WHERE id = 1", *statements]:
+            cur.execute(statement)
     before = StreamStore(Lake.at(base_uri)).read_checkpoint()
     for behavior in (SchemaChangeBehavior.EVOLVE, SchemaChangeBehavior.TRY_EVOLVE, SchemaChangeBehavior.LENIENT):
-        with pytest.raises(SchemaChangeError, match=r"(?s)ADD COLUMN \(p INT, q INT\).*cannot read.*"
-                                                    r"binlog_row_metadata = 'FULL'"):
+        with pytest.raises(SchemaChangeError, match=error):
             stream(config, base_uri, table, behavior)
     after = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert before is not None and after is not None
-    assert after.schemas[table] == before.schemas[table]  # nothing past the DDL is committed
-    assert read_table(base_uri, str(table)).column("v").to_pylist()[:2] == [0, 2]  # the update before it is
+    assert after.schemas[table] == before.schemas[table]
+    lake = read_table(base_uri, str(table))
+    assert dict(zip(lake.column("id").to_pylist(), lake.column("v").to_pylist(), strict=True))[1] == 0
+    return lake
+
+
+def test_a_ddl_the_parser_cannot_read_stops_the_stream(metadata: str, admin: Any, config: ConnectionConfig,
+                                                       database: str, tmp_path: Any) -> None:
+    name = f"unread_{metadata.lower()}"
+    lake = stops_before(config, admin, TableId(database, name), str(tmp_path / "lake"), [
+        f"ALTER TABLE {name} ADD COLUMN (p INT, q INT)",  # sqlglot cannot read it
+        f"UPDATE {name} SET v = 1, p = 2 WHERE id = 2",
+    ], r"(?s)ADD COLUMN \(p INT, q INT\).*cannot read.*binlog_row_metadata = 'FULL'")
+    assert lake.column("v").to_pylist()[:2] == [0, 2]
+
+
+def test_a_column_redefined_since_its_ddl_stops_the_stream(metadata: str, admin: Any, config: ConnectionConfig,
+                                                           database: str, tmp_path: Any) -> None:
+    """The stream reads ADD COLUMN s TINYINT after a later MODIFY s TINYINT UNSIGNED: the server's definition of s
+    is not the one of the rows in between (a NO_LOG map carries no signedness: -56 would read as 200), so the stream
+    stops at the ADD, naming both definitions and FULL, rather than decode a value wrong."""
+    name = f"redefined_{metadata.lower()}"
+    lake = stops_before(config, admin, TableId(database, name), str(tmp_path / "lake"), [
+        f"ALTER TABLE {name} ADD COLUMN s TINYINT",
+        f"INSERT INTO {name} VALUES (51, 51, -56), (53, 53, 100)",  # -56: the byte of 200
+        f"UPDATE {name} SET s = 56 WHERE id = 51",  # the rows convert to UNSIGNED
+        f"ALTER TABLE {name} MODIFY s TINYINT UNSIGNED",
+        f"INSERT INTO {name} VALUES (52, 52, 200)",
+    ], r"(?s)ADD COLUMN s TINYINT'.*s: tinyint in the statement, tinyint\(3\) unsigned on the server now.*"
+       r"binlog_row_metadata = 'FULL'")
+    assert "s" not in lake.column_names and sorted(lake.column("id").to_pylist()) == list(range(1, 51))

@@ -7,11 +7,13 @@ import pytest
 from airflow_provider_mysqlcdc.cdc.schema.ddl import (
     ColumnChange,
     ColumnChangeKind,
+    ColumnType,
     TableChange,
     TableChangeKind,
     keeps_values,
     parse_ddl,
 )
+from airflow_provider_mysqlcdc.cdc.schema.discovery import parse_members
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId
 
 ADD, DROP, RENAME, MODIFY, DEFAULT = (ColumnChangeKind.ADD, ColumnChangeKind.DROP, ColumnChangeKind.RENAME,
@@ -40,13 +42,14 @@ def test_statements_that_change_no_table(statement: str) -> None:
 def test_column_changes_with_their_names_before_and_after() -> None:
     assert columns("ALTER TABLE t RENAME COLUMN s TO s2") == (ColumnChange(RENAME, "s", "s2"),)
     assert columns("ALTER TABLE `shop`.`t` CHANGE COLUMN `old` `new` VARCHAR(20) NOT NULL") == (
-        ColumnChange(MODIFY, "old", "new"),)
-    assert columns("ALTER TABLE t CHANGE v v BIGINT") == (ColumnChange(MODIFY, "v"),)
-    assert columns("ALTER TABLE t MODIFY v INT UNSIGNED") == (ColumnChange(MODIFY, "v"),)
+        ColumnChange(MODIFY, "old", "new", definition=ColumnType("varchar", (20,))),)
+    assert columns("ALTER TABLE t CHANGE v v BIGINT") == (ColumnChange(MODIFY, "v", definition=ColumnType("bigint")),)
+    assert columns("ALTER TABLE t MODIFY v INT UNSIGNED") == (
+        ColumnChange(MODIFY, "v", definition=ColumnType("int", unsigned=True)),)
     assert columns("ALTER TABLE t DROP x, DROP COLUMN IF EXISTS `y`") == (ColumnChange(DROP, "x"),
                                                                           ColumnChange(DROP, "y"))
     assert columns("ALTER TABLE t ALTER COLUMN c SET DEFAULT 'y'") == (ColumnChange(DEFAULT, "c"),)
-    assert columns("ALTER ONLINE TABLE t ADD c INT") == (ColumnChange(ADD, "c"),)
+    assert columns("ALTER ONLINE TABLE t ADD c INT") == (ColumnChange(ADD, "c", definition=ColumnType("int")),)
 
 
 @pytest.mark.parametrize(("definition", "fills"), [
@@ -141,3 +144,105 @@ def test_where_a_column_goes() -> None:
     assert (add.first, add.after, modify.first, modify.after) == (True, None, False, "x y")
     assert (change.first, change.after, change.new_name) == (False, None, "b")
     assert columns("ALTER TABLE t ADD COLUMN IF NOT EXISTS c INT AFTER b")[0].after == "b"
+
+
+def mariadb(column_type: str, charset: str | None = None, collation: str | None = None) -> Column:
+    """A column as MariaDB's information_schema describes it (``COLUMN_TYPE`` with display widths)."""
+    data_type = column_type.split("(")[0].split()[0]
+    return Column("c", data_type, column_type, unsigned="unsigned" in column_type, charset=charset,
+                  collation=collation, members=parse_members(column_type) if data_type in ("enum", "set") else ())
+
+
+def definition(type_text: str) -> ColumnType | None:
+    (change,) = columns(f"ALTER TABLE t MODIFY c {type_text} NOT NULL DEFAULT 1 AFTER b")
+    return change.definition
+
+
+@pytest.mark.parametrize(("type_text", "column_type", "charset", "collation"), [
+    ("INT", "int(11)", None, None),
+    ("INTEGER(11) SIGNED", "int(11)", None, None),
+    ("INT4", "int(11)", None, None),
+    ("INT8", "bigint(20)", None, None),  # sqlglot alone reads it as TINYINT
+    ("TINYINT(1)", "tinyint(1)", None, None),
+    ("BOOL", "tinyint(1)", None, None),
+    ("BOOLEAN", "tinyint(1)", None, None),
+    ("TINYINT UNSIGNED", "tinyint(3) unsigned", None, None),
+    ("INT ZEROFILL", "int(10) unsigned zerofill", None, None),
+    ("SERIAL", "bigint(20) unsigned", None, None),
+    ("MEDIUMINT(5) UNSIGNED", "mediumint(8) unsigned", None, None),
+    ("CHAR", "char(1)", "utf8mb4", "utf8mb4_general_ci"),
+    ("CHARACTER VARYING(10)", "varchar(10)", "utf8mb4", "utf8mb4_general_ci"),
+    ("VARCHAR(20) CHARACTER SET latin1", "varchar(20)", "latin1", "latin1_swedish_ci"),
+    ("VARCHAR(20) CHARSET utf8 COLLATE utf8_bin", "varchar(20)", "utf8mb3", "utf8mb3_bin"),
+    ("VARCHAR(20) COLLATE uca1400_ai_ci", "varchar(20)", "utf8mb4", "utf8mb4_uca1400_ai_ci"),
+    ("NCHAR(3)", "char(3)", "utf8mb3", "utf8mb3_general_ci"),
+    ("BINARY", "binary(1)", None, None),
+    ("VARBINARY(8)", "varbinary(8)", None, None),
+    ("TEXT", "text", "utf8mb4", "utf8mb4_general_ci"),
+    ("LONGBLOB", "longblob", None, None),
+    ("JSON", "longtext", "utf8mb4", "utf8mb4_bin"),  # MariaDB's JSON is a LONGTEXT
+    ("DECIMAL", "decimal(10,0)", None, None),
+    ("DEC(5)", "decimal(5,0)", None, None),
+    ("NUMERIC(10, 2) UNSIGNED", "decimal(10,2) unsigned", None, None),
+    ("FLOAT", "float", None, None),
+    ("FLOAT(7,3)", "float(7,3)", None, None),
+    ("FLOAT(30)", "double", None, None),
+    ("REAL", "double", None, None),
+    ("DOUBLE PRECISION", "double", None, None),
+    ("BIT", "bit(1)", None, None),
+    ("BIT(5)", "bit(5)", None, None),
+    ("YEAR", "year(4)", None, None),
+    ("DATETIME(0)", "datetime", None, None),
+    ("TIMESTAMP(3)", "timestamp(3)", None, None),
+    ("TIME(6)", "time(6)", None, None),
+    ("ENUM('a', 'b''c ')", "enum('a','b''c')", "utf8mb4", "utf8mb4_general_ci"),  # trailing spaces dropped
+    ("SET('x','y') CHARACTER SET latin1", "set('x','y')", "latin1", "latin1_swedish_ci"),
+])
+def test_a_definition_matches_its_column_as_mariadb_shows_it(type_text: str, column_type: str, charset: str | None,
+                                                              collation: str | None) -> None:
+    """Display widths, ZEROFILL, defaults and NOT NULL are no part of the type; aliases are MySQL's."""
+    defined = definition(type_text)
+    assert defined is not None and defined.matches(mariadb(column_type, charset, collation)), (defined, column_type)
+
+
+@pytest.mark.parametrize(("type_text", "column_type", "charset"), [
+    ("TINYINT", "tinyint(3) unsigned", None),  # a later MODIFY s TINYINT UNSIGNED: 200 would read as -56
+    ("INT UNSIGNED", "int(11)", None),
+    ("INT", "bigint(20)", None),
+    ("VARCHAR(20)", "varchar(40)", "utf8mb4"),
+    ("VARCHAR(20) CHARACTER SET latin1", "varchar(20)", "utf8mb4"),
+    ("VARCHAR(20) COLLATE latin1_bin", "varchar(20)", "latin1"),
+    ("ENUM('a','b')", "enum('a','b','c')", "utf8mb4"),
+    ("ENUM('a','b')", "enum('b','a')", "utf8mb4"),
+    ("DECIMAL(10,2)", "decimal(12,2)", None),
+    ("DATETIME", "datetime(3)", None),
+    ("CHAR(4)", "varchar(4)", "utf8mb4"),
+    ("JSON", "mediumtext", "utf8mb4"),
+])
+def test_a_definition_differs_from_a_later_one(type_text: str, column_type: str, charset: str | None) -> None:
+    defined = definition(type_text)
+    assert defined is not None and not defined.matches(mariadb(column_type, charset, f"{charset}_general_ci"))
+
+
+def test_a_definition_names_no_character_set_it_does_not_say() -> None:
+    """Without CHARACTER SET or COLLATE the column takes the table's default, which the statement does not say."""
+    defined = definition("VARCHAR(20)")
+    assert defined is not None and defined.matches(mariadb("varchar(20)", "latin1", "latin1_swedish_ci"))
+
+
+@pytest.mark.parametrize("type_text", ["TEXT(100)", "BLOB(70000)", "LONG"])
+def test_definitions_that_cannot_be_compared(type_text: str) -> None:
+    """TEXT(n) and BLOB(n) are the smallest of their kind that holds n (per character set); LONG is sqlglot's
+    BIGINT but MySQL's MEDIUMTEXT."""
+    assert definition(type_text) is None
+
+
+@pytest.mark.parametrize(("type_text", "shown"), [
+    ("TINYINT(4) UNSIGNED", "tinyint unsigned"),
+    ("VARCHAR(20)", "varchar(20)"),
+    ("ENUM('a','it''s')", "enum('a','it''s')"),
+    ("DECIMAL(10, 2)", "decimal(10,2)"),
+    ("CHAR CHARACTER SET utf8 COLLATE utf8_bin", "char(1) character set utf8mb3 collate utf8mb3_bin"),
+])
+def test_a_definition_reads_as_column_type(type_text: str, shown: str) -> None:
+    assert str(definition(type_text)) == shown

@@ -4,9 +4,11 @@ The binlog carries DDL as the statement text of a query event, not as a schema. 
 through ``ALTER``, ``TRUNCATE``, ``RENAME TABLE``, ``DROP TABLE``, the stream must know exactly what
 the statement did: which tables, which columns added, dropped, renamed or retyped, and whether
 existing rows got values without a row event (an added column's DEFAULT, a generated column, a type
-conversion). Regular expressions over the text get quoting, comments and multi-action ALTERs wrong;
-sqlglot's MySQL dialect parses them into a syntax tree (measured on the statements of
-``tests/unit/test_ddl.py``). Where sqlglot gives up (it falls back to an opaque ``Command``):
+conversion), and the type each column it adds or redefines gets (``ColumnType``: a stream whose table maps
+carry no names compares it with the server's, which may be a later one). Regular expressions over the
+text get quoting, comments and multi-action ALTERs wrong; sqlglot's MySQL dialect parses them into a
+syntax tree (measured on the statements of ``tests/unit/test_ddl.py``). Where sqlglot gives up (it
+falls back to an opaque ``Command``):
 
 * ``RENAME TABLE a TO b, c TO d`` is read from sqlglot's tokens (its tokenizer handles quoting);
 * ``ALTER ONLINE|IGNORE TABLE`` is parsed again without the MariaDB keyword;
@@ -21,6 +23,7 @@ change no value a replica holds.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -61,6 +64,53 @@ class ColumnChangeKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class ColumnType:
+    """A column's type as a DDL defines it, in information_schema's terms: ``name`` is the ``DATA_TYPE``
+    (aliases resolved: ``INTEGER`` is ``int``, ``BOOL`` ``tinyint``, ``REAL`` ``double``, ``SERIAL`` ``bigint
+    unsigned``), ``size`` the numbers of ``COLUMN_TYPE`` with MySQL's defaults filled in (``CHAR`` is ``char(1)``,
+    ``DECIMAL`` ``decimal(10,0)``). What changes no stored value is left out: display widths (``int(11)``,
+    ``tinyint(1)``, ``year(4)``: MariaDB shows them, MySQL 8 mostly not), ZEROFILL (beyond the UNSIGNED it
+    implies), defaults and NULL. ``charset`` and ``collation`` are set only when the statement names them: else
+    the column takes the table's default, which the statement does not say.
+
+    A stream reading table maps without column names reads a DDL's columns with the server's definitions of
+    today; ``matches`` says whether those are still the ones the DDL gave."""
+
+    name: str
+    size: tuple[int, ...] = ()
+    unsigned: bool = False
+    members: tuple[str, ...] = ()
+    """ENUM and SET members, in order."""
+    charset: str | None = None
+    collation: str | None = None
+
+    def __str__(self) -> str:
+        """As ``COLUMN_TYPE`` shows it, without display widths: ``tinyint unsigned``, ``decimal(10,2)``,
+        ``enum('a','b')``, ``varchar(20) character set latin1``."""
+        inside = [str(n) for n in self.size] + ["'" + m.replace("'", "''") + "'" for m in self.members]
+        return "".join([self.name, f"({','.join(inside)})" if inside else "", " unsigned" if self.unsigned else "",
+                        f" character set {self.charset}" if self.charset else "",
+                        f" collate {self.collation}" if self.collation else ""])
+
+    @classmethod
+    def of(cls, column: Column) -> ColumnType:
+        """``column`` (information_schema's) in these terms, with its character set and collation."""
+        name, sizes = column.data_type, re.match(r"\w+\s*\(([\d,\s]+)\)", column.column_type)
+        size = () if name in _WIDTH_ONLY or sizes is None else tuple(int(n) for n in sizes.group(1).split(","))
+        return cls(name, size, column.unsigned, column.members, _charset_name(column.charset),
+                   _charset_name(column.collation))
+
+    def matches(self, column: Column) -> bool:
+        """Whether ``column`` has this type (its character set and collation: where this names them). MariaDB's
+        JSON is a LONGTEXT; a collation may be named without its character set (MariaDB's ``uca1400_ai_ci``)."""
+        server = ColumnType.of(column)
+        short = server.collation.removeprefix(f"{server.charset}_") if server.collation else None
+        return (self.name == server.name or (self.name, server.name) == ("json", "longtext")) \
+            and (self.size, self.unsigned, self.members) == (server.size, server.unsigned, server.members) \
+            and self.charset in (None, server.charset) and self.collation in (None, server.collation, short)
+
+
+@dataclass(frozen=True)
 class ColumnChange:
     kind: ColumnChangeKind
     name: str
@@ -75,6 +125,8 @@ class ColumnChange:
     after: str | None = None
     """ADD, MODIFY, CHANGE: ``AFTER`` this column. Neither this nor ``first``: ADD puts the column last, MODIFY and
     CHANGE leave it in its place (MySQL's rules): a row image's columns are in this order."""
+    definition: ColumnType | None = None
+    """ADD, MODIFY, CHANGE: the column's type as the statement defines it; None if its form cannot be read."""
 
     @property
     def name_after(self) -> str:
@@ -136,7 +188,7 @@ def _changes(statement: str, database: str) -> list[TableChange]:
     except sqlglot.errors.ParseError:
         tree = None
     if isinstance(tree, exp.Alter):
-        return _alter(tree, database)
+        return _alter(tree, statement, database)
     if isinstance(tree, exp.TruncateTable):
         return [TableChange(_table_id(t, database), TableChangeKind.TRUNCATE) for t in tree.expressions]
     if isinstance(tree, exp.Drop):
@@ -171,7 +223,7 @@ def _table_id(table: Any, database: str) -> TableId:
     return TableId(table.db or database, table.name)
 
 
-def _alter(tree: Any, database: str) -> list[TableChange]:
+def _alter(tree: Any, statement: str, database: str) -> list[TableChange]:
     from sqlglot import exp
 
     table = _table_id(tree.this, database)
@@ -180,7 +232,7 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
     for action in tree.args.get("actions") or []:
         if isinstance(action, exp.ColumnDef):
             columns.append(ColumnChange(ColumnChangeKind.ADD, action.name, fills_rows=_fills_rows(action),
-                                        **_place(action)))
+                                        definition=_column_type(action, statement), **_place(action)))
         elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
             columns.extend(ColumnChange(ColumnChangeKind.DROP, c.name) for c in action.args.get("tables") or [])
         elif isinstance(action, exp.RenameColumn):
@@ -190,7 +242,8 @@ def _alter(tree: Any, database: str) -> list[TableChange]:
             old = action.args.get("rename_from")
             name = old.name if old is not None else definition.name
             columns.append(ColumnChange(ColumnChangeKind.MODIFY, name,
-                                        definition.name if definition.name != name else None, **_place(definition)))
+                                        definition.name if definition.name != name else None,
+                                        definition=_column_type(definition, statement), **_place(definition)))
         elif isinstance(action, exp.AlterColumn):
             if action.args.get("dtype") is not None:  # ALTER COLUMN c TYPE t is not MySQL, but mean MODIFY
                 columns.append(ColumnChange(ColumnChangeKind.MODIFY, action.name))
@@ -218,6 +271,79 @@ def _place(definition: Any) -> dict[str, Any]:
     if str(position.args.get("position") or "").upper() == "FIRST":
         return {"first": True}
     return {"after": position.this.name}
+
+
+_INTEGER_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint")
+_WIDTH_ONLY = frozenset({*_INTEGER_TYPES, "year"})
+"""Types whose ``(n)`` is a display width, not a size."""
+_TYPE_NAMES = {
+    **{name: name for name in (*_INTEGER_TYPES, "decimal", "float", "double", "bit", "date", "time", "datetime",
+                               "timestamp", "year", "char", "varchar", "binary", "varbinary", "tinytext", "text",
+                               "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "enum", "set",
+                               "json", "geometry", "uuid")},
+    "int1": "tinyint", "bool": "tinyint", "boolean": "tinyint", "int2": "smallint", "integer": "int", "int4": "int",
+    "int8": "bigint", "serial": "bigint", "dec": "decimal", "numeric": "decimal", "fixed": "decimal",
+    "float4": "float", "float8": "double", "real": "double", "character": "char", "nchar": "char",
+    "nvarchar": "varchar",
+}
+"""MySQL's ``DATA_TYPE`` of each type name a definition may start with. Read from the statement's words, not from
+sqlglot's type: its MySQL reading takes ``REAL`` for FLOAT and ``INT8`` for TINYINT, where MySQL has DOUBLE and
+BIGINT. A name not here (``LONG``, spatial subtypes, MariaDB's INET6...) is a definition that cannot be read."""
+_UNSIGNED_TYPES = frozenset({"UTINYINT", "USMALLINT", "UMEDIUMINT", "UINT", "UBIGINT", "UDECIMAL", "UDOUBLE"})
+"""sqlglot's types of a definition with UNSIGNED."""
+_DEFAULT_SIZES = {"bit": (1,), "char": (1,), "binary": (1,)}
+_SIZED_BY_LENGTH = frozenset({"tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob",
+                              "longblob"})
+"""``TEXT(n)``, ``BLOB(n)``: MySQL chooses the smallest of the kind that holds n (characters by the character set)."""
+
+
+def _column_type(definition: Any, statement: str) -> ColumnType | None:
+    """The type column ``definition`` (a ColumnDef of ``statement``) defines, or None if its form cannot be read."""
+    from sqlglot import exp
+
+    kind, end = definition.args.get("kind"), definition.this.meta.get("end")
+    written = re.match(r"(?:\s|/\*.*?\*/)*(\w+)", statement[end + 1:], re.DOTALL) if end is not None else None
+    word = written.group(1).lower() if written is not None else ""
+    name = _TYPE_NAMES.get(word)
+    if kind is None or name is None:
+        return None
+    if name == "char" and kind.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.NVARCHAR):
+        name = "varchar"  # CHARACTER VARYING, CHAR VARYING
+    constraints = [c.kind for c in definition.args.get("constraints") or []]
+    charset = next((c.this.name for c in constraints if isinstance(c, exp.CharacterSetColumnConstraint)),
+                   "utf8mb3" if kind.this in (exp.DataType.Type.NCHAR, exp.DataType.Type.NVARCHAR) else None)
+    collation = next((c.this.name for c in constraints if isinstance(c, exp.CollateColumnConstraint)), None)
+    unsigned = kind.this.name in _UNSIGNED_TYPES or word == "serial" or any(
+        isinstance(c, exp.ZeroFillColumnConstraint) for c in constraints)
+    if name in ("enum", "set"):
+        if not all(isinstance(p, exp.Literal) and p.is_string for p in kind.expressions):
+            return None
+        members = tuple(p.this.rstrip(" ") for p in kind.expressions)  # MySQL drops members' trailing spaces
+        return ColumnType(name, (), False, members, _charset_name(charset), _charset_name(collation))
+    if not all(isinstance(p, exp.DataTypeParam) and p.name.isdigit() for p in kind.expressions):
+        return None
+    size = tuple(int(p.name) for p in kind.expressions)
+    if name in _SIZED_BY_LENGTH and size:
+        return None
+    if name in _WIDTH_ONLY:
+        size = ()
+    elif name == "decimal":
+        size = (size[0] if size else 10, size[1] if len(size) > 1 else 0)
+    elif name == "float" and len(size) == 1:  # FLOAT(p): a FLOAT up to 24 bits of precision, else a DOUBLE
+        name, size = "float" if size[0] <= 24 else "double", ()
+    elif name in ("time", "datetime", "timestamp") and size == (0,):
+        size = ()
+    return ColumnType(name, size or _DEFAULT_SIZES.get(name, ()), unsigned, (), _charset_name(charset),
+                      _charset_name(collation))
+
+
+def _charset_name(name: str | None) -> str | None:
+    """A character set's or collation's name in lower case, ``utf8`` as ``utf8mb3`` (what ``utf8`` means on both
+    servers, and how information_schema names it since MySQL 8.0.30 and MariaDB 10.6)."""
+    if name is None:
+        return None
+    name = name.lower()
+    return "utf8mb3" + name[len("utf8"):] if name == "utf8" or name.startswith("utf8_") else name
 
 
 def _fills_rows(definition: Any) -> bool:

@@ -208,11 +208,15 @@ class SchemaChanges:
         column the DDL defines that the server no longer has makes the schema in between unknowable (an error,
         when ``strict``; else the server's columns, which the names of the next table maps check). The order comes
         from the DDL because a table map without names (MINIMAL, NO_LOG) is read by position: the server's order
-        of today may be a later one, and a same-typed reorder would swap values silently."""
+        of today may be a later one, and a same-typed reorder would swap values silently. For the same reason,
+        without names, the server's definition of a column the DDL defines must be the DDL's
+        (``_check_definitions``): a later change of only its signedness, character set or ENUM members is not in
+        a NO_LOG table map, whose rows would decode wrong."""
         current = self.reload_schema(change.table)
         now = {c.name: c for c in current.columns}
         columns = list(old.columns)
         missing: list[str] = []
+        defined: list[ColumnChange] = []
         for column in change.columns:
             kind, name = column.kind, column.name_after
             place = next((i for i, c in enumerate(columns) if c.name == column.name), None)
@@ -233,6 +237,7 @@ class SchemaChanges:
                 missing.append(name)
                 continue
             columns.insert(at, now[name])
+            defined.append(column)
         if missing:
             if strict or not self._names_logged(statement):
                 raise SchemaChangeError(
@@ -243,12 +248,33 @@ class SchemaChanges:
                     + (" (or set schema_change_behavior to 'try_evolve' or 'lenient')" if strict else
                        f"; {_NAMES_NEEDED}"))
             return self._server_schema(old, current)
+        self._check_definitions(defined, now, change, statement)
         renamed = {c.name: c.name_after for c in change.columns if c.new_name}
         names = {c.name for c in columns}
         key = tuple(renamed.get(k, k) for k in old.primary_key)  # a key change is no column change (cdc.ddl)
         key, index = (key, old.key_index) if set(key) <= names else (current.primary_key, current.key_index)
         chunk_key = renamed.get(old.chunk_key, old.chunk_key)
         return TableSchema(current.id, tuple(columns), key, chunk_key if chunk_key in names else "", index)
+
+    def _check_definitions(self, defined: list[ColumnChange], now: dict[str, Column], change: TableChange,
+                           statement: SchemaStatement) -> None:
+        """Stop, when the table maps carry no names, if the server's definition of a column the DDL defines is not
+        the DDL's (a later DDL changed it since) or the DDL's cannot be read: the rows between would be read by
+        position with a type they do not have. With names, the next table map's names and types check them."""
+        differ = [(c, now[c.name_after]) for c in defined
+                  if c.definition is None or not c.definition.matches(now[c.name_after])]
+        if not differ or self._names_logged(statement):
+            return
+        what = "; ".join(
+            f"{column.name_after}: {column.definition or 'a definition the stream cannot read'} in the statement, "
+            f"{server.column_type}" + (f" character set {server.charset} collate {server.collation}" if server.charset
+                                       else "") + " on the server now"
+            for column, server in differ)
+        raise SchemaChangeError(
+            f"{statement.ddl.statement!r} at {statement.offset} defines columns of {change.table} otherwise than the "
+            f"server does now ({what}): a later statement changed them since, or the stream cannot read the "
+            f"statement's definition, so it cannot know the type of these columns in the rows after it. Nothing "
+            f"past it is committed: re-snapshot {change.table}; {_NAMES_NEEDED}")
 
     def _names_logged(self, statement: SchemaStatement) -> bool:
         """Whether the binlog's table maps name their columns around ``statement``: the reader's last map says,
