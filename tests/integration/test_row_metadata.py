@@ -35,7 +35,7 @@ from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.compared_rows import table_rows
 from tests.integration.example_dag import example_dag
-from tests.integration.test_ddl_during_snapshot_jobs import JobsWatched
+from tests.integration.watched_jobs import JobsWatched
 from tests.replica import run_stopping_stream, snapshot
 from tests.writers import KeyValueWriter
 
