@@ -25,11 +25,11 @@ from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import BatchChunks
 from airflow_provider_mysqlcdc.exceptions import SchemaChangeError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import ChunkResult, Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
-from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.spark.application import JobBatch, SparkApplication, TaskChunks
 from airflow_provider_mysqlcdc.spark.snapshot_job import TaskFailure, commit_job, read_chunks, read_job
 from tests.compared_rows import current_rows, table_rows
 from tests.integration.example_dag import example_dag
+from tests.integration.watched_jobs import JobsWatched
 
 SERVER_IDS = "5740-5759"  # this module's binlog reader ids (the ``connections`` fixture)
 ROWS = 20_000
@@ -58,29 +58,6 @@ def alter_under_writes(mariadb_server: Any, database: str, name: str, ddl: str) 
         cur.execute(f"UPDATE {name} SET n = -id WHERE id % 1000 = 1")
         cur.execute(f"INSERT INTO {name} (id, n) SELECT {ROWS} + seq, seq FROM seq_1_to_50")
     conn.close()
-
-
-class JobsWatched:
-    """The snapshot operator's ``execute`` wrapped: after the first job, ``after_first()``; each job's outcome
-    or error kept."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, after_first: Any) -> None:
-        self.outcomes: list[Any] = []
-        self.errors: list[BaseException] = []
-        execute = MySqlSnapshotSparkOperator.execute
-
-        def watched(operator: MySqlSnapshotSparkOperator, context: Any) -> dict[str, Any]:
-            try:
-                outcome = execute(operator, context)
-            except Exception as error:
-                self.errors.append(error)
-                raise
-            self.outcomes.append(outcome)
-            if len(self.outcomes) == 1:
-                after_first()
-            return outcome
-
-        monkeypatch.setattr(MySqlSnapshotSparkOperator, "execute", watched)
 
 
 def run_conf(database: str, name: str, base_uri: str) -> dict[str, Any]:

@@ -7,11 +7,13 @@ same-typed column moved with MODIFY ... AFTER, TRUNCATE, an online schema change
 partly one at a time and partly after the server has gone further, ends with the lake's Delta tables equal to the
 source; a DDL the parser cannot read stops the stream before it, naming the statement and FULL, and so does a DDL
 whose column a later one redefined before the stream read it (the server's definition is no longer the DDL's). The
-server is shared by the whole test session: the setting goes back to FULL after this module.
+example DAG (split -> mapped Spark snapshot jobs -> stream) does the same with DDLs between its snapshot jobs and
+after the snapshot. The server is shared by the whole test session: the setting goes back to FULL after this module.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,11 +36,15 @@ from airflow_provider_mysqlcdc.lake.read.replica import read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.arrow_rows import canonical_rows
 from tests.compared_rows import table_rows
+from tests.integration.example_dag import example_dag
+from tests.integration.watched_jobs import JobsWatched
 from tests.replica import run_stopping_stream, snapshot
 from tests.writers import KeyValueWriter
 
-SERVER_IDS = "5970-5979"
+SERVER_IDS = "5970-5979"  # the binlog readers' ids (the ``connections`` fixture's too)
 ROWS = 1000
+DAG_ROWS = 10_000
+"""Two chunks of the split's default size (8,096 rows), a batch and a Spark job each with ``rows_per_batch`` 5,000."""
 
 
 @pytest.fixture(scope="module", params=["MINIMAL", "NO_LOG"])
@@ -191,3 +197,49 @@ def test_a_column_redefined_since_its_ddl_stops_the_stream(metadata: str, admin:
     ], r"(?s)ADD COLUMN s TINYINT'.*s: tinyint in the statement, tinyint\(3\) unsigned on the server now.*"
        r"binlog_row_metadata = 'FULL'")
     assert "s" not in lake.column_names and sorted(lake.column("id").to_pylist()) == list(range(1, 51))
+
+
+def test_the_example_dag_under_ddls_and_a_writer_by_position(
+    metadata: str, airflow_db: Any, connections: Any, admin: Any, config: ConnectionConfig, database: str,
+    mariadb_server: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split, two mapped Spark snapshot jobs with ADD COLUMN ... AFTER, RENAME COLUMN and INT -> BIGINT run
+    between them, the stream to the end; then ADD COLUMN FIRST, DROP COLUMN and another INT -> BIGINT, and a
+    second run that only streams: both runs succeed and the lake equals the source, all read by position."""
+    name = f"dag_{metadata.lower()}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, a INT, s VARCHAR(20), v INT)")
+        cur.execute(f"INSERT INTO {name} SELECT seq, seq * 3, CONCAT('s', seq), seq FROM seq_1_to_{DAG_ROWS}")
+    table, base_uri = TableId(database, name), str(tmp_path / "lake")
+    start = read_current_offset(admin, ServerInfo.read(admin))
+    conf = {"tables": [str(table)], "base_uri": base_uri, "rows_per_batch": 5_000,
+            "stop_after_idle_seconds": 0}  # the stream task stops as soon as it has caught up
+
+    def alter(*ddls: str) -> None:
+        with admin.cursor() as cur:
+            for ddl in ddls:
+                cur.execute(f"ALTER TABLE {name} {ddl}")
+            cur.execute(f"UPDATE {name} SET a = -id WHERE id % 500 = 0")
+
+    jobs = JobsWatched(monkeypatch, lambda: alter("ADD COLUMN b INT AFTER id", "RENAME COLUMN s TO s2",
+                                                  "MODIFY a BIGINT"))
+    writer = KeyValueWriter(mariadb_server, database, name, DAG_ROWS, seed=13)
+    writer.start()
+    try:
+        snapshotted = example_dag().test(run_conf=conf)
+        alter("ADD COLUMN f INT FIRST", "DROP COLUMN b", "MODIFY v BIGINT")
+        after = writer.count
+        while writer.is_alive() and writer.count < after + 50:  # writes after the DDLs too
+            time.sleep(0.05)
+    finally:
+        writer.stopping.set()
+        writer.join()
+    assert writer.error is None and not jobs.errors and len(jobs.outcomes) == 2
+    assert snapshotted.state == "success"
+    streamed = example_dag().test(run_conf=conf)
+    assert streamed.state == "success"
+    (summary,) = [ti for ti in streamed.get_task_instances() if ti.task_id == "summarize"]
+    assert summary.xcom_pull(task_ids="summarize")["batches"] == 0  # the second run only streamed
+    assert list(load_table_schema(admin, table).column_names) == ["f", "id", "a", "s2", "v"]
+    assert_lake_equal(admin, base_uri, table)
+    assert maps_name_columns(config, start) == {False}  # every row of the run was read by position

@@ -196,7 +196,7 @@ class SchemaChanges:
             _log.info("%s: %r at %s gave existing rows values the binlog does not carry (%s): its rows are read "
                       "again", table, statement.ddl.statement, statement.offset, ", ".join([*converted, *filled]))
             return [table]
-        reshape_current(self.lake.table(table).current, new, renamed, target.seq)
+        reshape_current(self.lake.table(table).current, new, renamed, target.seq, known=old.column_names)
         return []
 
     def _schema_after(self, old: TableSchema, change: TableChange, statement: SchemaStatement,

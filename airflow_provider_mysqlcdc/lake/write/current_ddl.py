@@ -22,7 +22,7 @@ and twice its Arrow size in memory.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -31,11 +31,11 @@ import pyarrow.compute as pc
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
 from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
 from airflow_provider_mysqlcdc.exceptions import SnapshotStateError
-from airflow_provider_mysqlcdc.lake.changelog import lake_schema
+from airflow_provider_mysqlcdc.lake.changelog import SNAPSHOT_CONSTANTS, lake_schema
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN, MERGE_APP_ID, stored_schema
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag, quote
 from airflow_provider_mysqlcdc.lake.write.merge import ORDER_COLUMNS, merged_at, merged_through
-from airflow_provider_mysqlcdc.lake.write.multiset import with_dup
+from airflow_provider_mysqlcdc.lake.write.multiset import DUP_COLUMN, with_dup
 
 if TYPE_CHECKING:
     from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable, TableVersion
@@ -63,12 +63,14 @@ def truncate_current(location: ReplicaTable, seq: int, at: BinlogOffset) -> bool
 
 
 def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mapping[str, str], seq: int,
-                    empty: bool = False) -> bool:
+                    empty: bool = False, known: Collection[str] | None = None) -> bool:
     """Give the current table the columns of ``schema`` (the table after the DDL) at batch ``seq``, in one
     rewrite: columns ``renamed`` (old name to new) keep their values, columns of ``schema`` it lacks are
     NULL, and columns ``schema`` no longer has are dropped. A column the DDL retyped was widened (the
     caller replaces the table with its rows read again otherwise). False when there was nothing to do.
-    ``empty``: without rows (a table created anew under the name). A keyed table is rewritten a batch at a
+    ``known``: the table's columns before the DDL; a column of the current table outside them is kept, last
+    (a snapshot batch read after a later DDL, which the stream has not reached yet, wrote it: that DDL places
+    it). ``empty``: without rows (a table created anew under the name). A keyed table is rewritten a batch at a
     time (``TableVersion.scan``), never whole in memory; a keyless one is read whole, since a dropped column
     can make distinct rows equal and their copies are numbered anew over the whole table."""
     table = _pending(location, seq)
@@ -77,10 +79,10 @@ def reshape_current(location: ReplicaTable, schema: TableSchema, renamed: Mappin
     scan = table.scan()
     if schema.keyless:
         rows = scan.read_all()
-        reshaped = _reshaped(rows.slice(0, 0) if empty else rows, schema, renamed)
+        reshaped = _reshaped(rows.slice(0, 0) if empty else rows, schema, renamed, known)
         location.overwrite(with_dup(reshaped, [*schema.column_names, BATCH_COLUMN]), merged_at(seq), [BATCH_COLUMN])
         return True
-    _rewrite(location, scan, lambda rows: _reshaped(rows, schema, renamed), merged_at(seq), empty)
+    _rewrite(location, scan, lambda rows: _reshaped(rows, schema, renamed, known), merged_at(seq), empty)
     return True
 
 
@@ -104,7 +106,8 @@ def _rewrite(location: ReplicaTable, scan: pa.RecordBatchReader, convert: Callab
     location.overwrite(pa.RecordBatchReader.from_batches(shape, batches), tag, [BATCH_COLUMN])
 
 
-def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str]) -> pa.Table:
+def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str],
+              known: Collection[str] | None) -> pa.Table:
     """``rows`` of the current table as ``reshape_current`` rewrites them (without numbering copies)."""
     for old, new in renamed.items():
         if old in rows.column_names and new in rows.column_names:
@@ -114,7 +117,11 @@ def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str]) -
             rows = rows.drop_columns([old])
             rows = rows.set_column(rows.schema.get_field_index(new), new, merged)
     rows = rows.rename_columns([renamed.get(name, name) for name in rows.column_names])
-    fields = stored_schema(lake_schema(schema))
+    fields = list(stored_schema(lake_schema(schema)))
+    if known is not None:  # the columns of later batches go after the table's, before the metadata ones
+        later = [rows.schema.field(name) for name in rows.column_names if name not in schema.column_names
+                 and name not in known and name not in SNAPSHOT_CONSTANTS and name not in (BATCH_COLUMN, DUP_COLUMN)]
+        fields[len(schema.columns):len(schema.columns)] = later
     # a kept column retyped by the DDL was widened (cdc.ddl.keeps_values): the cast is exact
     arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
               for f in fields]
