@@ -27,8 +27,19 @@ class BinlogRetentionError(SourceConfigError):
 class BinlogPositionLostError(SourceConfigError):
     """The server purged the binlog file of the stream's checkpoint (the stream was stopped, paused or behind
     for longer than the server keeps its binlog): the changes since then are no longer on the server. The
-    stream stops before writing anything; the lake keeps what it had. Take the tables anew (delete the lake
-    and run the DAG again), and keep binlogs longer than the stream may be stopped."""
+    stream stops before writing anything; the lake keeps what it had. The ways back: the stream's
+    ``on_position_lost`` ('resnapshot', or 'archive' with archived binlog files), or the tables taken anew by
+    hand (delete the lake and run the DAG again); then keep binlogs longer than the stream may be stopped.
+    ``checkpoint`` is the lost offset, ``oldest`` where the server's binlog starts now."""
+
+    def __init__(self, message: str, checkpoint: str, oldest: str) -> None:
+        super().__init__(message)
+        self.checkpoint, self.oldest = checkpoint, oldest
+
+    @property
+    def lost_range(self) -> str:
+        return (f"the binlog from the stream's checkpoint {self.checkpoint} to the server's oldest binlog "
+                f"{self.oldest} is purged")
 
 
 class IncompleteChangeError(SourceConfigError):

@@ -14,6 +14,7 @@ from airflow.sdk import TaskGroup
 
 from airflow_provider_mysqlcdc.assets import replica_alias
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.operators.snapshot import MySqlSnapshotSparkOperator
 from airflow_provider_mysqlcdc.operators.split import MySqlChunkSplitOperator
 from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
@@ -33,6 +34,8 @@ def mysql_cdc_pipeline(
     lake_conn_id: str | None = None,
     rows_per_batch: int = SplitOptions.rows_per_batch,
     stop_after_idle_seconds: float | None = None,
+    on_position_lost: str = StreamOptions.on_position_lost.value,
+    binlog_archive_uri: str | None = None,
     split_kwargs: Mapping[str, Any] | None = None,
     snapshot_kwargs: Mapping[str, Any] | None = None,
     stream_kwargs: Mapping[str, Any] | None = None,
@@ -63,6 +66,10 @@ def mysql_cdc_pipeline(
         environment's. Default: ``None``
     :param rows_per_batch: the split's rows per Spark job. Default: ``10_000_000``
     :param stop_after_idle_seconds: the stream's; None: it never stops when idle. Default: ``None``
+    :param on_position_lost: the stream's: ``fail``, ``resnapshot`` or ``archive``, what it does when the
+        server purged the binlog of its checkpoint (docs/troubleshooting.md). Default: ``fail``
+    :param binlog_archive_uri: the stream's: where archived binlog files are, for
+        ``on_position_lost='archive'``. Default: ``None``
     :param split_kwargs: more arguments of ``MySqlChunkSplitOperator``. Default: ``None``
     :param snapshot_kwargs: more arguments of ``MySqlSnapshotSparkOperator`` (its ``.partial()``).
         Default: ``None``
@@ -86,6 +93,7 @@ def mysql_cdc_pipeline(
             exclude_tables=exclude_tables, include_online_schema_change_tables=include_online_schema_change_tables,
             base_uri=base_uri, mysql_cdc_conn_id=mysql_cdc_conn_id,
             lake_conn_id=lake_conn_id, stop_after_idle_seconds=stop_after_idle_seconds, trigger_rule="none_failed",
+            on_position_lost=on_position_lost, binlog_archive_uri=binlog_archive_uri,
             **{"retries": 3, "retry_delay": timedelta(seconds=10), **(stream_kwargs or {})},
         )
         snapshot >> stream

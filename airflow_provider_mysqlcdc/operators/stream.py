@@ -105,6 +105,18 @@ class MySqlBinlogStreamOperator(BaseOperator):
         ``mysql_cdc.stream.binlog_margin_seconds`` metric and, below this many seconds, logs a WARNING that
         says when the position may be lost and what to do; None: no warning. Default: ``21600.0`` (6 h)
         (templated)
+    :param on_position_lost: what the stream does when the server purged the binlog between the lake's
+        checkpoint and the oldest binlog it still has (stopped, paused or behind for longer than the
+        server keeps its binlog): ``fail`` stops with ``BinlogPositionLostError``, the lake untouched;
+        ``resnapshot`` reads every captured table again, chunked and lock-free, from the binlog position
+        of now, replaces each current table and marks the lost range in its changelog with a ``!G``
+        record (as-of reads into it are refused); ``archive`` reads the lost range from archived binlog
+        files (``binlog_archive_uri``), then the server, the changelog complete (docs/troubleshooting.md).
+        Default: ``fail`` (templated)
+    :param binlog_archive_uri: a local folder or an object-store prefix (``s3://...``, reached with the
+        lake connection's credentials) holding copies of the server's binlog files, as
+        ``mysqlbinlog --read-from-remote-server --raw --stop-never`` or a backup tool writes them; read
+        when ``on_position_lost`` is ``archive``. Default: ``None`` (templated)
     :param mysql_cdc_conn_id: the source, a connection of type MySQL CDC. Default: ``mysql_cdc_default``
         (templated)
     :param deferrable: True: once idle for ``defer_after_idle_seconds``, wait in the triggerer
@@ -117,7 +129,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
         "startup_offset", "startup_timestamp", "stop_after_idle_seconds",
         "max_duration_seconds", "stop_at_offset", "mysql_cdc_conn_id", "defer_after_idle_seconds",
         "merge_interval_seconds", "schema_check_seconds", "schema_change_behavior", "lake_conn_id",
-        "binlog_margin_seconds", "include_online_schema_change_tables",
+        "binlog_margin_seconds", "include_online_schema_change_tables", "on_position_lost", "binlog_archive_uri",
     )
     operator_extra_links = (LakeTableLink(),)
 
@@ -145,6 +157,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         schema_check_seconds: float = StreamOptions.schema_check_seconds,
         schema_change_behavior: str = StreamOptions.schema_change_behavior.value,
         binlog_margin_seconds: float | None = StreamOptions.binlog_margin_seconds,
+        on_position_lost: str = StreamOptions.on_position_lost.value,
+        binlog_archive_uri: str | None = None,
         mysql_cdc_conn_id: str = "mysql_cdc_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         lake_conn_id: str | None = None,
@@ -173,6 +187,8 @@ class MySqlBinlogStreamOperator(BaseOperator):
         self.schema_check_seconds = schema_check_seconds
         self.schema_change_behavior = schema_change_behavior
         self.binlog_margin_seconds = binlog_margin_seconds
+        self.on_position_lost = on_position_lost
+        self.binlog_archive_uri = binlog_archive_uri
         self.mysql_cdc_conn_id = mysql_cdc_conn_id
         self.deferrable = deferrable
 
@@ -218,6 +234,7 @@ class MySqlBinlogStreamOperator(BaseOperator):
             writer=self._writer(context), schema_change_behavior=self.schema_change_behavior,
             include_databases=self.include_databases, include_tables=self.include_tables,
             exclude_tables=self.exclude_tables, binlog_margin_seconds=self.binlog_margin_seconds,
+            on_position_lost=self.on_position_lost, binlog_archive_uri=self.binlog_archive_uri,
             include_online_schema_change_tables=self.include_online_schema_change_tables,
             storage_options=storage_options(self.lake_conn_id),
         )

@@ -55,6 +55,29 @@ class SchemaChangeBehavior(StrEnum):
         return cls(text)
 
 
+class PositionLostBehavior(StrEnum):
+    """What the stream does when the server purged the binlog between its checkpoint and the binlog the
+    server still has (docs/troubleshooting.md, "The binlog position was purged")."""
+
+    FAIL = "fail"
+    """Stop with ``BinlogPositionLostError`` naming the lost range and each way back; the lake untouched."""
+    RESNAPSHOT = "resnapshot"
+    """Read every captured table again (chunked, lock-free) from the server's binlog position of now, replace
+    each current table with the rows at their chunks' new high watermarks, and mark the lost range in each
+    changelog with a ``!G`` record; as-of reads into the range are refused."""
+    ARCHIVE = "archive"
+    """Read the lost range from archived copies of the binlog files (``binlog_archive_uri``), then go on
+    from the server: no re-read, the changelog complete."""
+
+    @classmethod
+    def parse(cls, value: Any) -> PositionLostBehavior:
+        text = str(value).strip().lower()
+        if text not in {b.value for b in cls}:
+            choices = ", ".join(repr(b.value) for b in cls)
+            raise InvalidOptionError(f"on_position_lost must be one of {choices}, not {value!r}")
+        return cls(text)
+
+
 @dataclass(frozen=True)
 class CommitLimits:
     """When the stream commits (a ``StreamCommit``): at the first transaction boundary past any of these.
@@ -110,6 +133,10 @@ class StreamOptions:
     """Below this much time before the server may purge the binlog file of the checkpoint, the stream
     warns (``engine.stream.retention_watch``); None: never (the margin is still measured and sent). Six
     hours: time to react to an alert, and above the few minutes a stream deferred for a while is behind."""
+    on_position_lost: PositionLostBehavior = PositionLostBehavior.FAIL
+    binlog_archive_uri: str | None = None
+    """Where archived copies of the server's binlog files are (a local folder or an object-store prefix, as
+    ``mysqlbinlog --read-from-remote-server --raw`` writes them): read when ``on_position_lost`` is 'archive'."""
     include_databases: str | None = None
     include_tables: str | None = None
     exclude_tables: tuple[str, ...] = ()
@@ -141,6 +168,9 @@ class StreamOptions:
         if self.binlog_margin_seconds is not None and not self.binlog_margin_seconds > 0:
             raise InvalidOptionError(f"binlog_margin_seconds must be > 0 (None: no warning), "
                                      f"not {self.binlog_margin_seconds!r}")
+        if self.on_position_lost is PositionLostBehavior.ARCHIVE and not self.binlog_archive_uri:
+            raise InvalidOptionError("on_position_lost is 'archive', but binlog_archive_uri is not set: set it to "
+                                     "the folder or object-store prefix that holds the archived binlog files")
 
     def selection(self) -> TableSelection:
         """The tables to capture: named, or matched by patterns (then also those created while it runs)."""
@@ -156,7 +186,8 @@ class StreamOptions:
         schema_change_behavior: Any = SchemaChangeBehavior.EVOLVE, include_databases: Any = None,
         include_tables: Any = None, exclude_tables: Any = (), include_online_schema_change_tables: Any = False,
         storage_options: Mapping[str, str] | None = None,
-        binlog_margin_seconds: Any = 6 * 3600.0,
+        binlog_margin_seconds: Any = 6 * 3600.0, on_position_lost: Any = PositionLostBehavior.FAIL,
+        binlog_archive_uri: Any = None,
     ) -> StreamOptions:
         """The options from rendered template values (text or native), each checked with a clear error."""
         defer_after = rendered.optional_seconds("defer_after_idle_seconds", defer_after_idle_seconds)
@@ -179,6 +210,8 @@ class StreamOptions:
             schema_check_seconds=rendered.number("schema_check_seconds", schema_check_seconds, float),
             schema_change_behavior=SchemaChangeBehavior.parse(schema_change_behavior),
             binlog_margin_seconds=rendered.optional_seconds("binlog_margin_seconds", binlog_margin_seconds),
+            on_position_lost=PositionLostBehavior.parse(on_position_lost),
+            binlog_archive_uri=rendered.optional_text(binlog_archive_uri),
             include_databases=rendered.optional_text(include_databases),
             include_tables=rendered.optional_text(include_tables),
             exclude_tables=rendered.text_list("exclude_tables", exclude_tables),

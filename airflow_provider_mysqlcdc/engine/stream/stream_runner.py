@@ -31,6 +31,7 @@ from airflow_provider_mysqlcdc.cdc.source.retention import PositionMargin, read_
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.cdc.split.chunks import FinishedChunkInfo
 from airflow_provider_mysqlcdc.engine.options.stream_options import (
+    PositionLostBehavior,
     SchemaChangeBehavior,
     StreamOptions,
     StreamProgress,
@@ -127,12 +128,20 @@ class StreamRunner:
     def _open(self, control: Any) -> Checkpoint:
         checkpoint = self.store.read_checkpoint()
         kept = checkpoint.offset if checkpoint is not None else None
+        lost: BinlogPositionLostError | None = None
         if checkpoint is not None:  # before anything in the lake is touched
-            checkpoint.offset = self._kept_position(control, checkpoint.offset)
+            try:
+                checkpoint.offset = self._kept_position(control, checkpoint.offset)
+            except BinlogPositionLostError as error:
+                if self.options.on_position_lost is PositionLostBehavior.FAIL:
+                    raise
+                lost = error
         if checkpoint is not None and self.lease.left_clean_at == checkpoint.seq:
             _log.debug("the last writer left the lake clean at batch %d: no changelog to scan", checkpoint.seq)
         elif checkpoint is not None and (stale := self.store.remove_uncommitted(checkpoint)):
             _log.info("removed %d changelog rows of an interrupted run past batch %d", stale, checkpoint.seq)
+        if checkpoint is not None and lost is not None:
+            self._recover(control, checkpoint, lost)
         if checkpoint is None:
             checkpoint = self._first_checkpoint(control)
             checkpoint.offset = self._anchor(control, checkpoint)
@@ -201,12 +210,31 @@ class StreamRunner:
             f"no longer on the server, whose oldest binlog starts at {oldest}, so the changes between them are lost "
             f"to the stream (it was stopped, paused or behind for longer than the server keeps its binlog). Nothing "
             f"was written: the lake at {self.options.base_uri} holds the tables as of the checkpoint, readable as "
-            f"they are. Re-snapshot the tables in one step: delete the lake (everything under "
-            f"{self.options.base_uri}, its _stream folder with the checkpoint included) and run the DAG again: the "
-            f"split and snapshot read the tables again and the stream starts from their high watermarks. Then keep "
-            f"binlogs longer than the stream may stay stopped (binlog_expire_logs_seconds, expire_logs_days) and "
-            f"alert on the mysql_cdc.stream.binlog_margin_seconds metric (docs/production.md)"
+            f"they are. Ways back: set the stream's on_position_lost to 'archive' with binlog_archive_uri naming "
+            f"archived copies of the server's binlog files that reach from {offset.file} to {oldest} (no re-read, "
+            f"the changelog complete); or to 'resnapshot': every captured table read again from the server, its "
+            f"changelog marking the lost range with a !G record; or take the tables anew by hand: delete the lake "
+            f"(everything under {self.options.base_uri}, its _stream folder with the checkpoint included) and run "
+            f"the DAG again. Then keep binlogs longer than the stream may stay stopped (binlog_expire_logs_seconds, "
+            f"expire_logs_days) and alert on the mysql_cdc.stream.binlog_margin_seconds metric (docs/production.md)",
+            str(offset), oldest,
         )
+
+    def _recover(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
+        """Bring a checkpoint whose binlog the server purged to a point the server has, as ``on_position_lost``
+        says, committing what that takes (the lease is held): the lost range read from the archive, or every
+        captured table read again past it."""
+        _log.warning("%s. on_position_lost is %r: recovering", lost.lost_range, self.options.on_position_lost.value)
+        if self.options.on_position_lost is PositionLostBehavior.ARCHIVE:
+            self._from_archive(control, checkpoint, lost)
+        else:
+            self._resnapshot_lost_range(control, checkpoint, lost)
+
+    def _from_archive(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
+        raise NotImplementedError
+
+    def _resnapshot_lost_range(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
+        raise NotImplementedError
 
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
