@@ -34,6 +34,11 @@ class ChangeKind(StrEnum):
     """Not a row: a DDL changed the table at this offset (columns added, dropped, renamed or retyped; the
     table dropped, renamed, or captured again). The record's table columns are NULL and ``_ddl`` holds
     the statement."""
+    GAP = "!G"
+    """Not a row: the binlog from the lake's last position to this offset was purged before the stream read
+    it, and the table's rows were read again from the server (the stream's ``on_position_lost='resnapshot'``):
+    the changes in that range are not in the changelog, the current table holds the rows read again. The
+    record's table columns are NULL and ``_ddl`` names the range."""
 
     is_retraction: bool
     """Whether the record removes the row it carries (``-U``, ``-D``) rather than being the row as it
@@ -54,7 +59,7 @@ class ChangeKind(StrEnum):
 
     @classmethod
     def table_events(cls) -> tuple[ChangeKind, ...]:
-        """The kinds of records that are no row (``!T``, ``!S``)."""
+        """The kinds of records that are no row (``!T``, ``!S``, ``!G``)."""
         return tuple(kind for kind in cls if not kind.is_row)
 
 

@@ -235,7 +235,7 @@ def test_as_of_reads_stop_where_a_ddl_replaced_rows(admin: Any, config: Connecti
         after = read_current_offset(admin, ServerInfo.read(admin), with_gtid=False)
     stream(config, base_uri, [table])
     assert read_table(base_uri, str(table), as_of=after).column("id").to_pylist() == [7]
-    with pytest.raises(AsOfError, match="TRUNCATE or a re-read"):
+    with pytest.raises(AsOfError, match="a TRUNCATE, a re-read after a DDL"):
         read_table(base_uri, str(table), as_of=before)
 
 

@@ -53,13 +53,11 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema.table import Column, TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.engine.options.stream_options import SchemaChangeBehavior
-from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import floored
-from airflow_provider_mysqlcdc.engine.verification.resnapshot import read_whole_table
+from airflow_provider_mysqlcdc.engine.verification.resnapshot import reread_current
 from airflow_provider_mysqlcdc.exceptions import MySqlCdcError, SchemaChangeError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.changelog import table_event_record
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint, StoppedTable
-from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current, reshape_current, truncate_current
 
@@ -391,17 +389,8 @@ class SchemaChanges:
 
     def _reread(self, table: TableId, statement: SchemaStatement, seq: int) -> BinlogOffset:
         """Replace ``table``'s current table with every row read again, in one commit at batch ``seq``; returns
-        the highest high watermark of its chunks (from where its as-of history is whole again). A table
-        captured without a snapshot (by the stream alone) is read by chunks planned now."""
-        plan = SnapshotStore(self.lake).read_plan(table)
-        if plan is None:
-            conn = self.config.connect()
-            try:
-                plan = plan_in_one_batch(conn, self.reload_schema(table))
-            finally:
-                conn.close()
-        return replace_current(self.lake.table(table).current, seq, lambda: read_whole_table(
-            self.config, self.lake, table, self.reread_server_id(), log=_log, plan=plan))
+        the highest high watermark of its chunks (from where its as-of history is whole again)."""
+        return reread_current(self.config, self.lake, table, self.reload_schema, seq, self.reread_server_id())
 
     @staticmethod
     def _record(applied: AppliedStatement, target: Checkpoint, table: TableId, kind: ChangeKind,

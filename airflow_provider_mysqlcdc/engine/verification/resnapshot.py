@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +40,13 @@ from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.cdc.split.key_order import KeyOrder
 from airflow_provider_mysqlcdc.cdc.split.key_range import KeyRanges
 from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import batch_schema, file_rows
+from airflow_provider_mysqlcdc.engine.snapshot.snapshot_plan import plan_in_one_batch
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, SnapshotStateError, TableCommitConflictError
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import BATCH_COLUMN
 from airflow_provider_mysqlcdc.lake.format.table_format import ReplicaTable
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.write.current_ddl import replace_current
 from airflow_provider_mysqlcdc.lake.write.merge import MergeReport, merge_changes
 from airflow_provider_mysqlcdc.lake.write.multiset import check_not_keyless
 
@@ -268,6 +270,23 @@ def read_whole_table(config: ConnectionConfig, lake: Lake, table: TableId, serve
         highest = snapshot.high_watermark if highest is None or highest < snapshot.high_watermark else highest
     assert highest is not None  # a plan has at least one chunk
     return pa.concat_tables(parts, promote_options="default"), highest
+
+
+def reread_current(config: ConnectionConfig, lake: Lake, table: TableId, schema_of: Callable[[TableId], TableSchema],
+                   seq: int, server_id: int, since: BinlogOffset | None = None) -> BinlogOffset:
+    """Replace ``table``'s current table with every row read again (``read_whole_table``), in one commit at
+    stream batch ``seq`` (``lake.write.current_ddl.replace_current``, which records ``since``); returns the
+    highest high watermark of its chunks. A table captured without a snapshot (by the stream alone) is read by
+    chunks planned now, of its columns ``schema_of`` reads from the server."""
+    plan = SnapshotStore(lake).read_plan(table)
+    if plan is None:
+        conn = config.connect()
+        try:
+            plan = plan_in_one_batch(conn, schema_of(table))
+        finally:
+            conn.close()
+    return replace_current(lake.table(table).current, seq, lambda: read_whole_table(
+        config, lake, table, server_id, log=_log, plan=plan), since)
 
 
 class _LakeKeys:

@@ -82,14 +82,15 @@ class Coverage:
     """When the batch holding the highest HW was committed (the Delta commit's time): a lower bound in
     time for reads by commit time."""
     replaced: bool = False
-    """Whether ``low`` is where a DDL replaced the table's rows (TRUNCATE, a re-read), not its snapshot's
+    """Whether ``low`` is where the table's rows were replaced (TRUNCATE, a re-read), not its snapshot's
     highest HW: a read by time must then be anchored by a change after ``low``."""
 
     def check(self, offset: BinlogOffset) -> None:
         if offset < self.low or offset > self.high:
             raise AsOfError(
                 f"the lake covers {self.table} from {self.low} ("
-                + ("where a DDL last replaced its rows without row events: TRUNCATE or a re-read"
+                + ("where its rows were last replaced without row events: a TRUNCATE, a re-read after a DDL, or a "
+                   "re-read after a purged binlog range (a !G record in its changelog)"
                    if self.replaced else "its snapshot's highest high watermark") + f") to "
                 f"{self.high} (the stream's checkpoint), not {offset}: "
                 + ("positions before the snapshot finished are not in the lake (each chunk's rows are as of "
@@ -224,8 +225,8 @@ class History:
         anchored = pc.any(pc.and_(after_snapshot, pc.less_equal(times, millis))).as_py()
         if not anchored and self.coverage.replaced:
             raise AsOfError(
-                f"as of time {millis} ms: {self.coverage.table}'s rows were replaced by a DDL at {self.coverage.low} "
-                f"(TRUNCATE or a re-read), and no change after that is at or before the time: read as of a binlog "
+                f"as of time {millis} ms: {self.coverage.table}'s rows were replaced at {self.coverage.low} (a TRUNCATE, "
+                f"a re-read after a DDL or after a purged binlog range), and no change after that is at or before the time: read as of a binlog "
                 f"offset from {self.coverage.low} on"
             )
         if not anchored and millis < self.coverage.snapshot_committed_ms:

@@ -131,23 +131,29 @@ def _reshaped(rows: pa.Table, schema: TableSchema, renamed: Mapping[str, str],
 
 _HIGH_WATERMARK = "mysqlcdc.high_watermark"
 """The commit metadata key of ``replace_current``: the highest high watermark of the rows it wrote."""
+_SINCE = "mysqlcdc.reread_since"
+"""The commit metadata key of ``replace_current``'s ``since``: where the stream goes on from after the re-read."""
 
 
 def replace_current(
     location: ReplicaTable, seq: int, read: Callable[[], tuple[pa.Table, BinlogOffset]],
+    since: BinlogOffset | None = None,
 ) -> BinlogOffset:
     """Replace the whole current table at batch ``seq``, in one commit, with the rows ``read()`` gives
     (every row read again after a DDL that gave rows values without row events, each as of its chunk's
     high watermark, with ``_batch``) : a reader sees the table before the DDL or after it, never the new
     columns empty. Returns the highest high watermark of the rows; when a killed run made that commit
     already, nothing is read and it is read back from the commit. A table without a current table yet
-    (renamed into the captured tables) gets one."""
+    (renamed into the captured tables) gets one. ``since``, recorded with the commit (``replaced_since``):
+    the binlog position, taken before the re-read, from which the stream reads on."""
     table = location.open()
     if table is not None and merged_through(table) >= seq:
         return _replaced_at(location, seq)
     rows, high_watermark = read()
-    location.overwrite(rows, CommitTag(MERGE_APP_ID, seq, {_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())}),
-                       [BATCH_COLUMN])
+    facts = {_HIGH_WATERMARK: json.dumps(high_watermark.to_dict())}
+    if since is not None:
+        facts[_SINCE] = json.dumps(since.to_dict())
+    location.overwrite(rows, CommitTag(MERGE_APP_ID, seq, facts), [BATCH_COLUMN])
     return high_watermark
 
 
@@ -158,13 +164,29 @@ retention, each one read on an object store) only when it is not among them."""
 
 
 def _replaced_at(location: ReplicaTable, seq: int) -> BinlogOffset:
+    found = _replace_fact(location, _HIGH_WATERMARK)
+    if found is None:
+        raise SnapshotStateError(f"the current table at {location.uri} records batch {seq} applied, but not the "
+                                 f"high watermark of the rows that batch read again: re-snapshot the table")
+    return found
+
+
+def replaced_since(location: ReplicaTable, seq: int) -> BinlogOffset | None:
+    """The ``since`` of the table's replace at batch ``seq`` if a killed run made it already, else None."""
+    table = location.open()
+    if table is None or merged_through(table) < seq:
+        return None
+    return _replace_fact(location, _SINCE)
+
+
+def _replace_fact(location: ReplicaTable, key: str) -> BinlogOffset | None:
+    """The offset under ``key`` in the newest replace commit's metadata (None: no such commit or key)."""
     for limit in (_REPLACE_LOOKBACK, None):
         commits = location.history(limit) or []  # newest first
         for commit in commits:
             if _HIGH_WATERMARK in commit.metadata:
-                return BinlogOffset.from_dict(json.loads(commit.metadata[_HIGH_WATERMARK]))
+                fact = commit.metadata.get(key)
+                return None if fact is None else BinlogOffset.from_dict(json.loads(fact))
         if limit is not None and len(commits) < limit:  # that was the whole history
             break
-    raise SnapshotStateError(f"the current table at {location.uri} records batch {seq} applied, but not the high "
-                             f"watermark of the rows that batch read again: re-snapshot the table")
-
+    return None
