@@ -25,38 +25,11 @@ from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests.compared_rows import current_rows, table_rows
+from tests.integration.binlog_admin import binlog_files, global_value, purge_to_newest
 from tests.integration.stream_task import stream_task
 from tests.replica import snapshot
 
 pytestmark = pytest.mark.usefixtures("connections")
-
-
-def binlog_files(admin: Any) -> list[str]:
-    with admin.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        return [row[0] for row in cur.fetchall()]
-
-
-def purge_to_newest(admin: Any) -> str:
-    """Rotate, then purge every binlog file but the new one; its name. The server keeps a file a binlog
-    dump still reads (a stream's connection closed a moment ago), so the purge is tried again a while."""
-    with admin.cursor() as cur:
-        cur.execute("FLUSH BINARY LOGS")
-        newest = binlog_files(admin)[-1]
-        deadline = time.monotonic() + 10
-        while True:
-            cur.execute("PURGE BINARY LOGS TO %s", (newest,))
-            if binlog_files(admin) == [newest] or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-    assert binlog_files(admin) == [newest]
-    return newest
-
-
-def global_value(admin: Any, name: str) -> Any:
-    with admin.cursor() as cur:
-        cur.execute(f"SELECT @@GLOBAL.{name}")
-        return cur.fetchone()[0]
 
 
 def test_a_purged_position_fails_naming_the_purge_and_the_remedy_works(
