@@ -210,6 +210,15 @@ class MySqlBinlogStreamOperator(BaseOperator):
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any] | None:
         if event.get("reason") == "error":
+            # the lease was renewed until the wait's end: released now, so that a retry need not wait for it
+            from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
+
+            try:
+                options = self._options(context)
+                StreamLease(options.lake, options.writer, options.lease_seconds).release_held()
+            except Exception:  # the trigger's error is the one that matters
+                self.log.warning("could not release the stream's lease after its wait failed: it expires by itself",
+                                 exc_info=True)
             raise error_from_event(event)
         return self._stream(self._options(context), StreamProgress.from_dict(event), context)
 

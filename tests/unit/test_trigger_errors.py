@@ -1,4 +1,5 @@
-"""A failure in the triggerer reaches the task as the same named exception, with its message."""
+"""A failure in the triggerer reaches the task as the same named exception, with its message; the task lets
+go of the lake's lease at once."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pytest
 
 from airflow_provider_mysqlcdc.exceptions import (
     InvalidOptionError,
+    LakeLeaseError,
     SchemaChangeError,
     SourceConfigError,
     error_event,
     error_from_event,
 )
+from airflow_provider_mysqlcdc.lake.handle import Lake
+from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
+from airflow_provider_mysqlcdc.operators.stream import MySqlBinlogStreamOperator
 from airflow_provider_mysqlcdc.triggers.binlog import MySqlBinlogTrigger
 
 OFFSET = {"file": "mysql-bin.000001", "position": 4, "gtid": None, "flavor": "mariadb",
@@ -65,3 +70,32 @@ def test_other_errors_become_source_errors_naming_them() -> None:
     assert type(error_from_event({"error_type": "SystemExit", "error": "0"})) is SourceConfigError
     assert type(error_from_event({"error_type": "error_event", "error": "0"})) is SourceConfigError
     assert "unknown error" in str(error_from_event({}))
+
+
+class TaskInstance:
+    dag_id, task_id, run_id = "shop_cdc", "stream", "manual 1"
+
+
+def test_the_task_releases_its_lease_on_a_trigger_failure_and_only_its_own(tmp_path: Any) -> None:
+    """The lease was renewed until the wait's end and its lake left clean at batch 7 (``wait_until``): after the
+    trigger's error another writer takes the lake at once, with the clean mark; a lease another holder took
+    over is left alone."""
+    lake = Lake.at(str(tmp_path / "lake"))
+    operator = MySqlBinlogStreamOperator(task_id="stream", base_uri=lake.base_uri, tables=["shop.orders"])
+    context = {"ti": TaskInstance()}
+    writer = operator._writer(context)
+    waiting = StreamLease(lake, writer, 120)
+    waiting.acquire()
+    waiting.check(until=time.time() + 300 + 120, clean_seq=7)
+    with pytest.raises(LakeLeaseError):
+        StreamLease(lake, "another run", 60).acquire()
+    failure = {"reason": "error", **error_event(SourceConfigError("the server went away"))}
+    with pytest.raises(SourceConfigError, match="the server went away"):
+        operator.execute_complete(context, failure)
+    other = StreamLease(lake, "another run", 60)
+    other.acquire()
+    assert other.token == 2 and other.left_clean_at == 7
+
+    with pytest.raises(SourceConfigError):
+        operator.execute_complete(context, failure)
+    other.check()  # still the other writer's

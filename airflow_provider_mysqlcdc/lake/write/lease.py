@@ -31,8 +31,9 @@ and renewing the lease read and write the document anyway.
 
 A holder that **fails** releases the lease at once (``released_on_failure``), without ``clean_seq``: the
 next try or the next run need not wait for the expiry (minutes: ``LakeLeaseError`` meanwhile), and it
-still scans for what the failed one may have left past the checkpoint. Releasing keeps the token, so
-fencing is as before: the next holder takes the next token.
+still scans for what the failed one may have left past the checkpoint. A wait in the triggerer that
+fails is released the same way by the task it hands the error to (``release_held``), keeping
+``clean_seq``. Releasing keeps the token, so fencing is as before: the next holder takes the next token.
 """
 
 from __future__ import annotations
@@ -161,6 +162,17 @@ class StreamLease:
                 _log.warning("could not release the stream's lease on %s after its failure: it expires by "
                              "itself", self.lake.root, exc_info=True)
             raise
+
+    def release_held(self) -> bool:
+        """Release the lease if ``holder`` holds it, though this object did not take it: the task after its
+        wait in the triggerer failed (the lease was renewed until the wait's end: a retry would meet
+        ``LakeLeaseError`` until then). Token and ``clean_seq`` stay as they are: the holder wrote nothing
+        since it renewed the lease for the wait. False when another holder or nobody holds it."""
+        current = self._read()
+        if current is None or current.holder != self.holder or not current.valid(self.clock()):
+            return False
+        self._write(current.token, 0.0, current.clean_seq)
+        return True
 
     def release(self, clean_seq: int | None = None) -> None:
         """Let the next writer in at once (when the lease is still ours); ``clean_seq`` as in ``check``."""
