@@ -17,7 +17,7 @@ from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
-from airflow_provider_mysqlcdc.engine.stream import lost_range
+from airflow_provider_mysqlcdc.engine.verification.resnapshot import reread_current
 from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
@@ -30,6 +30,7 @@ from tests.writers import KeyValueWriter
 
 pytestmark = pytest.mark.usefixtures("connections")
 ROWS = 300
+REREAD = "airflow_provider_mysqlcdc.engine.stream.lost_range.reread_current"
 
 
 def equal_to_source(connections: ConnectionConfig, base_uri: str, table: str) -> None:
@@ -125,21 +126,19 @@ def test_a_killed_recovery_goes_on_from_the_position_it_took(
     purge_to_newest(admin)
 
     # killed after the first table's re-read: nothing committed to the stream yet
-    real = lost_range.reread_current
-
     def killed_on_the_second(*args: Any, **kwargs: Any) -> Any:
         if str(args[2]) == second:
             raise KeyboardInterrupt("killed")
-        return real(*args, **kwargs)
+        return reread_current(*args, **kwargs)
 
-    monkeypatch.setattr(lost_range, "reread_current", killed_on_the_second)
+    monkeypatch.setattr(REREAD, killed_on_the_second)
     with pytest.raises(KeyboardInterrupt):
         stream_task(base_uri, first, second, on_position_lost="resnapshot")
     assert gap_records(base_uri, first) == []
     with admin.cursor() as cur:  # written after the first table was read again, before the retry
         cur.execute("UPDATE gap_first SET v = 30 WHERE id = 3")
         cur.execute("UPDATE gap_second SET v = 30 WHERE id = 3")
-    monkeypatch.setattr(lost_range, "reread_current", real)
+    monkeypatch.setattr(REREAD, reread_current)
     stream_task(base_uri, first, second, on_position_lost="resnapshot")
     for name in (first, second):
         equal_to_source(connections, base_uri, name)
