@@ -10,6 +10,7 @@ from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options.stream_options import (
     CommitLimits,
+    PositionLostBehavior,
     StreamOptions,
     StreamProgress,
     StreamSummary,
@@ -38,6 +39,10 @@ def test_rendered_text_becomes_typed_values() -> None:
     assert got.startup_mode is StartupMode.LATEST
     assert got.merge_interval_seconds == 30.0
     assert options(tables="shop.a, shop.b").tables == got.tables
+    archived = options(on_position_lost=" Archive ", binlog_archive_uri="s3://backups/binlog/")
+    assert (archived.on_position_lost, archived.binlog_archive_uri) == (PositionLostBehavior.ARCHIVE,
+                                                                        "s3://backups/binlog/")
+    assert options().on_position_lost is PositionLostBehavior.FAIL
 
 
 @pytest.mark.parametrize(("given", "message"), [
@@ -56,6 +61,8 @@ def test_rendered_text_becomes_typed_values() -> None:
     ({"schema_check_seconds": 0}, "schema_check_seconds must be > 0 .the self-check cannot be turned off"),
     ({"schema_check_seconds": "often"}, "schema_check_seconds must be a number"),
     ({"stop_at_offset": "later"}, "stop_at_offset must be 'binlog-file:position'"),
+    ({"on_position_lost": "retry"}, "on_position_lost must be one of 'fail', 'resnapshot', 'archive'"),
+    ({"on_position_lost": "archive"}, "on_position_lost is 'archive', but binlog_archive_uri is not set"),
 ])
 def test_bad_values_say_what_to_set(given: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidOptionError, match=message):
