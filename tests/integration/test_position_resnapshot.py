@@ -170,3 +170,28 @@ def test_a_keyless_table_is_refused_before_anything_is_written(
         stream_task(base_uri, table, on_position_lost="resnapshot")
     kept = StreamStore(Lake.at(base_uri)).read_checkpoint()
     assert lost is not None and kept is not None and (kept.seq, kept.offset) == (lost.seq, lost.offset)
+
+
+def test_a_transaction_the_lake_holds_in_part_is_not_left_in_the_changelog(
+        admin: Any, connections: ConnectionConfig, database: str, tmp_path: Any) -> None:
+    table = f"{database}.gap_part"
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE gap_part (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO gap_part VALUES (1, 1)")
+    base_uri = str(tmp_path / "lake")
+    snapshot(connections, base_uri, table, chunk_size=10, chunks_per_batch=1)
+    stream_task(base_uri, table)
+    start = read_current_offset(admin, ServerInfo.read(admin), with_gtid=False)
+    with admin.cursor() as cur:  # one transaction of 40 row events, a batch holds 10 of them
+        cur.execute("BEGIN")
+        for key in range(100, 140):
+            cur.execute("INSERT INTO gap_part VALUES (%s, 0)", (key,))
+        cur.execute("COMMIT")
+    stream_task(base_uri, table, max_batch_events=10, stop_at_offset=f"{start.file}:{start.position}")
+    part = StreamStore(Lake.at(base_uri)).read_checkpoint()
+    assert part is not None and part.visible[0] < part.seq  # the lake holds part of the transaction
+    purge_to_newest(admin)
+    stream_task(base_uri, table, on_position_lost="resnapshot")
+    equal_to_source(connections, base_uri, table)
+    changes = read_changes(base_uri, table)
+    assert changes.column("_op").to_pylist() == [ChangeKind.GAP]  # none of the transaction's part

@@ -14,6 +14,9 @@ They are read as a DDL that gave rows values without row events is followed (``e
    a later one wins. As-of reads before the table's highest high watermark are refused
    (``Checkpoint.history_from``): the rows replaced have no history in between.
 
+A transaction the lake holds in part (committed in batches, its rest purged) loses its part from the changelog:
+nobody may read part of a transaction, and its effect is in the rows read again.
+
 Killed midway, the tables already replaced keep ``since`` in their replace commit (``replace_current``) and
 are not read again: the retry goes on from that ``since``, so none of their changes after it is missed.
 Refused before anything is written: a keyless table (its changes count without order keys, so those between
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
@@ -58,6 +62,12 @@ def resnapshot_lost_range(
     present = load_table_schemas(control, tables)
     _refuse(checkpoint, [present[t] for t in tables if t in present])
     since = _since(lake, control, tables, seq)
+    visible_seq = checkpoint.visible[0]
+    if visible_seq < checkpoint.seq:  # a transaction committed in part before the loss: its rest is lost with it
+        removed = store.remove_uncommitted(replace(checkpoint, seq=visible_seq))
+        _log.warning("removed the %d changelog rows of the part of a transaction committed before the loss (batches "
+                     "%d-%d): its rest is purged, and nobody may read part of a transaction", removed,
+                     visible_seq + 1, checkpoint.seq)
     checkpoint.advance(seq, since)
     records = {}
     for table in tables:
