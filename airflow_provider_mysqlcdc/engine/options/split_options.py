@@ -8,7 +8,6 @@ wrong with a value and what to set, before the task touches the source or the la
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +23,12 @@ from airflow_provider_mysqlcdc.cdc.split.splitter import (
     validate_split_options,
 )
 from airflow_provider_mysqlcdc.engine.options import rendered
+from airflow_provider_mysqlcdc.engine.options.captured_lake import CapturedLake
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
 @dataclass(frozen=True)
-class SplitOptions:
+class SplitOptions(CapturedLake):
     """What decides the snapshot's plan and batches, validated once (the split operator documents each)."""
 
     base_uri: str
@@ -61,14 +60,8 @@ class SplitOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """How the lake is reached (``lake.handle``; from the lake connection): secrets, never shown."""
 
-    @functools.cached_property
-    def lake(self) -> Lake:
-        return Lake.at(self.base_uri, self.storage_options)
-
     def __post_init__(self) -> None:
-        if not self.base_uri:
-            raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
-        self.selection()  # the patterns are checked before the task touches the source or the lake
+        self.check_lake_and_tables()
         validate_split_options(self.chunk_size, self.distribution_factor_lower, self.distribution_factor_upper)
         for name in ("chunk_max_bytes", "rows_per_batch", "max_batches", "readers_per_batch"):
             value = getattr(self, name)

@@ -8,7 +8,6 @@ value and what to set.
 
 from __future__ import annotations
 
-import functools
 import os
 import socket
 import time
@@ -19,11 +18,10 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.offset.startup import StartupMode, parse_file_position
-from airflow_provider_mysqlcdc.cdc.schema.discovery import TableSelection
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.engine.options import rendered
+from airflow_provider_mysqlcdc.engine.options.captured_lake import CapturedLake
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
-from airflow_provider_mysqlcdc.lake.handle import Lake
 
 
 class SchemaChangeBehavior(StrEnum):
@@ -104,7 +102,7 @@ class CommitLimits:
 
 
 @dataclass(frozen=True)
-class StreamOptions:
+class StreamOptions(CapturedLake):
     """Everything that decides what the stream does, validated once (see the stream operator for each)."""
 
     base_uri: str
@@ -146,14 +144,8 @@ class StreamOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """How the lake is reached (``lake.handle``; from the lake connection): secrets, never shown."""
 
-    @functools.cached_property
-    def lake(self) -> Lake:
-        return Lake.at(self.base_uri, self.storage_options)
-
     def __post_init__(self) -> None:
-        if not self.base_uri:
-            raise InvalidOptionError("base_uri must name the lake (a local path or s3://bucket/prefix)")
-        self.selection()  # the patterns are checked before the task touches the source or the lake
+        self.check_lake_and_tables()
         if self.stop_at_offset:
             parse_file_position(self.stop_at_offset, "stop_at_offset")  # a bad value fails before any work
         if not self.lease_seconds > 0:
@@ -171,11 +163,6 @@ class StreamOptions:
         if self.on_position_lost is PositionLostBehavior.ARCHIVE and not self.binlog_archive_uri:
             raise InvalidOptionError("on_position_lost is 'archive', but binlog_archive_uri is not set: set it to "
                                      "the folder or object-store prefix that holds the archived binlog files")
-
-    def selection(self) -> TableSelection:
-        """The tables to capture: named, or matched by patterns (then also those created while it runs)."""
-        return TableSelection(self.tables, self.include_databases, self.include_tables, self.exclude_tables,
-                              self.include_online_schema_change_tables)
 
     @classmethod
     def from_values(
