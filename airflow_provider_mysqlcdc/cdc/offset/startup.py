@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
     BinlogOffset,
@@ -30,6 +30,9 @@ from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPositi
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_info import MARIADB, MYSQL, ServerInfo
 from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError
+
+if TYPE_CHECKING:
+    from airflow_provider_mysqlcdc.cdc.binlog.dump import EventStream
 
 _log = logging.getLogger(__name__)
 
@@ -197,17 +200,19 @@ def find_first_uncovered(
 
 
 def scan_transactions(
-    config: ConnectionConfig, server_id: int, server: ServerInfo, control: Any, file: str
+    config: ConnectionConfig, server_id: int, server: ServerInfo, control: Any, file: str,
+    events: Callable[[str, int], EventStream] | None = None,
 ) -> Iterator[Transaction]:
     """The transactions from the start of ``file`` to the binlog's current end: the binlog reader's
-    commit markers, with no table captured (so no row is decoded)."""
+    commit markers, with no table captured (so no row is decoded). ``events`` reads other binlog files
+    than the server's (``BinlogReader``'s, e.g. an archive's ``BinlogFiles.open``)."""
     # imported here: the stream operator imports this module's constants at DAG-parse time
     from airflow_provider_mysqlcdc.cdc.binlog.reader import BinlogReader, Committed
     from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 
     start = BinlogOffset(file, 4, flavor=server.flavor)
     reader = BinlogReader(config.replication_settings(), server_id, config.server_id, {}, start,
-                          reload_schema=lambda table: load_table_schema(control, table))
+                          reload_schema=lambda table: load_table_schema(control, table), events=events)
     for item in reader:
         if isinstance(item, Committed):
             yield Transaction(start, item.offset, item.gtid, item.ts_ms)
