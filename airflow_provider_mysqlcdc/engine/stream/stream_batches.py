@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_mysqlcdc.cdc.binlog.change_columns import ImageBuffer
+from airflow_provider_mysqlcdc.cdc.binlog.dump import EventStream
 from airflow_provider_mysqlcdc.cdc.binlog.reader import (
     BinlogReader,
     ChangeRows,
@@ -172,6 +173,7 @@ def stream_batches(
     limits: CommitLimits = CommitLimits(),
     follow: float | None = None,
     schema_changes: SchemaChanges | None = None,
+    events: Callable[[str, int], EventStream] | None = None,
 ) -> Generator[StreamCommit | CaughtUp, None, None]:
     """Commit batches until caught up; ``checkpoint`` is advanced in place. Yields one report per commit.
 
@@ -188,9 +190,12 @@ def stream_batches(
     committed first, then ``schema_changes`` applies it to the lake and its records are committed with
     the checkpoint past it. Without ``schema_changes`` (a caller that drives batches alone: a test, a
     benchmark) a DDL of a captured table is an error rather than passed over.
+
+    ``events`` reads other binlog files than the server's (``BinlogReader``'s: an archive's
+    ``BinlogFiles.open``), from the checkpoint's offset in them to their end (not following).
     """
     schemas = dict(checkpoint.schemas)
-    reader = _open_reader(config, server_id, checkpoint, schemas, reload_schema, follow, schema_changes)
+    reader = _open_reader(config, server_id, checkpoint, schemas, reload_schema, follow, schema_changes, events)
     cutter = _BatchCutter(reader, store, checkpoint, control, schemas, limits, follow, schema_changes)
     try:
         for item in reader.rows():
@@ -212,7 +217,8 @@ def stream_batches(
 
 def _open_reader(config: ConnectionConfig, server_id: int, checkpoint: Checkpoint, schemas: dict[TableId, TableSchema],
                  reload_schema: Callable[[TableId], TableSchema], follow: float | None,
-                 schema_changes: SchemaChanges | None) -> BinlogReader:
+                 schema_changes: SchemaChanges | None,
+                 events: Callable[[str, int], EventStream] | None = None) -> BinlogReader:
     """The binlog reader from the checkpoint's offset: blocking with heartbeats when following; watching, besides
     the captured tables, the names that may be created or renamed into the captured set (stopped tables, and
     the named tables or the patterns to match new names against)."""
@@ -223,7 +229,7 @@ def _open_reader(config: ConnectionConfig, server_id: int, checkpoint: Checkpoin
                         reload_schema=reload_schema, session_time_zone=config.server_time_zone,
                         blocking=follow is not None,
                         heartbeat_seconds=None if follow is None else min(follow, _IDLE_HEARTBEAT_SECONDS),
-                        watched=watched, watch_new=watch_new)
+                        watched=watched, watch_new=watch_new, events=events)
 
 
 class _OpenBatch:

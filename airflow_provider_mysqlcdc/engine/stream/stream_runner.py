@@ -15,6 +15,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from airflow_provider_mysqlcdc.cdc.binlog.dump import EventStream
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, check_offset_available, server_identity
 from airflow_provider_mysqlcdc.cdc.offset.startup import (
     StartupMode,
@@ -37,6 +38,7 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import (
     StreamProgress,
     StreamSummary,
 )
+from airflow_provider_mysqlcdc.engine.stream.archive_catch_up import ArchiveCatchUp
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, reconcile_tables
 from airflow_provider_mysqlcdc.engine.stream.retention_watch import RetentionWatch
 from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
@@ -231,7 +233,13 @@ class StreamRunner:
             self._resnapshot_lost_range(control, checkpoint, lost)
 
     def _from_archive(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
-        raise NotImplementedError
+        """The lost range read from the archived binlog files (``archive_catch_up``), each batch committed as
+        the stream's are, then the checkpoint handed over to the server."""
+        archive = ArchiveCatchUp(self.options, self.config, self.server_id, lost)
+        checkpoint.offset = archive.start(control, checkpoint)
+        archive.read(self._batches(control, checkpoint, follow=False, events=archive.files.open), self._account,
+                     checkpoint)
+        checkpoint.offset = archive.hand_over(control, checkpoint.offset, partial(self._kept_position, control))
 
     def _resnapshot_lost_range(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
         raise NotImplementedError
@@ -290,9 +298,12 @@ class StreamRunner:
                 self.retention.check(control, checkpoint.offset)
 
     def _batches(
-        self, control: Any, checkpoint: Checkpoint, follow: bool
+        self, control: Any, checkpoint: Checkpoint, follow: bool,
+        events: Callable[[str, int], EventStream] | None = None,
     ) -> Generator[StreamCommit | CaughtUp, None, None]:
-        check_offset_available(control, checkpoint.offset)
+        """The batches from the checkpoint: the server's binlog, or with ``events`` other binlog files."""
+        if events is None:
+            check_offset_available(control, checkpoint.offset)
         reload = partial(load_table_schema, control)
         merger = StateMerger(self.options.lake, control)
         schema_changes = SchemaChanges(self.options.schema_change_behavior, self.options.lake, self.config,
@@ -300,7 +311,7 @@ class StreamRunner:
                                        lambda: resnapshot_server_id(self.config, "mysql_cdc_conn_id"))
         return stream_batches(self.config, self.server_id, self.store, checkpoint, control, reload,
                               self.options.limits, follow=self.options.poll_interval if follow else None,
-                              schema_changes=schema_changes)
+                              schema_changes=schema_changes, events=events)
 
     def _account(self, report: StreamCommit, progress: StreamProgress) -> None:
         self.upkeep.changelogs_committed(TableId.parse(t) for t, rows in report.rows.items() if rows)
