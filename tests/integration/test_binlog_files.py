@@ -6,9 +6,6 @@ files, as a backup tool copies them."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +20,10 @@ from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_id import ServerIdRange
 from airflow_provider_mysqlcdc.exceptions import RowDecodeError, SourceConfigError
+from tests.integration.binlog_archive import copy_binlog
 from tests.integration.source_sql import now, run
 
 SERVER_ID = 5440
-
-
-
-
-def copy_binlog(server: Any, first: str, folder: Path) -> BinlogFiles:
-    """The server's binlog from file ``first`` to its current end, copied as an archive is: ``mariadb-binlog
-    --read-from-remote-server --raw`` as the CDC user (its password in the environment, not the command line)."""
-    client = shutil.which("mariadb-binlog") or "/usr/bin/mariadb-binlog"
-    subprocess.run(
-        [client, "--read-from-remote-server", "--raw", "--to-last-log", f"--host={server.host}",
-         f"--port={server.port}", f"--user={server.cdc_user}", f"--result-file={folder}/", first],
-        check=True, capture_output=True, timeout=60, env={**os.environ, "MYSQL_PWD": server.cdc_password},
-    )
-    return BinlogFiles.in_folder(folder)
 
 
 def read(config: ConnectionConfig, cdc_conn: Any, schema: TableSchema, start: BinlogOffset, stop: BinlogOffset,
