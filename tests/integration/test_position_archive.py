@@ -169,6 +169,23 @@ def test_an_archive_under_other_names_is_matched_by_gtids(
     assert after.offset.file == newest and after.offset.server is not None
 
 
+def test_a_checkpoint_before_its_files_first_transaction_is_found_in_a_copy_of_that_file(
+        admin: Any, connections: ConnectionConfig, mariadb_server: Any, database: str, tmp_path: Path) -> None:
+    table, base_uri = f"{database}.fresh_file", str(tmp_path / "lake")
+    run(admin, "CREATE TABLE fresh_file (id INT PRIMARY KEY, v INT)", "FLUSH BINARY LOGS")
+    stream_task(base_uri, table, startup_mode="latest-offset")
+    before = checkpoint_of(base_uri)  # after the new file's first events, before any transaction in it
+    run(admin, "INSERT INTO fresh_file VALUES (1, 1)", "UPDATE fresh_file SET v = 2 WHERE id = 1")
+    files = copy_binlog(mariadb_server, before.offset.file, tmp_path / "archive")
+    assert files.names == [before.offset.file] and before.offset.position > 4
+    newest = purge_to_newest(admin)
+
+    stream_task(base_uri, table, on_position_lost="archive", binlog_archive_uri=str(tmp_path / "archive"))
+    assert_replica(connections, base_uri, table)
+    assert changes_after(base_uri, table, before.seq) == [("+I", 1, 1), ("-U", 1, 1), ("+U", 1, 2)]
+    assert checkpoint_of(base_uri).offset.file == newest
+
+
 def test_an_archive_that_stops_short_of_the_server_fails_naming_both_ends(
         admin: Any, mariadb_server: Any, database: str, tmp_path: Path) -> None:
     table, base_uri = f"{database}.short_archive", str(tmp_path / "lake")

@@ -50,10 +50,17 @@ def test_a_gtid_checkpoint_is_found_by_its_gtids_in_files_of_other_names() -> No
     assert archive.start(checkpoint("mysql-bin.000003", 1234, "0-1-9")) == checkpoint("copy.000008", 204, "0-1-9")
 
 
-def test_an_archive_of_the_same_binlog_finds_the_checkpoint_where_it_is() -> None:
+def test_a_copy_of_the_checkpoints_own_binlog_is_read_from_the_checkpoint_itself() -> None:
     archive = Archive({"mysql-bin.000003": ["0-1-1", "0-1-2"], "mysql-bin.000004": ["0-1-3"]})
     lost = checkpoint("mysql-bin.000003", 104, "0-1-1")
     assert archive.start(lost) == lost
+    # past events outside transactions (a file's first events, after the last transaction it covers): there, not
+    # at the end of the transaction before, so that its changes carry the server's offsets
+    after_events = checkpoint("mysql-bin.000004", 385, "0-1-2")
+    assert archive.start(after_events) == after_events
+    # a file of the name whose transactions the GTIDs place after the checkpoint's position is another binlog's
+    other = Archive({"mysql-bin.000003": ["0-1-1", "0-1-2", "0-1-3"]})
+    assert other.start(checkpoint("mysql-bin.000003", 150, "0-1-2")) == checkpoint("mysql-bin.000003", 204, "0-1-2")
 
 
 def test_mysql_gtid_sets_are_matched_too() -> None:
@@ -68,7 +75,7 @@ def test_an_archive_that_may_begin_after_the_checkpoint_does_not_hold_it() -> No
     assert archive.start(checkpoint("mysql-bin.000003", 1234, "0-1-6")) is None
     # unless its first file is the checkpoint's own (a checkpoint before the file's first transaction)
     own = Archive({"mysql-bin.000003": ["0-1-8", "0-1-9"]})
-    assert own.start(checkpoint("mysql-bin.000003", 256, "0-1-7")) == checkpoint("mysql-bin.000003", 4, "0-1-7")
+    assert own.start(checkpoint("mysql-bin.000003", 256, "0-1-7")) == checkpoint("mysql-bin.000003", 256, "0-1-7")
 
 
 def test_without_gtids_the_archive_must_hold_the_checkpoint_file_by_name() -> None:

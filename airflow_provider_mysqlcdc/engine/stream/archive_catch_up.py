@@ -10,11 +10,11 @@ point the server's binlog has, or the archive did not reach the server's binlog 
 committed (the lake is consistent as of that checkpoint).
 
 Positions read from an archive are the archive's. They are this server's only when the archive is a copy of this
-server's binlog, which shows where the checkpoint is found: at its own file and position. Else (a copy from
-another server of the replication topology, or renamed files) the end is found on the server by its GTIDs, and
-such an archive is refused unless its positions order as the lake orders changes: by binlog file number and
-position (the changelog's ``_binlog_file``, ``_binlog_pos``, which the MERGE compares, and the snapshot's high
-watermarks, which the emit filter compares while the stream has not passed them).
+server's binlog, which shows where the checkpoint is found (``archived_start``): at its own file and position.
+Else (a copy from another server of the replication topology, or renamed files) the end is found on the server
+by its GTIDs, and such an archive is refused unless its positions order as the lake orders changes: by binlog
+file number and position (the changelog's ``_binlog_file``, ``_binlog_pos``, which the MERGE compares, and the
+snapshot's high watermarks, which the emit filter compares while the stream has not passed them).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
-from airflow_provider_mysqlcdc.cdc.offset.archived_start import archived_start
+from airflow_provider_mysqlcdc.cdc.offset.archived_start import archived_start, file_order
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, binlog_files, file_index
 from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, reanchor, scan_transactions
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
@@ -73,7 +73,7 @@ class ArchiveCatchUp:
                 f"on_position_lost is 'archive', but {self._describe()} does not hold the stream's checkpoint "
                 f"{offset}: {needed}. Nothing was written: the lake holds the tables as of the checkpoint. The "
                 f"server's oldest binlog starts at {self._lost.oldest}", self._lost.checkpoint, self._lost.oldest)
-        self._own = (start.file, start.position) == (offset.file, offset.position)
+        self._own = (start.file, start.position) == (offset.file, offset.position)  # a copy of its own binlog
         if not self._own:
             self._refuse_foreign(checkpoint, start)
         _log.info("reading %s from %s:%d, the stream's checkpoint %s (found %s)", self._describe(), start.file,
@@ -91,7 +91,7 @@ class ArchiveCatchUp:
         if checkpoint.chunks:
             problem = (f"the stream has not yet passed the snapshot's high watermarks of "
                        f"{sorted(map(str, checkpoint.chunks))}, positions in the checkpoint's binlog")
-        elif (file_index(start.file), start.position) < (file_index(offset.file), offset.position) or (
+        elif file_order(start) < file_order(offset) or (
                 oldest != "none" and file_index(names[-1]) >= file_index(oldest)):
             problem = (f"its files' numbers do not lie between the checkpoint's {offset.file}:{offset.position} and "
                        f"the server's oldest binlog {oldest}, and the lake orders changes by binlog file number and "
