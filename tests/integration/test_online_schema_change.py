@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,6 +35,7 @@ ROWS = 3000
 CHUNK = 250  # rows a copy statement of the tools copies
 COPY_PAUSE = 0.05  # seconds between two (the tools' throttling): the writer's changes land in the copy
 HELPERS = ("_items_gho", "_items_ghc", "_items_del", "_items_new", "_items_old")
+CAPTURES = ("include_databases", "tables")
 
 pytestmark = pytest.mark.usefixtures("connections")
 
@@ -177,8 +177,9 @@ def lake_tables(base_uri: str) -> tuple[set[str], set[str]]:
     return {t.table for t in checkpoint.schemas}, {t.table for t in checkpoint.stopped}
 
 
-def start(admin: Any, connections: ConnectionConfig, database: str, base_uri: str) -> TableId:
-    """``items`` anew in the module's database (alone: the patterns take every table of it), snapshotted."""
+def start(admin: Any, connections: ConnectionConfig, database: str, *base_uris: str) -> TableId:
+    """``items`` anew in the module's database (alone: the patterns take every table of it), snapshotted into
+    each lake of ``base_uris``."""
     with admin.cursor() as cur:
         cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,))
         for (name,) in cur.fetchall():
@@ -186,30 +187,38 @@ def start(admin: Any, connections: ConnectionConfig, database: str, base_uri: st
         cur.execute("CREATE TABLE items (id INT PRIMARY KEY, v INT)")
         cur.execute(f"INSERT INTO items SELECT seq, seq FROM seq_1_to_{ROWS}")
     items = TableId(database, "items")
-    snapshot(connections, base_uri, str(items), chunk_size=700, chunks_per_batch=2)
+    for base_uri in base_uris:
+        snapshot(connections, base_uri, str(items), chunk_size=700, chunks_per_batch=2)
     return items
 
 
-def started(capture: str, admin: Any, connections: ConnectionConfig, database: str,
-            base_uri: str) -> tuple[TableId, Callable[[], Any]]:
-    """``items`` (``start``) and a run of the stream task capturing it by name (``capture`` 'tables') or its
-    database's tables by pattern ('include_databases'), run once."""
-    items = start(admin, connections, database, base_uri)
+class Capture:
+    """One lake of ``items`` and its stream task, capturing ``items`` by name (``capture`` 'tables') or its
+    database's tables by pattern ('include_databases'). The tests run both captures side by side, each its
+    own lake, over one run of the tools: both read the same binlog, and the tools, the writer and their
+    pauses run once."""
 
-    def stream() -> Any:
-        if capture == "tables":
-            return stream_task(base_uri, str(items))
-        return stream_task(base_uri, include_databases=database)
+    def __init__(self, capture: str, database: str, tmp_path: Any) -> None:
+        self.capture, self.database, self.base_uri = capture, database, str(tmp_path / capture)
 
-    stream()
-    return items, stream
+    def stream(self, items: TableId) -> Any:
+        if self.capture == "tables":
+            return stream_task(self.base_uri, str(items))
+        return stream_task(self.base_uri, include_databases=self.database)
 
 
-@pytest.mark.parametrize("capture", ["include_databases", "tables"])
-def test_gh_ost_then_pt_osc_under_a_writer_read_late(capture: str, admin: Any, connections: ConnectionConfig,
-                                                     database: str, mariadb_server: Any, tmp_path: Any) -> None:
-    base_uri = str(tmp_path / "lake")
-    items, stream = started(capture, admin, connections, database, base_uri)
+def started(admin: Any, connections: ConnectionConfig, database: str, tmp_path: Any) -> tuple[TableId, list[Capture]]:
+    """``items`` (``start``) in the lake of each capture, and each capture's stream task run once."""
+    captures = [Capture(capture, database, tmp_path) for capture in CAPTURES]
+    items = start(admin, connections, database, *(c.base_uri for c in captures))
+    for capture in captures:
+        capture.stream(items)
+    return items, captures
+
+
+def test_gh_ost_then_pt_osc_under_a_writer_read_late(admin: Any, connections: ConnectionConfig, database: str,
+                                                     mariadb_server: Any, tmp_path: Any) -> None:
+    items, captures = started(admin, connections, database, tmp_path)
 
     writer = Writer(mariadb_server, database)
     writer.start()
@@ -218,24 +227,28 @@ def test_gh_ost_then_pt_osc_under_a_writer_read_late(capture: str, admin: Any, c
         gh_ost(mariadb_server, database, writer, "ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT 'x'",
                ok_to_drop_table=True)
         assert writer.count > before + 10  # the writer wrote while the tool ran
-        with writer.lock:  # the stream reads the cut-over after the tool dropped its tables
-            stream()
-            assert_replica_equal(admin, base_uri, items)
-            assert lake_tables(base_uri)[0] == {"items"}
+        with writer.lock:  # the streams read the cut-over after the tool dropped its tables
+            for capture in captures:
+                capture.stream(items)
+                assert_replica_equal(admin, capture.base_uri, items)
+                assert lake_tables(capture.base_uri)[0] == {"items"}, capture.capture
         before = writer.count
         pt_osc(mariadb_server, database, "MODIFY v BIGINT, ADD INDEX by_v (v)")
         assert writer.count > before + 10
         with writer.lock:
-            stream()
-            assert_replica_equal(admin, base_uri, items)
+            for capture in captures:
+                capture.stream(items)
+                assert_replica_equal(admin, capture.base_uri, items)
     finally:
         writer.stop()
     assert writer.error is None
-    stream()
-    assert_replica_equal(admin, base_uri, items)
-    captured, stopped = lake_tables(base_uri)
-    assert captured == {"items"} and not stopped & set(HELPERS)
-    assert not any(DeltaTable.is_deltatable(table_uri(base_uri, TableId(database, name))) for name in HELPERS)
+    for capture in captures:
+        capture.stream(items)
+        assert_replica_equal(admin, capture.base_uri, items)
+        captured, stopped = lake_tables(capture.base_uri)
+        assert captured == {"items"} and not stopped & set(HELPERS), capture.capture
+        assert not any(DeltaTable.is_deltatable(table_uri(capture.base_uri, TableId(database, name)))
+                       for name in HELPERS), capture.capture
     with admin.cursor() as cur:
         cur.execute("SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
                     "TABLE_NAME = 'items' ORDER BY ORDINAL_POSITION", (database,))
@@ -289,18 +302,15 @@ def test_helper_tables_included_on_request(admin: Any, connections: ConnectionCo
         control.close()
 
 
-@pytest.mark.parametrize("capture", ["include_databases", "tables"])
 def test_a_swapped_in_table_gone_by_the_time_the_stream_reads_the_swap(
-        capture: str, admin: Any, connections: ConnectionConfig, database: str, mariadb_server: Any,
-        tmp_path: Any) -> None:
+        admin: Any, connections: ConnectionConfig, database: str, mariadb_server: Any, tmp_path: Any) -> None:
     """gh-ost's cut-over, then ``items`` renamed away before the stream reads either: the table swapped in
     is gone (its rows were the ghost table's, which no capture takes), so the stream passes over it; under
     the patterns the rename then captures ``items_archive``, its rows read whole. Nothing fails.
 
     (Under the patterns the stream's start already stops ``items``, which the server no longer has, at the
     checkpoint: ``engine.stream.stream_runner`` wants the tables the patterns find on the server.)"""
-    base_uri = str(tmp_path / "lake")
-    items, stream = started(capture, admin, connections, database, base_uri)
+    items, captures = started(admin, connections, database, tmp_path)
     writer = Writer(mariadb_server, database)
     writer.start()
     try:
@@ -312,13 +322,14 @@ def test_a_swapped_in_table_gone_by_the_time_the_stream_reads_the_swap(
     with admin.cursor() as cur:
         cur.execute("RENAME TABLE items TO items_archive")
         cur.execute("INSERT INTO items_archive (id, v) VALUES (100000, 1)")
-    stream()
-    captured, stopped = lake_tables(base_uri)
-    assert stopped == {"items"}
-    if capture == "include_databases":
-        assert captured == {"items_archive"}
-        assert_replica_equal(admin, base_uri, TableId(database, "items_archive"))
-    else:
-        assert captured == set()
-        checkpoint = StreamStore(Lake.at(base_uri)).read_checkpoint()
-        assert checkpoint is not None and checkpoint.stopped[items].ddl.startswith("RENAME TABLE `items` TO")
+    for capture in captures:
+        capture.stream(items)
+        captured, stopped = lake_tables(capture.base_uri)
+        assert stopped == {"items"}, capture.capture
+        if capture.capture == "include_databases":
+            assert captured == {"items_archive"}
+            assert_replica_equal(admin, capture.base_uri, TableId(database, "items_archive"))
+        else:
+            assert captured == set()
+            checkpoint = StreamStore(Lake.at(capture.base_uri)).read_checkpoint()
+            assert checkpoint is not None and checkpoint.stopped[items].ddl.startswith("RENAME TABLE `items` TO")
