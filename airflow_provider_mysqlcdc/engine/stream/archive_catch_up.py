@@ -47,7 +47,8 @@ class ArchiveCatchUp:
                  lost: BinlogPositionLostError) -> None:
         self._uri = str(options.binlog_archive_uri)
         place = Lake.at(self._uri, options.storage_options)  # the lake's way to a filesystem with these options
-        self.files = BinlogFiles.in_folder(place.root, place.fs)
+        # a URI as given (its errors name it; the filesystem takes its path), a local folder made absolute
+        self.files = BinlogFiles.in_folder(self._uri if "://" in self._uri else place.root, place.fs)
         self._config, self._server_id, self._lost = config, server_id, lost
         self._own = False  # whether the archive's positions are the checkpoint server's
 
