@@ -11,6 +11,7 @@ Layout under the base URI::
     _stream/checkpoint.json        the stream's checkpoint (``lake.write.stream_commit``)
     _stream/lease.json             the one stream writer's lease (``lake.write.lease``)
     _stream/schemas/<ref>.json     the table schemas the checkpoint names (``lake.documents.schema_documents``)
+    _stream/binlog_margin.json     the last check of the checkpoint's binlog margin (``lake.documents.binlog_margin``)
     <db>/<table>/current/          the current-state Delta table (``LakeTable.current``)
     <db>/<table>/changelog/        the changelog Delta table (``LakeTable.changelog``)
     <db>/<table>/snapshot/         the snapshot's plan and batch manifests (``lake.documents.snapshot``)
@@ -185,6 +186,11 @@ class Lake:
     @property
     def lease(self) -> str:
         return self.path("_stream", "lease.json")
+
+    @property
+    def binlog_margin(self) -> str:
+        """The last check of the checkpoint's binlog retention (``lake.documents.binlog_margin``)."""
+        return self.path("_stream", "binlog_margin.json")
 
     def schema_document(self, ref: str) -> str:
         """A table schema the checkpoint names by ``ref`` (``lake.documents.schema_documents``)."""

@@ -2,7 +2,8 @@
 tables, verification and table events; the stream's position, lease and commit history.
 
 Read only, and only through the lake's readers (``SnapshotStore``, ``StreamStore``, the table format
-seam ``lake.format.table_format``, ``VerifyStore``'s reports): the page never writes. The snapshot's chunks are
+seam ``lake.format.table_format``, ``VerifyStore``'s reports, the last binlog margin check
+``lake.documents.binlog_margin``): the page never writes. The snapshot's chunks are
 done when their batch has a manifest; a batch without one is pending unless Airflow says its task runs
 or failed (``batch_states``, given by ``ui.runs``: this module knows no Airflow). Figures of the tables
 come from their logs (file sizes and row counts, no data read); the stream's lag at each commit from
@@ -28,6 +29,7 @@ from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.split.chunks import encode_key
 from airflow_provider_mysqlcdc.engine.verification.verify import VerifyReport
 from airflow_provider_mysqlcdc.lake.changelog import DDL_COLUMN
+from airflow_provider_mysqlcdc.lake.documents.binlog_margin import read_margin_check
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import BatchManifest, Plan, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
@@ -137,8 +139,27 @@ class CommitPoint:
 
 
 @dataclass(frozen=True)
+class MarginView:
+    """The last check of the checkpoint's binlog margin (``lake.documents.binlog_margin``): the seconds its
+    binlog file had left when measured (None: the server purges no binlog), what limits them (``age``,
+    ``size``, ``none``, ``purged``), ``below`` the stream's ``binlog_margin_seconds`` then (or purged), and
+    how old the figure is: a stream that is down stops checking."""
+
+    measured_at: str
+    age_seconds: float
+    checked_by: str
+    file: str
+    position: int
+    seconds: float | None
+    limited_by: str
+    behind_bytes: int
+    warn_below_seconds: float | None
+    below: bool
+
+
+@dataclass(frozen=True)
 class StreamView:
-    """The stream of the lake as its checkpoint, lease and changelogs tell it."""
+    """The stream of the lake as its checkpoint, lease, changelogs and last margin check tell it."""
 
     seq: int
     offset: str
@@ -150,6 +171,7 @@ class StreamView:
     lease_valid_until: str | None
     lease_held: bool
     history: list[CommitPoint] = field(default_factory=list)
+    binlog_margin: MarginView | None = None
 
 
 @dataclass(frozen=True)
@@ -356,6 +378,16 @@ def stream_history(parts: Iterable[_TableHistory]) -> list[CommitPoint]:
             for seq in sorted(committed)]
 
 
+def margin_view(lake: Lake, now: float) -> MarginView | None:
+    """The lake's last margin check, with its age at ``now`` (None: nothing has checked yet)."""
+    check = read_margin_check(lake)
+    if check is None:
+        return None
+    age = max(0.0, round(now - dt.datetime.fromisoformat(check.measured_at).timestamp(), 1))
+    return MarginView(check.measured_at, age, check.checked_by, check.file, check.position, check.seconds,
+                      check.limited_by.value, check.behind_bytes, check.warn_below_seconds, check.below)
+
+
 def stream_view(lake: Lake, checkpoint: Checkpoint, history: list[CommitPoint], now: float) -> StreamView:
     seq, offset = checkpoint.visible
     lags = [p.lag_seconds for p in history if p.lag_seconds is not None]
@@ -367,7 +399,7 @@ def stream_view(lake: Lake, checkpoint: Checkpoint, history: list[CommitPoint], 
                       lags[-1] if lags else None, round(recent / RATE_WINDOW_SECONDS, 1),
                       lease.holder if lease is not None else None,
                       _iso(lease.expires_at * 1000) if lease is not None else None,
-                      lease is not None and lease.valid(now), history)
+                      lease is not None and lease.valid(now), history, margin_view(lake, now))
 
 
 def lake_status(lake: Lake, tables: Iterable[str] | None = None,

@@ -4,7 +4,10 @@ framework (it loads in an iframe of Airflow's UI, and a headless browser tests w
 Every value is escaped; every figure a test or a script may want carries a ``data-`` attribute (the
 table's name, its chunk counts, the stream's lag), and the same figures are the plugin's JSON
 (``DagStatus.to_dict``). A chunk is a square coloured by its state with its key range, rows and high
-watermark as its tooltip; the stream's lag and rows/s over the last hours are one SVG chart.
+watermark as its tooltip; the stream's lag and rows/s over the last hours are one SVG chart. Beside the
+lag, the binlog margin: how long the checkpoint's binlog file had left on the server at the last check,
+in the warning colour below the stream's ``binlog_margin_seconds``, with the check's age (a stream that
+is down stops checking: an old figure says so).
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_mysqlcdc.ui.lake_status import CHUNK_STATES, CommitPoint, LakeStatus, StreamView, TableView
+from airflow_provider_mysqlcdc.cdc.source.retention import MarginLimit, duration
+from airflow_provider_mysqlcdc.ui.lake_status import (
+    CHUNK_STATES,
+    CommitPoint,
+    LakeStatus,
+    MarginView,
+    StreamView,
+    TableView,
+)
 from airflow_provider_mysqlcdc.ui.runs import LakeRef, TaskState
 
 REFRESH_SECONDS = 30
@@ -214,6 +225,27 @@ def _task_log_link(airflow_root: str, status: DagStatus, task: TaskState | None)
     return f' (<a href="{_e(href)}" target="_top" data-field="stream-log">its log says why</a>)'
 
 
+def _margin(margin: MarginView | None) -> str:
+    """The binlog margin at the last check, and how old that check is."""
+    if margin is None:
+        return '<span class="muted" data-field="binlog-margin">not measured yet</span>'
+    if margin.limited_by == MarginLimit.PURGED:
+        figure = f"none: binlog file {_e(margin.file)} is purged"
+    elif margin.seconds is None:
+        figure = "not purged (no retention by age or size)"
+    else:
+        figure = duration(margin.seconds)
+        if margin.warn_below_seconds is not None:
+            figure += f" (warns below {duration(margin.warn_below_seconds)})"
+    by = "the split task" if margin.checked_by == "split" else f"the {_e(margin.checked_by)}"
+    style = ' class="bad"' if margin.below else ""
+    return (f'<span data-field="binlog-margin" data-value="{margin.seconds}" data-limited-by="{_e(margin.limited_by)}" '
+            f'data-below="{str(margin.below).lower()}" data-age-seconds="{margin.age_seconds}"{style}>{figure}</span> '
+            f'<span class="muted" data-field="binlog-margin-age">measured {duration(margin.age_seconds)} ago by {by} '
+            f"({_e(margin.measured_at)}), binlog file {_e(margin.file)}, {_size(margin.behind_bytes)} of binlog "
+            f"behind</span>")
+
+
 def _stream(stream: StreamView | None, task: TaskState | None, log_link: str = "") -> str:
     state = task.state if task is not None else None
     if stream is None:
@@ -228,6 +260,7 @@ def _stream(stream: StreamView | None, task: TaskState | None, log_link: str = "
         ("Offset", f'<code data-field="offset">{_e(stream.offset)}</code>'),
         ("GTID", f'<code data-field="gtid">{_e(stream.gtid or "none")}</code>'),
         ("Lag at the last commit", f'<span data-field="lag-seconds" data-value="{stream.lag_seconds}">{lag}</span>'),
+        ("Binlog margin", _margin(stream.binlog_margin)),
         ("Last commit", f'<span data-field="last-commit">{_e(stream.last_commit)}</span> (batch {stream.seq})'),
         ("Rows/s (last 5 min)", f'<span data-field="rows-per-second">{stream.rows_per_second:,.1f}</span>'),
         ("Lease", lease),

@@ -101,6 +101,24 @@ def page_facts(dom: str, tables: list[str]) -> dict[str, Any]:
     return {"tables": found, "offset": offset.group(1), "lag": float(lag.group(1))}
 
 
+def margin_document(shared_run: SharedRun) -> dict[str, Any]:
+    """The stream's last binlog margin check, read from the lake as JSON without the package's code."""
+    document = json.loads((Path(shared_run.base_uri) / "_stream" / "binlog_margin.json").read_text())
+    assert document["checked_by"] == "stream", document
+    return dict(document)
+
+
+def page_margin(dom: str) -> dict[str, Any]:
+    """The binlog margin beside the lag on the page, by its ``data-`` attributes and its age's words."""
+    shown = re.search(r'<span data-field="binlog-margin" data-value="([^"]*)" data-limited-by="([^"]*)" '
+                      r'data-below="([^"]*)" data-age-seconds="([^"]*)"[^>]*>([^<]*)</span> <span class="muted" '
+                      r'data-field="binlog-margin-age">measured ([^<]*) ago by the stream \(([^)]*)\)', dom)
+    assert shown is not None, dom[:3000]
+    value, limited_by, below, age, figure, ago, measured_at = shown.groups()
+    return {"seconds": None if value == "None" else float(value), "limited_by": limited_by, "below": below,
+            "age": float(age), "figure": figure, "ago": ago, "measured_at": measured_at}
+
+
 def test_the_page_showed_the_snapshot_while_it_ran(shared_run: SharedRun) -> None:
     page = shared_run.page_during_snapshot
     assert page is not None, "the page never showed a snapshot batch running while the snapshot ran"
@@ -125,11 +143,11 @@ def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_r
     stream = shared_run.deployment.wait(
         lambda: (st if (st := shared_run.stream())["state"] in ("deferred", "success") else None), 180,
         "the stream to be idle")
-    before = lake_facts(shared_run)
+    before, margin_before = lake_facts(shared_run), margin_document(shared_run)
     png = artifacts / "mysql-cdc-page.png"
     chromium(shared_run.page_url(), f"--screenshot={png}", "--window-size=1400,1000", dump_dom=False)
     dom = chromium(shared_run.page_url())[1]
-    after = lake_facts(shared_run)
+    after, margin_after = lake_facts(shared_run), margin_document(shared_run)
     print(f"\nscreenshot of {shared_run.page_url()}: {png} ({png.stat().st_size:,} bytes); lake: {after}")
     assert before == after, "the lake moved while the page loaded: the test cannot compare"
 
@@ -137,6 +155,19 @@ def test_the_page_shows_the_replica_and_the_stream_as_the_lake_has_them(shared_r
     assert shown["tables"] == {t: {"chunks": 2, "done": 2, "rows": f["rows"]} for t, f in after["tables"].items()}
     assert all(f["chunks"] == f["done"] == 2 for f in after["tables"].values())
     assert shown["offset"] == after["offset"] and shown["lag"] == after["lag"]
+    # the binlog margin beside the lag: the stream's last check in the lake (a resume may check again while the
+    # page loads), with the check's age; the test server purges no binlog (binlog_expire_logs_seconds 0)
+    margin = page_margin(dom)
+    document = next(d for d in (margin_before, margin_after) if d["measured_at"] == margin["measured_at"])
+    assert (margin["seconds"], margin["limited_by"]) == (document["seconds"], document["limited_by"]), margin
+    assert margin["below"] == "false" and margin["age"] >= 0 and margin["ago"], margin
+    if document["seconds"] is None:
+        assert margin["figure"] == "not purged (no retention by age or size)", margin
+    data = shared_run.deployment.api("GET", shared_run.page_url(api=True).removeprefix(shared_run.deployment.url))
+    carried = data["lakes"][0]["status"]["stream"]["binlog_margin"]
+    assert {k: carried[k] for k in ("checked_by", "limited_by", "warn_below_seconds")} == {
+        k: margin_after[k] for k in ("checked_by", "limited_by", "warn_below_seconds")}, carried
+    assert carried["age_seconds"] >= 0 and not carried["below"], carried
     assert f'data-field="stream-state">{stream["state"]}<' in dom
     # the run does not verify: no table shows a verdict, and the lake has no report
     assert dom.count('data-verdict="none"') == len(shared_run.tables)

@@ -9,6 +9,7 @@ import shutil
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,10 +18,12 @@ from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
+from airflow_provider_mysqlcdc.cdc.source.retention import BinlogFile, position_margin, retention_from_variables
 from airflow_provider_mysqlcdc.cdc.split.chunks import Chunk
 from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.engine.verification.verify import ChunkVerdict, KeyList, VerifyReport, VerifyStore
 from airflow_provider_mysqlcdc.lake.changelog import changes_table, table_event_record
+from airflow_provider_mysqlcdc.lake.documents.binlog_margin import MarginCheck, write_margin_check
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, SnapshotStore
 from airflow_provider_mysqlcdc.lake.format.delta_schema import STREAM_SEQ_COLUMN
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
@@ -36,7 +39,7 @@ from airflow_provider_mysqlcdc.operators.verify import (
     MySqlVerifySummaryOperator,
 )
 from airflow_provider_mysqlcdc.ui import lake_status as lake_status_module
-from airflow_provider_mysqlcdc.ui.lake_status import lake_status
+from airflow_provider_mysqlcdc.ui.lake_status import LakeStatus, lake_status
 from airflow_provider_mysqlcdc.ui.page import DagStatus, LakeReport, _size, render_dag
 from airflow_provider_mysqlcdc.ui.runs import (
     OPERATORS,
@@ -120,6 +123,41 @@ def test_the_stream_its_lag_and_lease_are_the_lakes(lake: Lake) -> None:
     last = max(DeltaTable(lake.table(t).changelog.uri).history()[0]["timestamp"] for t in (ORDERS, TAGS)) / 1000
     after = lake_status(lake, now=last + 1).stream
     assert after is not None and after.rows_per_second == round(sum(p.rows for p in stream.history) / 300, 1)
+
+
+def test_the_binlog_margin_is_the_last_check_in_the_lake_with_its_age(lake: Lake) -> None:
+    def page(status: LakeStatus) -> tuple[str, dict[str, Any]]:
+        dag = DagStatus("d", "r", "running", None, None, [LakeReport(LakeRef(lake.base_uri, None), status)])
+        return render_dag(dag, "", "/j"), dag.to_dict()["lakes"][0]["status"]["stream"]["binlog_margin"]
+
+    html, shown = page(lake_status(lake, now=0))
+    assert shown is None and '<span class="muted" data-field="binlog-margin">not measured yet</span>' in html
+    files = [BinlogFile("mysql-bin.000001", 9000), BinlogFile("mysql-bin.000002", 500)]
+    now = 1_700_000_000.0
+    retention = retention_from_variables({"binlog_expire_logs_seconds": "86400"})
+    margin = position_margin(retention, files, "mysql-bin.000001", 1000, now, lambda name: now - 20 * 3600)
+    write_margin_check(lake, MarginCheck.of(margin, "stream", 6 * 3600, now))
+    # a stream down for 3 h: the figure as measured (4 h left, below its 6 h), and how old it is
+    html, shown = page(lake_status(lake, now=now + 3 * 3600))
+    assert shown == {"measured_at": "2023-11-14T22:13:20+00:00", "age_seconds": 10800.0, "checked_by": "stream",
+                     "file": "mysql-bin.000001", "position": 1000, "seconds": 4 * 3600.0, "limited_by": "age",
+                     "behind_bytes": 8500, "warn_below_seconds": 21600.0, "below": True}
+    assert ('<span data-field="binlog-margin" data-value="14400.0" data-limited-by="age" data-below="true" '
+            'data-age-seconds="10800.0" class="bad">4 h (warns below 6 h)</span>') in html
+    assert ('data-field="binlog-margin-age">measured 3 h ago by the stream (2023-11-14T22:13:20+00:00), binlog file '
+            'mysql-bin.000001, 8.3 KiB of binlog behind</span>') in html
+    # the split's check of a purged file; a server that purges nothing
+    gone = position_margin(retention, files[1:], "mysql-bin.000001", 1000, now, lambda name: now)
+    write_margin_check(lake, MarginCheck.of(gone, "split", None, now))
+    html, shown = page(lake_status(lake, now=now + 1))
+    assert shown["below"] and 'class="bad">none: binlog file mysql-bin.000001 is purged</span>' in html
+    assert "measured 1 s ago by the split task" in html
+    never = position_margin(retention_from_variables({"binlog_expire_logs_seconds": "0"}), files, "mysql-bin.000001",
+                            1000, now, lambda name: now)
+    write_margin_check(lake, MarginCheck.of(never, "stream", 6 * 3600, now))
+    html, shown = page(lake_status(lake, now=now))
+    assert shown["seconds"] is None and not shown["below"]
+    assert 'data-below="false" data-age-seconds="0.0">not purged (no retention by age or size)</span>' in html
 
 
 def test_a_batchs_newest_change_comes_from_file_statistics_and_after_compaction_from_the_rows(

@@ -284,13 +284,24 @@ class BinlogFile:
     size: int
 
 
+class MarginLimit(StrEnum):
+    """What gives a position's margin: the retention by age, the size limit, nothing (never purged), or the
+    file is gone already. Its value is what the lake's margin document and the page say."""
+
+    AGE = "age"
+    SIZE = "size"
+    NONE = "none"
+    PURGED = "purged"
+
+
 @dataclass(frozen=True)
 class PositionMargin:
     """How long the binlog file of a position has left on the server, and how far behind the end it is.
 
     ``seconds`` is None when nothing purges the file (no retention by age or size); ``purge_at`` the
     server time (epoch seconds) it may go; ``behind_bytes``/``behind_files`` what the server wrote after
-    the position; ``decided_by`` says which setting and fact give the margin, for messages."""
+    the position; ``decided_by`` says which setting and fact give the margin, for messages, and
+    ``limited_by`` which kind of limit that is."""
 
     file: str
     position: int
@@ -300,9 +311,25 @@ class PositionMargin:
     behind_files: int
     decided_by: str
     retention: BinlogRetention
+    limited_by: MarginLimit
 
     def below(self, margin_seconds: float) -> bool:
         return self.seconds is not None and self.seconds < margin_seconds
+
+    def warning(self, margin_seconds: float | None) -> str | None:
+        """The WARNING about the stream's position (its own watch's, and the split's from outside the stream):
+        its file already purged, or a margin below ``margin_seconds`` (None: only the purged file); None when
+        there is nothing to warn about."""
+        if self.limited_by is MarginLimit.PURGED:
+            return (f"the stream's position {self.file}:{self.position} is lost already: the server has purged binlog "
+                    f"file {self.file}. Unless no transaction followed it on the server (the stream then goes on from "
+                    f"the same point), the stream's next start fails with BinlogPositionLostError, or recovers as its "
+                    f"on_position_lost says ('resnapshot', 'archive'). Keep binlogs longer than the stream may stay "
+                    f"stopped (binlog_expire_logs_seconds, expire_logs_days)")
+        if margin_seconds is None or not self.below(margin_seconds):
+            return None
+        return (f"the stream's position may be lost soon: {self.describe()}, less than binlog_margin_seconds = "
+                f"{margin_seconds:g}. {self.advice()}")
 
     def describe(self) -> str:
         """``file:position`` and when it may be purged: for the stream's warning, the split's and the Test button."""
@@ -336,31 +363,34 @@ def position_margin(
     the file after ``file`` (by age) and the oldest (by size). A file the server no longer has: 0 left."""
     names = [f.name for f in files]
     if file not in names:
-        return PositionMargin(file, position, 0.0, now, 0, 0, "the server no longer has it", retention)
+        return PositionMargin(file, position, 0.0, now, 0, 0, "the server no longer has it", retention,
+                              MarginLimit.PURGED)
     index = names.index(file)
     newer = files[index + 1:]
     behind = max(0, files[index].size - position) + sum(f.size for f in newer)
-    limits: list[tuple[float, str]] = []
+    limits: list[tuple[float, str, MarginLimit]] = []
     if retention.seconds is not None:
         if newer:
             closed = started(newer[0].name)
             limits.append((closed + retention.seconds - now,
                            f"{retention.setting} = {retention.value} after it was closed "
-                           f"{duration(now - closed)} ago"))
+                           f"{duration(now - closed)} ago", MarginLimit.AGE))
         else:
             limits.append((retention.seconds, f"the newest file: at least {retention.setting} = {retention.value} "
-                                              f"once closed"))
+                                              f"once closed", MarginLimit.AGE))
     if retention.size_limit:
         age = now - started(names[0])
         total = sum(f.size for f in files)
         room = retention.size_limit - sum(f.size for f in files[index:])
         if age > 0 and total > 0:
-            limits.append((room / (total / age), f"{retention.size_setting} = {retention.size_limit:,} bytes at the "
-                                                 f"{total / age:,.0f} bytes/s the server writes binlog"))
+            rate = total / age
+            limits.append((room / rate, f"{retention.size_setting} = {retention.size_limit:,} bytes at the "
+                                        f"{rate:,.0f} bytes/s the server writes binlog", MarginLimit.SIZE))
     if not limits:
-        return PositionMargin(file, position, None, None, behind, len(newer), "no retention", retention)
-    seconds, decided_by = min(limits)
-    return PositionMargin(file, position, seconds, now + seconds, behind, len(newer), decided_by, retention)
+        return PositionMargin(file, position, None, None, behind, len(newer), "no retention", retention,
+                              MarginLimit.NONE)
+    seconds, decided_by, limit = min(limits)
+    return PositionMargin(file, position, seconds, now + seconds, behind, len(newer), decided_by, retention, limit)
 
 
 def read_binlog_files(conn: Any) -> tuple[list[BinlogFile], float]:

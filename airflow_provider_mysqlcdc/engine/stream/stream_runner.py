@@ -115,7 +115,8 @@ class StreamRunner:
         self.upkeep = TableUpkeep(options.lake)
         self._stop_at: BinlogOffset | None = None
         self.schema_check = SchemaSelfCheck(options.schema_check_seconds)
-        self.retention = RetentionWatch(config.replication_settings(), options.binlog_margin_seconds, on_margin)
+        self.retention = RetentionWatch(config.replication_settings(), options.binlog_margin_seconds, on_margin,
+                                        lake=options.lake)
 
     def open(self, control: Any) -> Checkpoint:
         """The checkpoint to continue from: the lake's, brought in line with ``tables``, or a first one."""
