@@ -53,7 +53,10 @@ class MySqlChunkSplitOperator(BaseOperator):
     of the batches already committed in the lake, else a conservative default; one Spark job at a time)
     and compares it with the server's ``binlog_expire_logs_seconds`` / ``expire_logs_days``
     (``cdc.binlog_retention``): above half of the retention it warns, above all of it it fails with
-    ``BinlogRetentionError`` naming the setting and the value to raise it to.
+    ``BinlogRetentionError`` naming the setting and the value to raise it to. When the stream ran before,
+    the task also measures how long the binlog file of the stream's checkpoint has left on the server, and
+    warns as the stream does below its ``binlog_margin_seconds`` (the stream records it in the lake), or
+    when the file is purged already: a DAG whose stream failed or is paused still runs its split each run.
 
     :param base_uri: the lake: a local path, ``s3://``/``s3a://``, ``hdfs://``; required (templated)
     :param lake_conn_id: the lake's credentials: an ``aws`` connection (login and password the access key
@@ -101,7 +104,8 @@ class MySqlChunkSplitOperator(BaseOperator):
         Default: ``True``
     :param retention_check: ``"error"``: fail when the snapshot's estimated duration exceeds the
         server's binlog retention, warn above half of it; ``"warn"``: only warn (e.g. when the snapshot
-        tasks run several batches at once); ``"off"``: do not check. Default: ``error`` (templated)
+        tasks run several batches at once); ``"off"``: do not check (the stream checkpoint's margin
+        neither). Default: ``error`` (templated)
     """
 
     template_fields: Sequence[str] = (

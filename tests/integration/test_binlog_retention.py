@@ -1,8 +1,9 @@
 """The split task's binlog retention guard against the real server: with a retention shorter than the
 snapshot's estimate it refuses before planning, naming the setting and what to set; with
-``retention_check="warn"`` it warns and plans; with a long retention it says nothing. The server's
-``binlog_expire_logs_seconds`` is changed for each case and restored after (nothing rotates the
-binlog meanwhile, so nothing is purged)."""
+``retention_check="warn"`` it warns and plans; with a long retention it says nothing; a stream checkpoint
+close to its purge, or purged, is warned about. The server's ``binlog_expire_logs_seconds`` is changed for
+each case and restored after (only the last test rotates and purges the binlog, up to its newest file,
+which no other test's lake needs)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
-from airflow_provider_mysqlcdc.cdc.source.retention import BATCH_OVERHEAD_SECONDS, read_retention
+from airflow_provider_mysqlcdc.cdc.source.retention import BATCH_OVERHEAD_SECONDS, MarginLimit, read_retention
 from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job
 from airflow_provider_mysqlcdc.exceptions import BinlogRetentionError
+from airflow_provider_mysqlcdc.lake.documents.binlog_margin import read_margin_check
 from airflow_provider_mysqlcdc.lake.documents.snapshot import SnapshotStore
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from tests.airflow_connections import set_airflow_connections
+from tests.integration.binlog_admin import binlog_files, purge_to_newest
+from tests.integration.stream_task import stream_task
 
 ROWS = 20_000  # 10 chunks of 2,000 in 4 batches: about 60 s by the estimate (Spark's start per batch)
 
@@ -123,3 +127,41 @@ def test_a_bad_value_is_named(table: str, tmp_path: Path) -> None:
 
     with pytest.raises(InvalidOptionError, match="retention_check must be one of 'error', 'warn', 'off', not 'yes'"):
         split(table, tmp_path / "lake", retention_check="yes")
+
+
+def test_the_split_warns_when_the_streams_position_may_be_lost_and_says_when_it_is(
+    mariadb_server, admin, table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stream that ran and is down (failed, paused): each split run measures its checkpoint's margin from
+    outside, warns below the threshold the stream recorded with the stream's own sentence, says so when the
+    file is purged, and records what it found for the page."""
+    lake = Lake.at(str(tmp_path / "lake"))
+    with retention(mariadb_server, 3600):
+        stream_task(lake.base_uri, table, startup_mode="latest-offset", binlog_margin_seconds=7200)
+        recorded = read_margin_check(lake)
+        assert recorded is not None and (recorded.checked_by, recorded.warn_below_seconds) == ("stream", 7200)
+        with admin.cursor() as cur:
+            cur.execute("INSERT INTO orders VALUES (0, 0)")
+            cur.execute("FLUSH BINARY LOGS")  # the checkpoint's file is closed: purged an hour from now
+        assert split(table, tmp_path / "lake") == []  # the stream captures the table: nothing to snapshot
+        (warning,) = margin_warnings(task_log(capsys))
+        assert "the stream's position may be lost soon: binlog file " in warning and "may be purged in" in warning
+        assert "binlog_expire_logs_seconds = 3600" in warning and "binlog_margin_seconds = 7200" in warning
+        check = read_margin_check(lake)
+        assert check is not None and (check.checked_by, check.file, check.limited_by) == (
+            "split", recorded.file, MarginLimit.AGE)
+        assert check.seconds is not None and 0 < check.seconds <= 3600 and check.below
+
+        purge_to_newest(admin)
+        assert recorded.file not in binlog_files(admin)
+        split(table, tmp_path / "lake")
+        (warning,) = margin_warnings(task_log(capsys))
+    assert f"the stream's position {recorded.file}:{recorded.position} is lost already" in warning
+    assert "BinlogPositionLostError" in warning and "on_position_lost" in warning
+    check = read_margin_check(lake)
+    assert check is not None and check.limited_by is MarginLimit.PURGED and check.warn_below_seconds == 7200
+
+
+def margin_warnings(lines: list[str]) -> list[str]:
+    return [line for line in lines if "[warning" in line and "the stream's position" in line]
+

@@ -6,8 +6,10 @@ later run keeps the same chunks and batch ids and returns only the batches witho
 manifest, packed anew into jobs of about ``rows_per_batch`` rows (``engine.snapshot.jobs``). Before
 anything is written the planner checks what would make the run fail later: the binlog server ids
 every reader that can run at once needs (``engine.snapshot.batch_readers``) and the binlog retention against
-the snapshot's estimated duration (``cdc.source.retention``). The split operator only renders its
-arguments into ``SplitOptions`` and hands the jobs to XCom.
+the snapshot's estimated duration (``cdc.source.retention``). When the stream ran before, the planner
+also looks at the margin of its checkpoint (``engine.stream.retention_watch.check_checkpoint``): a DAG whose
+stream failed or is paused still runs its split each run, which warns before the position is lost. The
+split operator only renders its arguments into ``SplitOptions`` and hands the jobs to XCom.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from airflow_provider_mysqlcdc.cdc.split.splitter import chunk_rows, split_table
 from airflow_provider_mysqlcdc.engine.options.split_options import SplitOptions
 from airflow_provider_mysqlcdc.engine.snapshot.batch_readers import assign_readers
 from airflow_provider_mysqlcdc.engine.snapshot.jobs import Job, batch_rows, plan_jobs, read_group
+from airflow_provider_mysqlcdc.engine.stream.retention_watch import check_checkpoint
 from airflow_provider_mysqlcdc.exceptions import TableNotSupportedError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Batch, BatchManifest, Plan, SnapshotStore, group_batches
@@ -93,14 +96,17 @@ def _read_tables(config: ConnectionConfig, options: SplitOptions, store: Snapsho
     try:
         schemas = _discover(conn, options, log)
         plans = store.read_plans([s.id for s in schemas])
-        schemas = _not_streamed_only(schemas, plans, StreamStore(options.lake).read_checkpoint(), log)
+        checkpoint = StreamStore(options.lake).read_checkpoint()
+        schemas = _not_streamed_only(schemas, plans, checkpoint, log)
+        checked = options.retention_check is not RetentionCheck.OFF
+        if checked and checkpoint is not None:  # the stream ran before: it may be down, the split still runs
+            check_checkpoint(conn, config.replication_settings(), options.lake, checkpoint.offset, log)
         approximate = approximate_rows(conn, [s.id for s in schemas])
         row_bytes = average_row_bytes(conn, schemas)
         sizes = {s.id: chunk_rows(options.chunk_size, options.chunk_max_bytes, row_bytes[s.id]) for s in schemas}
         new = {s.id: split_table(conn, s, sizes[s.id], options.distribution_factor_lower,
                                  options.distribution_factor_upper, approximate[s.id])
                for s in schemas if plans[s.id] is None}
-        checked = options.retention_check is not RetentionCheck.OFF
         retention = binlog_retention.read_retention(conn) if checked else None
     finally:
         conn.close()
