@@ -18,8 +18,9 @@ from airflow_provider_mysqlcdc.cdc.source.retention import (
     position_margin,
     retention_from_variables,
 )
+from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream import retention_watch
-from airflow_provider_mysqlcdc.engine.stream.retention_watch import RetentionWatch
+from airflow_provider_mysqlcdc.engine.stream.retention_watch import RetentionWatch, check_checkpoint
 from airflow_provider_mysqlcdc.exceptions import NewerLakeFormatError
 from airflow_provider_mysqlcdc.lake.documents.binlog_margin import MarginCheck, read_margin_check, write_margin_check
 from airflow_provider_mysqlcdc.lake.handle import Lake
@@ -103,3 +104,24 @@ def test_the_purged_position_is_said_whatever_the_threshold() -> None:
         assert warning is not None and "the stream's position bin.000001:400 is lost already" in warning
         assert "on_position_lost" in warning
     assert margin().warning(None) is None and margin().warning(600) is None
+
+
+def test_the_split_measures_no_checkpoint_of_another_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a failover the checkpoint's file names mean nothing on the new server: no margin, no record."""
+    measured: list[str] = []
+
+    def measure(control: Any, starts: Any, file: str, position: int) -> PositionMargin:
+        measured.append(file)
+        return margin()
+
+    monkeypatch.setattr(ServerInfo, "read", lambda control: None)
+    monkeypatch.setattr(retention_watch, "server_identity", lambda control, server: "mariadb server_id=2")
+    monkeypatch.setattr(retention_watch, "read_position_margin", measure)
+    lake = Lake.at(str(tmp_path / "lake"))
+    offset = BinlogOffset("bin.000001", 400, server="mariadb server_id=1")
+    check_checkpoint(None, {}, lake, offset)
+    assert measured == [] and read_margin_check(lake) is None
+    check_checkpoint(None, {}, lake, BinlogOffset("bin.000001", 400, server="mariadb server_id=2"))
+    check = read_margin_check(lake)
+    assert measured == ["bin.000001"] and check is not None and check.checked_by == "split"
+    assert check.warn_below_seconds == 6 * HOUR  # the stream's default: it never recorded one

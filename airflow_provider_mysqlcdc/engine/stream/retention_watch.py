@@ -93,16 +93,16 @@ class RetentionWatch:
 
 
 def check_checkpoint(control: Any, settings: Mapping[str, Any], lake: Lake, offset: BinlogOffset,
-                     log: logging.Logger | Any = _log) -> PositionMargin | None:
+                     log: logging.Logger | Any = _log) -> None:
     """The split task's look at the margin of the stream's checkpoint ``offset``, from outside the stream:
     one check of the watch, against the ``binlog_margin_seconds`` the stream recorded in the lake last (its
-    default before any check), logged, warned about and recorded. None when the checkpoint is of another
-    server than ``control`` reaches (a failover: the stream finds its position there by its GTIDs), or the
-    check failed (logged)."""
+    default before any check), logged, warned about and recorded. Nothing is measured when the checkpoint
+    is of another server than ``control`` reaches (a failover: the stream finds its position there by its
+    GTIDs); a failed check is logged."""
     if offset.server is not None and offset.server != server_identity(control, ServerInfo.read(control)):
         log.info("the stream's checkpoint %s is of another server (%s): its binlog margin is measured once the "
                  "stream has found its position on this one", offset, offset.server)
-        return None
+        return
     try:
         last = read_margin_check(lake)
     except Exception:  # a damaged check must not stop the split: the next check replaces it
@@ -112,4 +112,3 @@ def check_checkpoint(control: Any, settings: Mapping[str, Any], lake: Lake, offs
     margin = RetentionWatch(settings, threshold, lake=lake, checked_by="split", log=log).check(control, offset)
     if margin is not None:
         log.info("binlog margin of the stream's checkpoint: %s", margin.describe())
-    return margin
