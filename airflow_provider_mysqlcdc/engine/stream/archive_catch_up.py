@@ -112,8 +112,8 @@ class ArchiveCatchUp:
         for item in batches:
             if isinstance(item, StreamCommit):
                 account(item, progress)
-        _log.info("read %s to its end at %s: %d batches, %d changelog rows committed", self._describe(),
-                  checkpoint.offset, progress.batches, progress.rows)
+        _log.info("read %s to its end at %s: %d %s, %d changelog rows committed", self._describe(),
+                  checkpoint.offset, progress.batches, "batch" if progress.batches == 1 else "batches", progress.rows)
 
     def hand_over(self, control: Any, offset: BinlogOffset,
                   kept_position: Callable[[BinlogOffset], BinlogOffset]) -> BinlogOffset:
