@@ -40,6 +40,7 @@ from airflow_provider_mysqlcdc.engine.options.stream_options import (
 )
 from airflow_provider_mysqlcdc.engine.stream.archive_catch_up import ArchiveCatchUp
 from airflow_provider_mysqlcdc.engine.stream.captured_tables import TableStart, reconcile_tables
+from airflow_provider_mysqlcdc.engine.stream.lost_range import resnapshot_lost_range
 from airflow_provider_mysqlcdc.engine.stream.retention_watch import RetentionWatch
 from airflow_provider_mysqlcdc.engine.stream.schema_changes import SchemaChanges
 from airflow_provider_mysqlcdc.engine.stream.schema_self_check import SchemaSelfCheck
@@ -231,7 +232,8 @@ class StreamRunner:
         if self.options.on_position_lost is PositionLostBehavior.ARCHIVE:
             self._from_archive(control, checkpoint, lost)
         else:
-            self._resnapshot_lost_range(control, checkpoint, lost)
+            resnapshot_lost_range(self.options.lake, self.store, self.config, self.server_id, control, checkpoint,
+                                  lost)
 
     def _from_archive(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
         """The lost range read from the archived binlog files (``archive_catch_up``), each batch committed as
@@ -241,9 +243,6 @@ class StreamRunner:
         archive.read(self._batches(control, checkpoint, follow=False, events=archive.files.open), self._account,
                      checkpoint)
         checkpoint.offset = archive.hand_over(control, checkpoint.offset, partial(self._kept_position, control))
-
-    def _resnapshot_lost_range(self, control: Any, checkpoint: Checkpoint, lost: BinlogPositionLostError) -> None:
-        raise NotImplementedError
 
     def run(self, control: Any, checkpoint: Checkpoint, progress: StreamProgress, may_wait: bool) -> str | None:
         """Commit batches until a stop condition holds (returns it), or, with ``may_wait``, until idle for
