@@ -40,6 +40,7 @@ from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
 from airflow_provider_mysqlcdc.engine.stream.table_upkeep import TableUpkeep
 from airflow_provider_mysqlcdc.hooks.lake_connection import lake_storage_options
+from airflow_provider_mysqlcdc.lake.documents.binlog_margin import read_margin_check
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
 from airflow_provider_mysqlcdc.lake.format.delta_schema import MERGE_APP_ID, STREAM_APP_ID
 from airflow_provider_mysqlcdc.lake.format.table_format import CommitTag
@@ -294,6 +295,9 @@ def test_example_dag_on_s3(s3: s3_server.S3Server, lake_options: dict[str, str],
     assert len({k.split("/")[4] for k in keys if "/current/_batch=" in k}) == len(batches) >= len(snapshots)
     assert not [k for k in keys + s3.keys("lake/_stream/") if k.endswith(".tmp")]
     assert "lake/_stream/checkpoint.json" in s3.keys("lake/_stream/")
+    margin = read_margin_check(lake)  # the stream's last binlog margin check, for the page: one object
+    assert margin is not None and margin.checked_by == "stream" and "lake/_stream/binlog_margin.json" in s3.keys(
+        "lake/_stream/")
 
     # maintenance on the bucket: compaction, vacuum of what it replaced, a checkpoint; the data unchanged
     for location in (lake.table(table).changelog, lake.table(table).current):
