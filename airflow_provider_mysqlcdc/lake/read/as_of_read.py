@@ -93,8 +93,9 @@ class Coverage:
                    "re-read after a purged binlog range (a !G record in its changelog)"
                    if self.replaced else "its snapshot's highest high watermark") + f") to "
                 f"{self.high} (the stream's checkpoint), not {offset}: "
-                + ("positions before the snapshot finished are not in the lake (each chunk's rows are as of "
-                   "its own high watermark)" if offset < self.low
+                + (("positions before it are not in the lake (the rows replaced there have no history in the lake)"
+                    if self.replaced else "positions before the snapshot finished are not in the lake (each chunk's "
+                    "rows are as of its own high watermark)") if offset < self.low
                    else "the stream has not committed that far yet; run it (or wait) and read again")
             )
 
@@ -225,9 +226,9 @@ class History:
         anchored = pc.any(pc.and_(after_snapshot, pc.less_equal(times, millis))).as_py()
         if not anchored and self.coverage.replaced:
             raise AsOfError(
-                f"as of time {millis} ms: {self.coverage.table}'s rows were replaced at {self.coverage.low} (a TRUNCATE, "
-                f"a re-read after a DDL or after a purged binlog range), and no change after that is at or before the time: read as of a binlog "
-                f"offset from {self.coverage.low} on"
+                f"as of time {millis} ms: {self.coverage.table}'s rows were replaced at {self.coverage.low} (a "
+                f"TRUNCATE, a re-read after a DDL or after a purged binlog range), and no change after that is at or "
+                f"before the time: read as of a binlog offset from {self.coverage.low} on"
             )
         if not anchored and millis < self.coverage.snapshot_committed_ms:
             raise AsOfError(
