@@ -115,6 +115,7 @@ class StreamRunner:
         self.server_id = config.server_id.stream_id
         self.upkeep = TableUpkeep(options.lake)
         self._stop_at: BinlogOffset | None = None
+        self._matched: list[TableId] | None = None  # the pattern's tables on the server, listed once per start
         self.schema_check = SchemaSelfCheck(options.schema_check_seconds)
         self.retention = RetentionWatch(config.replication_settings(), options.binlog_margin_seconds, on_margin,
                                         lake=options.lake)
@@ -124,6 +125,7 @@ class StreamRunner:
         # the split's checks on every start, whatever the startup mode: a stream that starts on its own (no
         # snapshot) or runs after the settings changed must not read a binlog it cannot keep exactly; SELECT on
         # each captured database, so that a table the CDC user cannot see is never taken for one dropped
+        self._matched = None
         check_source(control, databases=self._databases(control))
         self.lease.acquire()  # before anything is written or discarded
         with self.lease.released_on_failure():  # a failed start lets the next try in at once
@@ -414,7 +416,7 @@ class StreamRunner:
         selection = self.options.selection()
         if not selection.by_pattern:
             return [t for t in selection.tables if selection.matches(t)]
-        found = find_tables(control, selection)
+        found = self._matching(control)
         if checkpoint is not None:  # gone from the server since (dropped, renamed): its DDL in the binlog ends it
             found += sorted(t for t in checkpoint.schemas if t not in set(found) and selection.matches(t))
         if self.options.startup_mode is not StartupMode.INITIAL:
@@ -430,8 +432,15 @@ class StreamRunner:
     def _databases(self, control: Any) -> list[str]:
         """The databases of the captured tables: those named, or those of the tables the patterns match."""
         selection = self.options.selection()
-        tables = find_tables(control, selection) if selection.by_pattern else selection.tables
+        tables = self._matching(control) if selection.by_pattern else selection.tables
         return sorted({t.database for t in tables})
+
+    def _matching(self, control: Any) -> list[TableId]:
+        """The tables the patterns match on the server: listed once per start (the source check and the
+        capture both need them)."""
+        if self._matched is None:
+            self._matched = find_tables(control, self.options.selection())
+        return list(self._matched)
 
     def _snapshot_start(self, table: TableId) -> TableStart | None:
         """The table's finished snapshot as a capture start; required in ``initial`` mode, unused otherwise."""
