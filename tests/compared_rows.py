@@ -11,8 +11,10 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from airflow_provider_mysqlcdc.cdc.schema.converters import RowConverter, select_expression
-from airflow_provider_mysqlcdc.cdc.schema.table import TableSchema
+from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
+from airflow_provider_mysqlcdc.cdc.schema.table import TableId, TableSchema
 from airflow_provider_mysqlcdc.cdc.snapshot.normalize import row_key_of
+from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.lake.changelog import lake_schema
 from airflow_provider_mysqlcdc.lake.handle import table_uri
 from tests.arrow_rows import canonical_rows
@@ -42,3 +44,13 @@ def table_contents(conn: Any, schema: TableSchema) -> dict[Hashable, tuple[Any, 
     with conn.cursor() as cur:
         cur.execute(f"SELECT {', '.join(select_expression(c) for c in schema.columns)} FROM {schema.id.quoted}")
         return {key(r): r for r in map(convert.from_select, cur.fetchall())}
+
+
+def assert_replica(connections: ConnectionConfig, base_uri: str, table: str) -> None:
+    """The lake's current table of ``table`` (``db.table``), read with Delta alone, equals the source table now."""
+    control = connections.connect()
+    try:
+        schema = load_table_schema(control, TableId.parse(table))
+        assert sorted(current_rows(base_uri, schema)) == table_rows(control, schema)
+    finally:
+        control.close()

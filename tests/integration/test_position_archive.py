@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import BinlogPositionLostError
 from airflow_provider_mysqlcdc.lake.documents.checkpoint import Checkpoint
@@ -25,7 +23,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
 from tests import s3_server
-from tests.compared_rows import current_rows, table_rows
+from tests.compared_rows import assert_replica
 from tests.integration.binlog_admin import purge_to_newest
 from tests.integration.binlog_archive import copy_binlog
 from tests.integration.source_sql import run
@@ -65,16 +63,6 @@ def changes_after(base_uri: str, table: str, seq: int) -> list[tuple[Any, ...]]:
     """The changelog's rows and table events committed after batch ``seq``, in order: kind, id, v."""
     changes = read_changes(base_uri, table).to_pylist()
     return [(c["_op"], c["id"], c["v"]) for c in changes if c["_stream_seq"] > seq]
-
-
-def assert_replica(connections: ConnectionConfig, base_uri: str, table: str) -> None:
-    """The lake's current table, read with Delta alone, equals the source table."""
-    control = connections.connect()
-    try:
-        schema = load_table_schema(control, TableId.parse(table))
-        assert sorted(current_rows(base_uri, schema)) == table_rows(control, schema)
-    finally:
-        control.close()
 
 
 def streamed(admin: Any, base_uri: str, table: str, *writes: str) -> Checkpoint:

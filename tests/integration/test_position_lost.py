@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
-from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.exceptions import BinlogPositionLostError
 from airflow_provider_mysqlcdc.hooks.mysql_cdc import MySqlCdcHook
@@ -24,7 +22,7 @@ from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes
 from airflow_provider_mysqlcdc.lake.write.lease import StreamLease
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.compared_rows import current_rows, table_rows
+from tests.compared_rows import assert_replica
 from tests.integration.binlog_admin import binlog_files, global_value, purge_to_newest
 from tests.integration.stream_task import stream_task
 from tests.replica import snapshot
@@ -74,12 +72,7 @@ def test_a_purged_position_fails_naming_the_purge_and_the_remedy_works(
     with admin.cursor() as cur:
         cur.execute("INSERT INTO purged_while_down VALUES (5, 5)")
     stream_task(base_uri, table)
-    control = connections.connect()
-    try:
-        schema = load_table_schema(control, TableId.parse(table))
-        assert sorted(current_rows(base_uri, schema)) == table_rows(control, schema)
-    finally:
-        control.close()
+    assert_replica(connections, base_uri, table)
 
 
 def test_idle_captured_tables_keep_their_position_while_others_rotate_the_binlog(

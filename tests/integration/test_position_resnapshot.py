@@ -13,7 +13,6 @@ import pytest
 
 from airflow_provider_mysqlcdc.cdc.changes import ChangeKind
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import read_current_offset
-from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.source.server_info import ServerInfo
@@ -22,7 +21,7 @@ from airflow_provider_mysqlcdc.exceptions import AsOfError, TableNotSupportedErr
 from airflow_provider_mysqlcdc.lake.handle import Lake
 from airflow_provider_mysqlcdc.lake.read.replica import read_changes, read_table
 from airflow_provider_mysqlcdc.lake.write.stream_commit import StreamStore
-from tests.compared_rows import current_rows, table_rows
+from tests.compared_rows import assert_replica
 from tests.integration.binlog_admin import purge_to_newest
 from tests.integration.stream_task import stream_task
 from tests.replica import snapshot
@@ -31,15 +30,6 @@ from tests.writers import KeyValueWriter
 pytestmark = pytest.mark.usefixtures("connections")
 ROWS = 300
 REREAD = "airflow_provider_mysqlcdc.engine.stream.lost_range.reread_current"
-
-
-def equal_to_source(connections: ConnectionConfig, base_uri: str, table: str) -> None:
-    control = connections.connect()
-    try:
-        schema = load_table_schema(control, TableId.parse(table))
-        assert sorted(current_rows(base_uri, schema)) == table_rows(control, schema)
-    finally:
-        control.close()
 
 
 def gap_records(base_uri: str, table: str) -> list[str]:
@@ -90,7 +80,7 @@ def test_a_purged_position_is_recovered_by_reading_the_tables_again(
     stream_task(base_uri, table, dropped)
 
     # the lake equals the source, the new column included, read by Delta alone
-    equal_to_source(connections, base_uri, table)
+    assert_replica(connections, base_uri, table)
     # the changelog keeps every change before the loss and marks the lost range once
     changes = read_changes(base_uri, table)
     assert changes.slice(0, before.num_rows).column("id").to_pylist() == before.column("id").to_pylist()
@@ -141,7 +131,7 @@ def test_a_killed_recovery_goes_on_from_the_position_it_took(
     monkeypatch.setattr(REREAD, reread_current)
     stream_task(base_uri, first, second, on_position_lost="resnapshot")
     for name in (first, second):
-        equal_to_source(connections, base_uri, name)
+        assert_replica(connections, base_uri, name)
         assert len(gap_records(base_uri, name)) == 1
     # the first table was not read again (one replace commit): its update after the first try came from the binlog
     replaces = [c for c in Lake.at(base_uri).table(TableId.parse(first)).current.history(None) or []
@@ -192,6 +182,6 @@ def test_a_transaction_the_lake_holds_in_part_is_not_left_in_the_changelog(
     assert part is not None and part.visible[0] < part.seq  # the lake holds part of the transaction
     purge_to_newest(admin)
     stream_task(base_uri, table, on_position_lost="resnapshot")
-    equal_to_source(connections, base_uri, table)
+    assert_replica(connections, base_uri, table)
     changes = read_changes(base_uri, table)
     assert changes.column("_op").to_pylist() == [ChangeKind.GAP]  # none of the transaction's part
