@@ -16,6 +16,9 @@ Copy this file and change the defaults of ``params`` (or pass them per run with 
 - ``stop_after_idle_seconds``: the stream stops once caught up and idle that long (null: never)
 - ``defer_after_idle_seconds``: how long the caught-up stream polls in the worker before it hands the
   wait to the triggerer (low latency while changes keep coming; no worker slot held while idle)
+- ``on_position_lost``: what the stream does when the server purged the binlog of its checkpoint:
+  ``fail``, ``resnapshot`` (read the tables again) or ``archive`` (read the lost range from
+  ``binlog_archive_uri``, archived copies of the server's binlog files)
 
 The argument names are the operators' (``mysql_cdc_conn_id``, ``spark_conn_id``, ...). The stream sets
 ``deferrable=True`` itself, whatever Airflow's ``[operators] default_deferrable`` says.
@@ -55,6 +58,8 @@ with DAG(
         "chunk_max_bytes": Param(64 * 1024 * 1024, type="integer", minimum=1),
         "stop_after_idle_seconds": Param(None, type=["null", "number"]),
         "defer_after_idle_seconds": Param(60, type="number", minimum=0),
+        "on_position_lost": Param("fail", type="string", enum=["fail", "resnapshot", "archive"]),
+        "binlog_archive_uri": Param(None, type=["null", "string"]),
     },
     tags=["mysql-cdc"],
 ) as dag:
@@ -101,6 +106,8 @@ with DAG(
         lake_conn_id="{{ params.lake_conn_id }}",
         stop_after_idle_seconds="{{ params.stop_after_idle_seconds }}",
         defer_after_idle_seconds="{{ params.defer_after_idle_seconds }}",
+        on_position_lost="{{ params.on_position_lost }}",
+        binlog_archive_uri="{{ params.binlog_archive_uri }}",
         # explicit: the operator's default is Airflow's [operators] default_deferrable (False unless set),
         # and this DAG hands an idle stream's wait to the triggerer whatever the deployment's setting
         deferrable=True,
