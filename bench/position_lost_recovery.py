@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +51,7 @@ from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
 from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
 from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
+from bench.common.measure import machine
 from bench.common.results import write_sections
 from bench.common.server import load_orders, throwaway_server, write_events
 
@@ -125,7 +127,8 @@ def lake_facts(base_uri: str) -> tuple[int, str]:
 
 
 def lose_position(server: Any, admin: Any, changes: int, rows: int, archive: Path) -> None:
-    """Changes written while the stream is down, the binlog copied to ``archive``, then purged."""
+    """Changes written while the stream is down, the binlog copied to ``archive``, then purged. The server keeps
+    a file a binlog dump still reads (the stream's connection closed a moment ago): the purge is tried again."""
     write_events(server, "orders", rows, changes)
     with admin.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
@@ -134,7 +137,13 @@ def lose_position(server: Any, admin: Any, changes: int, rows: int, archive: Pat
         archive.mkdir()
         for name in files[:-1]:
             shutil.copy(Path(server.data_dir) / name, archive / name)
-        cur.execute("PURGE BINARY LOGS TO %s", (files[-1],))
+        for _ in range(100):
+            cur.execute("PURGE BINARY LOGS TO %s", (files[-1],))
+            cur.execute("SHOW BINARY LOGS")
+            if [row[0] for row in cur.fetchall()] == files[-1:]:
+                return
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not purge its binlog up to {files[-1]}")
 
 
 def recover(way: str, config: ConnectionConfig, base_uri: str, archive: Path, args: argparse.Namespace) -> None:
@@ -157,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         with admin.cursor() as cur:
             load_orders(cur, args.rows)
         config = ConnectionConfig(server.host, server.cdc_user, server.cdc_password, server.port)
+        with admin.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            about = machine(f"MariaDB {cur.fetchone()[0]}")
         for round_ in range(args.repeat):
             root = Path(scratch) / f"round-{round_}"
             lost = str(root / "lost")
@@ -178,16 +190,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {round_ + 1}: " + ", ".join(f"{n} {seconds[n][-1]:.1f} s" for n in WAYS), flush=True)
             shutil.rmtree(root)
         admin.close()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     base = medians["by hand"]
     lines = [f"| `{name}` | {medians[name]:.1f} s | {base / medians[name]:.2f}x | "
              f"{', '.join(f'{s:.1f}' for s in seconds[name])} |" for name in seconds]
-    section = f"""## A purged position recovered (bench.position_lost_recovery)
+    section = f"""## A purged position recovered: {args.changes:,} changes lost (bench.position_lost_recovery)
 
 {args.rows:,} rows of `bench.orders` (~160 B a row), {args.changes:,} row changes in the purged range, medians of
 {args.repeat} rounds (the order turned each round), each result checked against the source. "By hand": the lake
 deleted, the table snapshotted again without Spark (Spark's start, about 13 s a job, left out) and the stream
-caught up.
+caught up. Run {time.strftime("%Y-%m-%d")} at {commit}: {about["cores"]} cores, {about["memory"]}, {about["server"]}.
 
 | way back | seconds to a caught-up replica | speed against by hand | each round (s) |
 |---|---|---|---|
