@@ -11,12 +11,13 @@ from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.offset.startup import (
     Transaction,
+    check_sorts_after,
     covered_by_gtids,
     find_first_uncovered,
     parse_specific_offset,
     parse_timestamp_ms,
 )
-from airflow_provider_mysqlcdc.exceptions import InvalidOptionError
+from airflow_provider_mysqlcdc.exceptions import InvalidOptionError, ServerChangedError
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 
@@ -87,3 +88,15 @@ def test_bisect_finds_the_first_uncovered_transaction_across_files() -> None:
     # everything covered: the end of the last transaction (the empty last file, with no transaction
     # left to probe, counts as uncovered; as covered, the scan would start there and miss b.000005's)
     assert find_first_uncovered(names, transactions, before(99), "mysql") == BinlogOffset("b.000005", 2)
+
+
+def test_a_failover_to_a_binlog_numbered_below_the_checkpoint_is_refused() -> None:
+    checkpoint = BinlogOffset("mysql-bin.000042", 900, "0-1-77")
+    for moved in (BinlogOffset("replica-bin.000043", 4, "0-1-77"), BinlogOffset("replica-bin.000042", 900, "0-1-77"),
+                  BinlogOffset("replica-bin.000042", 1200, "0-1-77")):
+        check_sorts_after(checkpoint, moved)  # the new server's changes sort after the lake's
+    with pytest.raises(ServerChangedError, match=r"replica-bin.000007:350, is numbered below the checkpoint's "
+                                                 r"mysql-bin.000042:900.*Nothing was written"):
+        check_sorts_after(checkpoint, BinlogOffset("replica-bin.000007", 350, "0-1-77"))
+    with pytest.raises(ServerChangedError):
+        check_sorts_after(checkpoint, BinlogOffset("replica-bin.000042", 400, "0-1-77"))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
     BinlogOffset,
     binlog_files,
+    file_index,
     gtid_at,
     read_current_offset,
     server_identity,
@@ -266,10 +267,28 @@ def anchor(
         )
     anchored = reanchor(control, server, config, server_id, offset)
     anchored = replace(anchored, server=identity)
+    check_sorts_after(offset, anchored)
     _log.warning("the mysql_cdc connection now reaches %s, not %s: the stream continues from GTIDs %s at %s "
                  "(was %s on the old server)", identity, offset.server or "the checkpoint's server",
                  anchored.gtid, f"{anchored.file}:{anchored.position}", f"{offset.file}:{offset.position}")
     return anchored
+
+
+def check_sorts_after(checkpoint: BinlogOffset, moved: BinlogOffset) -> None:
+    """Refuse a checkpoint moved to another server's binlog at a point numbered below it. The lake orders
+    changes by binlog file number and position (the changelog's ``_binlog_file``, ``_binlog_pos``; the MERGE
+    takes a change only when it is newer than the row it replaces), so the new server's changes would sort
+    before those the lake holds and lose to them: the replica would stop following the source, silently."""
+    if (file_index(moved.file), moved.position) >= (file_index(checkpoint.file), checkpoint.position):
+        return
+    raise ServerChangedError(
+        f"the mysql_cdc connection reaches another server than the stream's checkpoint came from, and the same "
+        f"point of its binlog, {moved.file}:{moved.position}, is numbered below the checkpoint's "
+        f"{checkpoint.file}:{checkpoint.position}: the lake orders changes by binlog file number and position, so "
+        f"this server's changes would sort before the lake's and lose to them. Nothing was written. Point the "
+        f"connection at a server whose binlog is numbered past {checkpoint.file} at that point, or take the tables "
+        f"anew on this server (delete the lake and run the DAG)"
+    )
 
 
 def reanchor(
