@@ -10,7 +10,7 @@ task's batches read again with the new columns, without Spark."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -60,8 +60,8 @@ def alter_under_writes(mariadb_server: Any, database: str, name: str, ddl: str) 
     conn.close()
 
 
-def run_conf(database: str, name: str, base_uri: str) -> dict[str, Any]:
-    return {"tables": [f"{database}.{name}"], "base_uri": base_uri, "rows_per_batch": 5_000,
+def run_conf(database: str, names: list[str], base_uri: str, rows_per_batch: int = 5_000) -> dict[str, Any]:
+    return {"tables": [f"{database}.{name}" for name in names], "base_uri": base_uri, "rows_per_batch": rows_per_batch,
             "stop_after_idle_seconds": 2}
 
 
@@ -77,19 +77,37 @@ def assert_lake_is_source(base_uri: str, cdc_conn: Any, database: str, name: str
     return {f.name: str(f.type) for f in fields}
 
 
-@pytest.mark.parametrize("ddl", DDLS)
-def test_a_ddl_between_the_jobs_of_a_snapshot(airflow_db, connections, mariadb_server, admin, cdc_conn, database,
-                                              tmp_path, monkeypatch, ddl) -> None:
-    statement, columns = DDLS[ddl]
-    name = f"items_{list(DDLS).index(ddl)}"
-    create_items(admin, name)
+def test_a_ddl_between_the_jobs_of_a_snapshot(airflow_db: Any, connections: Any, mariadb_server: Any, admin: Any,
+                                              cdc_conn: Any, database: str, tmp_path: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each DDL of ``DDLS`` on a table of its own, the three tables in one DAG run: a table's DDL runs after the
+    first job that committed a batch of it, and a later job commits the rest of it. A job reads two batches of
+    about 6,700 rows (``rows_per_batch`` 14,000, one chunk a batch), so the nine batches take five Spark jobs
+    rather than a run of three each."""
+    names = {ddl: f"items_{index}" for index, ddl in enumerate(DDLS)}
+    for name in names.values():
+        create_items(admin, name)
+        with admin.cursor() as cur:  # the split's row estimates, which pack the batches into jobs
+            cur.execute(f"ANALYZE TABLE {name}")
+            cur.fetchall()
     base_uri = str(tmp_path / "lake")
-    jobs = JobsWatched(monkeypatch, lambda: alter_under_writes(mariadb_server, database, name, statement))
-    run = example_dag().test(run_conf=run_conf(database, name, base_uri))
-    assert not jobs.errors and len(jobs.outcomes) == 3
+    altered_after: dict[str, int] = {}  # a table's DDL: after how many jobs
+
+    def alter(ddl: str) -> Callable[[], None]:
+        def run() -> None:
+            altered_after[ddl] = len(jobs.outcomes)
+            alter_under_writes(mariadb_server, database, names[ddl], DDLS[ddl][0])
+        return run
+
+    jobs = JobsWatched(monkeypatch, after_tables_first={f"{database}.{names[ddl]}": alter(ddl) for ddl in DDLS})
+    run = example_dag().test(run_conf=run_conf(database, list(names.values()), base_uri, rows_per_batch=14_000))
+    assert not jobs.errors and len(jobs.outcomes) == 5
     assert run.state == "success"
-    types = assert_lake_is_source(base_uri, cdc_conn, database, name, columns)
-    assert types["n"] == ('PrimitiveType("long")' if ddl == "int to bigint" else 'PrimitiveType("integer")')
+    for ddl, name in names.items():
+        table = f"{database}.{name}"
+        assert jobs.batches_of(table) == 3 and jobs.jobs_of(table, since=altered_after[ddl]) >= 1, ddl
+        types = assert_lake_is_source(base_uri, cdc_conn, database, name, DDLS[ddl][1])
+        assert types["n"] == ('PrimitiveType("long")' if ddl == "int to bigint" else 'PrimitiveType("integer")'), ddl
 
 
 def test_a_ddl_no_type_follows_fails_the_task_with_the_jobs_own_error(
@@ -98,7 +116,7 @@ def test_a_ddl_no_type_follows_fails_the_task_with_the_jobs_own_error(
     create_items(admin, "items_converted")
     jobs = JobsWatched(monkeypatch, lambda: alter_under_writes(mariadb_server, database, "items_converted",
                                                                "MODIFY n VARCHAR(20)"))
-    run = example_dag().test(run_conf=run_conf(database, "items_converted", str(tmp_path / "lake")))
+    run = example_dag().test(run_conf=run_conf(database, ["items_converted"], str(tmp_path / "lake")))
     assert run.state == "failed" and len(jobs.outcomes) == 1 and len(jobs.errors) == 2
     for error in jobs.errors:
         assert type(error) is SchemaChangeError, error
