@@ -256,7 +256,7 @@ def test_failover_finds_the_checkpoint_by_tagged_gtids(monkeypatch: pytest.Monke
     monkeypatch.setattr(binlog_reader, "BinlogDump", lambda _settings, _id, file, at, *_: TAGGED_BINLOG.open(file, at))
     server = ServerInfo("mysql", (9, 6, 0), "9.6.0")
     control = MySqlAnswers(f"{SERVER}:1-13:mytag:1-3", f"{SERVER}:1-13:mytag:1")
-    old = BinlogOffset("binlog.000042", 1234, checkpoint, server="mysql server_uuid=another")
+    old = BinlogOffset("binlog.000000", 1234, checkpoint, server="mysql server_uuid=another")  # numbered below
     config: Any = ReplicationConfig()
     anchored = anchor(control, server, config, 1, old)
     assert (anchored.file, anchored.position) == (TAGGED_FILE.rsplit("/", 1)[1], position)
