@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +43,14 @@ from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
 from airflow_provider_mysqlcdc.engine.options.stream_options import (
     PositionLostBehavior,
     StreamOptions,
-    StreamProgress,
 )
-from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
-from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
-from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
-from airflow_provider_mysqlcdc.lake.handle import Lake, table_uri
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches
+from airflow_provider_mysqlcdc.lake.handle import table_uri
 from bench.common.measure import machine
+from bench.common.plain_replica import catch_up, snapshot
 from bench.common.results import write_sections
 from bench.common.server import load_orders, throwaway_server, write_events
 
-PARTS = 2
 TABLE = TableId("bench", "orders")
 WAYS = ["archive", "resnapshot", "by hand"]
 
@@ -72,32 +67,11 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def snapshot(config: ConnectionConfig, plan: Plan, base_uri: str) -> None:
-    """Every batch of ``plan`` into the lake at ``base_uri``."""
-    store = SnapshotStore(Lake.at(base_uri))
-    store.write_plan(plan)
-    for batch in plan.batches:
-        mine, attempt = plan.chunks_of(batch), uuid.uuid4().hex[:12]
-        results = [r for part in range(PARTS)
-                   for r in write_chunks(store, batch, attempt, part, config, plan.schema,
-                                         mine[len(mine) * part // PARTS: len(mine) * (part + 1) // PARTS],
-                                         config.server_id.allocate(part))]
-        commit_batch(store, batch, attempt, plan.schema, results, 1.0)
-
-
 def stream(config: ConnectionConfig, base_uri: str, lost: PositionLostBehavior = PositionLostBehavior.FAIL,
            archive: str | None = None) -> None:
     """The stream started (recovering as ``lost`` says), caught up and merged."""
-    options = StreamOptions(base_uri, (TABLE,), writer="bench", on_position_lost=lost, binlog_archive_uri=archive)
-    runner = StreamRunner(options, config)
-    control = config.connect()
-    try:
-        checkpoint = runner.open(control)
-        runner.catch_up(control, checkpoint, StreamProgress.start())
-        StateMerger(Lake.at(base_uri), control).merge(checkpoint)
-        runner.lease.release()
-    finally:
-        control.close()
+    catch_up(config, StreamOptions(base_uri, (TABLE,), writer="bench", on_position_lost=lost,
+                                   binlog_archive_uri=archive))
 
 
 def plan_of(config: ConnectionConfig, chunk_size: int, chunks_per_batch: int) -> Plan:

@@ -18,22 +18,17 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 
 from airflow_provider_mysqlcdc.cdc.schema.discovery import load_table_schema
 from airflow_provider_mysqlcdc.cdc.schema.table import TableId
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
 from airflow_provider_mysqlcdc.cdc.split.splitter import split_table
-from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions, StreamProgress
-from airflow_provider_mysqlcdc.engine.snapshot.snapshot_batch import commit_batch, write_chunks
-from airflow_provider_mysqlcdc.engine.stream.state_merge import StateMerger
-from airflow_provider_mysqlcdc.engine.stream.stream_runner import StreamRunner
+from airflow_provider_mysqlcdc.engine.options.stream_options import StreamOptions
 from airflow_provider_mysqlcdc.engine.verification.verify import verify_batch_locally
-from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, SnapshotStore, group_batches
+from airflow_provider_mysqlcdc.lake.documents.snapshot import Plan, group_batches
 from airflow_provider_mysqlcdc.lake.handle import Lake
+from bench.common.plain_replica import PARTS, catch_up, snapshot
 from bench.common.server import load_orders, throwaway_server
-
-PARTS = 2
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -44,33 +39,6 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--port", type=int, default=33087)
     return parser.parse_args(argv)
-
-
-def snapshot(config: ConnectionConfig, plan: Plan, base_uri: str) -> float:
-    """Every batch of ``plan`` into the lake at ``base_uri``; the seconds it took."""
-    store = SnapshotStore(Lake.at(base_uri))
-    store.write_plan(plan)
-    started = time.perf_counter()
-    for batch in plan.batches:
-        mine, attempt = plan.chunks_of(batch), uuid.uuid4().hex[:12]
-        results = [r for part in range(PARTS)
-                   for r in write_chunks(store, batch, attempt, part, config, plan.schema,
-                                         mine[len(mine) * part // PARTS: len(mine) * (part + 1) // PARTS],
-                                         config.server_id.allocate(part))]
-        commit_batch(store, batch, attempt, plan.schema, results, 1.0)
-    return time.perf_counter() - started
-
-
-def stream(config: ConnectionConfig, base_uri: str, table: TableId) -> None:
-    """The stream's first run: its checkpoint at the binlog's end, its changes merged."""
-    runner, control = StreamRunner(StreamOptions(base_uri, (table,), writer="bench"), config), config.connect()
-    try:
-        checkpoint = runner.open(control)
-        runner.catch_up(control, checkpoint, StreamProgress.start())
-        StateMerger(Lake.at(base_uri), control).merge(checkpoint)
-        runner.lease.release()
-    finally:
-        control.close()
 
 
 def verify(config: ConnectionConfig, plan: Plan, base_uri: str, run: str) -> tuple[float, int, bool]:
@@ -100,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             base_uri = f"{lakes}/lake-{round_}"
             seconds = snapshot(config, plan, base_uri)
             snapshot_rates.append(args.rows / seconds)
-            stream(config, base_uri, schema.id)
+            catch_up(config, StreamOptions(base_uri, (schema.id,), writer="bench"))
             seconds, rows, equal = verify(config, plan, base_uri, f"bench-{round_}")
             if not equal or rows != args.rows:
                 print(f"verification found differences or {rows} rows instead of {args.rows}", file=sys.stderr)
