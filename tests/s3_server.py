@@ -9,6 +9,8 @@ connection made of ``variables``, with no AWS variable set), or through the stan
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +18,10 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 BUCKET = "bucket"
 
@@ -86,3 +92,15 @@ def stop(server: S3Server) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+
+
+def reach_only_through(server: S3Server, conn_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No AWS variable at all, in this process and the ones it starts: ``server`` reached only through the
+    Airflow ``aws`` connection ``conn_id`` (set in the environment), as a deployment with a lake connection."""
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    variables = server.variables()
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({
+        "conn_type": "aws", "login": variables["AWS_ACCESS_KEY_ID"], "password": variables["AWS_SECRET_ACCESS_KEY"],
+        "extra": {"endpoint_url": server.endpoint, "region_name": variables["AWS_REGION"]},
+    }))

@@ -7,9 +7,7 @@ test's lake needs.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,13 +38,7 @@ LAKE_CONN_ID = "archive_s3"
 def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[s3_server.S3Server]:
     """An S3 server reached only through the lake connection ``LAKE_CONN_ID`` (no AWS variable set)."""
     server = s3_server.start(tmp_path / "moto.log")
-    for name in [n for n in os.environ if n.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    variables = server.variables()
-    monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", json.dumps({
-        "conn_type": "aws", "login": variables["AWS_ACCESS_KEY_ID"], "password": variables["AWS_SECRET_ACCESS_KEY"],
-        "extra": {"endpoint_url": server.endpoint, "region_name": variables["AWS_REGION"]},
-    }))
+    s3_server.reach_only_through(server, LAKE_CONN_ID, monkeypatch)
     try:
         yield server
     finally:

@@ -19,7 +19,6 @@ variables alone (a deployment without a lake connection).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -87,13 +86,7 @@ def aws_variables(s3: s3_server.S3Server, monkeypatch: pytest.MonkeyPatch) -> No
 def lake_options(s3: s3_server.S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """No AWS variable at all, in this process and the ones it starts (spark-submit, its Python workers):
     the server only through the ``aws`` connection ``LAKE_CONN_ID``. Returns its storage options."""
-    for name in [n for n in os.environ if n.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    variables = s3.variables()
-    monkeypatch.setenv(f"AIRFLOW_CONN_{LAKE_CONN_ID.upper()}", json.dumps({
-        "conn_type": "aws", "login": variables["AWS_ACCESS_KEY_ID"], "password": variables["AWS_SECRET_ACCESS_KEY"],
-        "extra": {"endpoint_url": s3.endpoint, "region_name": variables["AWS_REGION"]},
-    }))
+    s3_server.reach_only_through(s3, LAKE_CONN_ID, monkeypatch)
     return lake_storage_options(LAKE_CONN_ID)
 
 
