@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, file_index
+from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset
 from airflow_provider_mysqlcdc.cdc.offset.gtid import GtidSet, MariaDbGtidPosition
 from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, covered_by_gtids, find_first_uncovered
 from airflow_provider_mysqlcdc.cdc.source.server_info import MYSQL
@@ -39,14 +39,8 @@ def archived_start(
         return offset if offset.file in names else None
     wanted = GtidSet.parse(offset.gtid) if offset.flavor == MYSQL else MariaDbGtidPosition.parse(offset.gtid)
     start = find_first_uncovered(names, transactions, covered_by_gtids(wanted), offset.flavor)
-    if offset.file in names and file_order(start) <= file_order(offset):
+    if offset.file in names and start.file_order <= offset.file_order:
         return offset  # its own file, no transaction the GTIDs leave out before it: a copy of its binlog
     if (start.file, start.position) == (names[0], _FIRST_EVENT):
         return None  # no transaction before the checkpoint is in the archive: it may begin after the checkpoint
     return replace(offset, file=start.file, position=start.position)
-
-
-def file_order(offset: BinlogOffset) -> tuple[int, int]:
-    """Where ``offset`` sorts by binlog file number and position (as the lake orders changes, ``_binlog_file``,
-    ``_binlog_pos``), whatever its GTIDs."""
-    return file_index(offset.file), offset.position

@@ -90,6 +90,12 @@ class BinlogOffset:
             return 1
         return None
 
+    @property
+    def file_order(self) -> tuple[int, int]:
+        """Where this offset sorts by binlog file number and position, whatever its GTIDs: as the lake orders
+        changes (the changelog's ``_binlog_file``, ``_binlog_pos``, which the MERGE compares)."""
+        return file_index(self.file), self.position
+
     def compare(self, other: BinlogOffset) -> int:
         by_gtid = self._gtid_order(other)
         if by_gtid is None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import (
     BinlogOffset,
     binlog_files,
-    file_index,
     gtid_at,
     read_current_offset,
     server_identity,
@@ -279,7 +278,7 @@ def check_sorts_after(checkpoint: BinlogOffset, moved: BinlogOffset) -> None:
     changes by binlog file number and position (the changelog's ``_binlog_file``, ``_binlog_pos``; the MERGE
     takes a change only when it is newer than the row it replaces), so the new server's changes would sort
     before those the lake holds and lose to them: the replica would stop following the source, silently."""
-    if (file_index(moved.file), moved.position) >= (file_index(checkpoint.file), checkpoint.position):
+    if moved.file_order >= checkpoint.file_order:
         return
     raise ServerChangedError(
         f"the mysql_cdc connection reaches another server than the stream's checkpoint came from, and the same "

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from airflow_provider_mysqlcdc.cdc.binlog.binlog_files import BinlogFiles
-from airflow_provider_mysqlcdc.cdc.offset.archived_start import archived_start, file_order
+from airflow_provider_mysqlcdc.cdc.offset.archived_start import archived_start
 from airflow_provider_mysqlcdc.cdc.offset.binlog_offset import BinlogOffset, binlog_files, file_index
 from airflow_provider_mysqlcdc.cdc.offset.startup import Transaction, reanchor, scan_transactions
 from airflow_provider_mysqlcdc.cdc.source.connection import ConnectionConfig
@@ -92,7 +92,7 @@ class ArchiveCatchUp:
         if checkpoint.chunks:
             problem = (f"the stream has not yet passed the snapshot's high watermarks of "
                        f"{sorted(map(str, checkpoint.chunks))}, positions in the checkpoint's binlog")
-        elif file_order(start) < file_order(offset) or (
+        elif start.file_order < offset.file_order or (
                 oldest != "none" and file_index(names[-1]) >= file_index(oldest)):
             problem = (f"its files' numbers do not lie between the checkpoint's {offset.file}:{offset.position} and "
                        f"the server's oldest binlog {oldest}, and the lake orders changes by binlog file number and "
