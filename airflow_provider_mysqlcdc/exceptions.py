@@ -30,9 +30,10 @@ class BinlogPositionLostError(SourceConfigError):
     stream stops before writing anything; the lake keeps what it had. The ways back: the stream's
     ``on_position_lost`` ('resnapshot', or 'archive' with archived binlog files), or the tables taken anew by
     hand (delete the lake and run the DAG again); then keep binlogs longer than the stream may be stopped.
-    ``checkpoint`` is the lost offset, ``oldest`` where the server's binlog starts now."""
+    ``checkpoint`` is the lost offset, ``oldest`` where the server's binlog starts now (empty in an error
+    rebuilt from its message alone: ``error_from_event``, a Spark job's error file)."""
 
-    def __init__(self, message: str, checkpoint: str, oldest: str) -> None:
+    def __init__(self, message: str, checkpoint: str = "", oldest: str = "") -> None:
         super().__init__(message)
         self.checkpoint, self.oldest = checkpoint, oldest
 

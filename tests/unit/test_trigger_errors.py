@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from airflow_provider_mysqlcdc.exceptions import (
+    BinlogPositionLostError,
     InvalidOptionError,
     LakeLeaseError,
+    MySqlCdcError,
     SchemaChangeError,
     SourceConfigError,
     error_event,
@@ -57,6 +59,19 @@ def test_a_trigger_failure_is_raised_again_as_our_exception(
     assert type(error) is kind and str(error) == payload["error"]
     with pytest.raises(kind, match=message):
         raise error
+
+
+def test_every_error_of_ours_is_rebuilt_from_its_class_name_and_message() -> None:
+    """The triggerer's event and a Spark job's error file carry a class name and a message: each class of ours
+    must be made again from them alone (one with more constructor arguments would fail as a TypeError)."""
+    def subclasses(kind: type[MySqlCdcError]) -> list[type[MySqlCdcError]]:
+        return [kind, *(s for sub in kind.__subclasses__() for s in subclasses(sub))]
+
+    kinds = subclasses(MySqlCdcError)
+    assert BinlogPositionLostError in kinds
+    for kind in kinds:
+        error = error_from_event(error_event(kind("what went wrong")))
+        assert type(error) is kind and str(error) == "what went wrong"
 
 
 def test_other_errors_become_source_errors_naming_them() -> None:
