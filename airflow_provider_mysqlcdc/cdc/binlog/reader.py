@@ -423,7 +423,6 @@ class BinlogReader:
         """The last table map checked per table, and the one its rows are decoded with: itself, or for a map
         without names the same completed from the schema (``completed``)."""
         self._names_logged: bool | None = None  # whether the last table map checked named its columns
-        self._positional: set[TableMap] = set()  # the completed maps (``_described``'s), read by position
 
     def track(self, schema: TableSchema) -> None:
         """Capture ``schema``'s table with these columns from the next event on (after a DDL)."""
@@ -431,21 +430,15 @@ class BinlogReader:
         self._keys.setdefault(schema.id, schema.id)
         self._table_of.clear()
         self._converters[schema.id] = RowConverter(schema, self._time_zone)
-        self._forget(schema.id)
+        self._described.pop(schema.id, None)
 
     def untrack(self, table: TableId) -> None:
         """Capture ``table`` no more (dropped or renamed away); its DDL is still followed."""
         self._schemas.pop(table, None)
         self._keys.pop(table, None)
         self._table_of.clear()
-        self._forget(table)
+        self._described.pop(table, None)
         self._watched = self._watched | {table}
-
-    def _forget(self, table: TableId) -> None:
-        """Check ``table``'s next table map anew (its schema changed)."""
-        described = self._described.pop(table, None)
-        if described is not None:
-            self._positional.discard(described[1])
 
     def __iter__(self) -> Iterator[Item]:
         """One record per row image. Reconnects from the last item's offset when the connection drops (a
@@ -617,7 +610,6 @@ class BinlogReader:
         if described is not None and described[0] is table_map:
             event.table_map = described[1]
             return None
-        self._forget(table)
         columns, changed = table_map.columns, None
         self._names_logged = named(columns)
         if self._names_logged:
@@ -631,7 +623,6 @@ class BinlogReader:
                                         f"for it there does not describe: {explain_mismatch(columns, schema)}; "
                                         f"nothing past {base} is committed.")
             decoded = TableMap(table_map.table_id, table_map.table, completed(columns, schema), table_map.packet)
-            self._positional.add(decoded)
         self._described[table] = (table_map, decoded)
         event.table_map = decoded
         return changed
@@ -639,8 +630,8 @@ class BinlogReader:
     def _converted(self, event: Rows, table: TableId, fmt: Format) -> list[tuple[Any, ...]]:
         """The images as mysql-replication decodes them, converted to canonical values; never for a table map
         read by position (mysql-replication would decode it without the schema's signedness, character sets and
-        members)."""
-        if event.table_map in self._positional:
+        members): ``_follow_table_map`` gave the event a completed map in place of its own."""
+        if event.table_map is not self._described[table][0]:
             raise SchemaChangeError(
                 f"the rows of {table} ending at binlog position {event.log_pos} have a column the row decoder does not "
                 f"read, and their table map names no columns, so mysql-replication cannot read them exactly either: "
